@@ -1,0 +1,1 @@
+"""chatparse: exact streaming parsing of raw model output."""
