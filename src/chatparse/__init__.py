@@ -1,1 +1,29 @@
-"""chatparse: exact streaming parsing of raw model output."""
+"""chatparse: exact, streaming, linear-time parsing of raw model output into assistant messages.
+
+The core is a drop-in for `transformers.utils.chat_parsing` (Hugging Face `response_template`):
+
+>>> import chatparse
+>>> tpl = {"start_anchor": "<|im_start|>assistant\\n",
+...        "fields": {"reasoning_content": {"open": "<think>", "close": "</think>"},
+...                   "content": {"close": "<|im_end|>"}}}
+>>> chatparse.parse_response("<think>hm</think>Hello<|im_end|>", tpl, prefix="")
+{'reasoning_content': 'hm', 'content': 'Hello'}
+"""
+
+from ._events import Event, RegionChunk, RegionClose, RegionMalformed, RegionOpen
+from ._parser import ResponseParser, parse_response
+from ._template import Template, load_response_template
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Event",
+    "RegionChunk",
+    "RegionClose",
+    "RegionMalformed",
+    "RegionOpen",
+    "ResponseParser",
+    "Template",
+    "load_response_template",
+    "parse_response",
+]

@@ -1,0 +1,288 @@
+"""The streaming `ResponseParser` state machine and one-shot `parse_response`.
+
+Theory of operation
+-------------------
+The parser owns a buffer (the truncated prefix followed by everything fed), a position `pos`
+(the first character not yet routed), the output message, and the current region: the implicit
+field, an explicit field, or `None` (the null sink). Everything that affects the state machine
+lives in this file; where the next delimiter is lies with `_scan`.
+
+A processing pass asks the current region's `Scanner` for a decision: commit a delimiter match
+(route the text before it, close/open regions, switch watch list, repeat) or hold from a position
+(route the text before it and stop). At end of stream nothing is held: remaining text is routed
+and the open region is closed, flagged `complete: False` when its closer never came.
+
+The result of a pass depends only on the buffer, never on how it was split, because a scanner
+commits a match only when every continuation of the text would make the one-shot parse commit the
+same one. Hence streamed == one-shot for every chunking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from copy import deepcopy
+from typing import Any
+
+from ._content import process_field
+from ._events import Event
+from ._scan import Scanner, WatchList, _Finder
+from ._template import Field, Template, load_response_template
+from .tools import build_tool_table, coerce_tool_calls
+
+_PREFIX_REQUIRED = (
+    "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
+    "generation), because chat templates often pre-write part of the assistant message (e.g. an "
+    "opening `<think>` tag) that the parser must see to parse the output correctly. If the generation "
+    'already contains the complete message, pass `prefix=""` to opt out explicitly.'
+)
+
+_MALFORMED = (KeyError, TypeError, ValueError)
+
+
+def _copy(value: Any) -> Any:
+    """A copy of a parsed value (JSON-like data) so events never alias the message (D18)."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _is_empty(v: Any) -> bool:
+    return v is None or (isinstance(v, (list, dict, str)) and not v)
+
+
+class ResponseParser:
+    """Streaming parser for one assistant message, driven by a `response_template`.
+
+    Drop-in for `transformers.utils.chat_parsing.ResponseParser` with the enriched event contract
+    of vLLM/SGLang: every `region_open`/`region_close`/`region_malformed` carries `start`/`end`
+    offsets into `input_text`; an explicit `region_open` carries the opener's named `captures`;
+    `region_close` carries `complete` (False when a region that has a closer was ended by the end
+    of the stream); content that cannot be parsed produces `region_malformed` (with the exception
+    as `error`) instead of raising, and parsing goes on.
+
+    >>> tpl = {"start_anchor": "<|im_start|>assistant\\n",
+    ...        "fields": {"thinking": {"open": "<think>", "close": "</think>"},
+    ...                   "content": {"close": "<|im_end|>"}}}
+    >>> p = ResponseParser(tpl, prefix="<|im_start|>assistant\\n")
+    >>> [e["type"] for e in p.feed("<think>hm</think>Hi")]
+    ['region_open', 'region_chunk', 'region_close', 'region_open', 'region_chunk']
+    >>> p.finalize()[0]
+    {'thinking': 'hm', 'content': 'Hi'}
+    """
+
+    def __init__(
+        self,
+        response_template: dict | Template,
+        prefix: str | None = None,
+        *,
+        tools: list[dict | Callable] | None = None,
+    ) -> None:
+        self._t = load_response_template(response_template)
+        if prefix is None:
+            raise ValueError(_PREFIX_REQUIRED)
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+        self._tools = build_tool_table(tools) if tools else {}
+        self._buf = ""
+        self._pos = 0
+        self._output: dict[str, Any] = deepcopy(self._t.defaults)
+        self._current: str | None = self._t.implicit
+        self._captures: dict[str, str] = {}
+        self._body: list[str] = []
+        self._opened = False
+        self._finalized = False
+        self._malformed: set[str] = set()
+        self._zw = -1  # position of the last zero-width commit: no second zero-width match there
+        self._finders: dict[int, _Finder] = {}
+        self._scanner: Scanner | None = None
+        self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
+        self.initial_events: list[Event] = []
+        truncated = self._t.truncate_past_last_anchor(prefix) if prefix else ""
+        if truncated:
+            self._buf = truncated
+            self._process(self.initial_events, eos=False)
+        self._emit_from = len(self._buf)
+
+    @property
+    def input_text(self) -> str:
+        """The truncated prefix followed by everything fed so far (event offsets index into it)."""
+        return self._buf
+
+    def feed(self, text: str) -> list[Event]:
+        """Append model output and return the events it completes."""
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        if text:
+            if not isinstance(text, str):
+                raise TypeError(f"feed() takes a str, got {type(text).__name__}")
+            self._buf += text
+        events: list[Event] = []
+        self._process(events, eos=False)
+        return events
+
+    def finalize(self) -> tuple[dict, list[Event]]:
+        """End the stream: returns the final message and the last events."""
+        events = self._end()
+        self._check_required()
+        return self._finish(), events
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _end(self) -> list[Event]:
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        events: list[Event] = []
+        self._process(events, eos=True)
+        return events
+
+    def _check_required(self) -> None:
+        missing = [
+            n for n, f in self._t.fields.items() if not f.optional and n not in self._output and n not in self._malformed
+        ]
+        if missing:
+            raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
+
+    def _finish(self) -> dict:
+        defaults = self._t.defaults
+        self._output = {k: v for k, v in self._output.items() if k in defaults or not _is_empty(v)}
+        self._finalized = True
+        return self._output
+
+    def _watch(self) -> WatchList:
+        cur = self._current
+        if cur is not None and cur != self._t.implicit:
+            return self._t.fields[cur].watch
+        return self._t.watch
+
+    def _process(self, events: list[Event], eos: bool) -> None:
+        buf = self._buf
+        while True:
+            scanner = self._scanner
+            if scanner is None:
+                scanner = self._scanner = self._watch().scanner(self._pos, self._finders)
+            kind, a, b, c = scanner.scan(buf, eos, self._zw)
+            if kind == 1:
+                is_open, name, _ = scanner.entries[a]
+                start, (end, slots) = b, c
+                if start > self._pos:
+                    self._route(events, buf, self._pos, start)
+                self._pos = end
+                self._zw = start if start == end else -1
+                d = scanner.entries[a][2]
+                caps = {}
+                for g, slot in d.group_names.items():
+                    s, e = slots[slot], slots[slot + 1]
+                    if s != -1 and e != -1:
+                        caps[g] = buf[s:e]
+                if is_open:
+                    self._close(events, start, start, True)
+                    self._current = name
+                    self._captures = caps
+                    self._body = []
+                    self._opened = True
+                    events.append({"type": "region_open", "field": name, "start": start, "end": end, "captures": dict(caps)})
+                else:
+                    self._captures.update(caps)
+                    self._close(events, start, end, True)
+                self._scanner = None
+                continue
+            if eos:
+                n = len(buf)
+                if self._pos < n:
+                    self._route(events, buf, self._pos, n)
+                    self._pos = n
+                cur = self._current
+                complete = cur is None or self._t.fields[cur].closer is None
+                self._close(events, n, n, complete)
+                self._scanner = None
+                return
+            if a > self._pos:
+                self._route(events, buf, self._pos, a)
+                self._pos = a
+            return
+
+    def _route(self, events: list[Event], buf: str, a: int, b: int) -> None:
+        name = self._current
+        if name is None:
+            return
+        if not self._opened:
+            events.append({"type": "region_open", "field": name, "start": a, "end": a})
+            self._opened = True
+        self._body.append(buf[a:b])
+        if a < self._emit_from:
+            a = self._emit_from
+            if a >= b:
+                return
+            text = buf[a:b]
+        else:
+            text = self._body[-1]
+        events.append({"type": "region_chunk", "field": name, "text": text, "dirty": self._t.fields[name].dirty})
+
+    def _close(self, events: list[Event], start: int, end: int, complete: bool) -> None:
+        name = self._current
+        if name is None or not self._opened:
+            self._reset()
+            return
+        f = self._t.fields[name]
+        try:
+            value = self._value(f)
+        except _MALFORMED as e:
+            self._malformed.add(name)
+            events.append({"type": "region_malformed", "field": name, "start": start, "end": end, "error": e})
+            self._reset()
+            return
+        events.append(
+            {"type": "region_close", "field": name, "value": _copy(value), "start": start, "end": end, "complete": complete}
+        )
+        self._reset()
+
+    def _value(self, f: Field) -> Any:
+        value = process_field("".join(self._body), f, self._captures)
+        if self._tools:
+            value = coerce_tool_calls(value, self._tools)
+        out = self._output
+        name = f.name
+        if f.join is not None:
+            if not isinstance(value, str):
+                raise ValueError(f"Field '{name}': 'join' requires each match to parse to a string, got {type(value).__name__}.")
+            previous = out.get(name)
+            out[name] = value if previous is None else previous + f.join + value
+        elif f.repeats:
+            out.setdefault(name, []).append(value)
+        else:
+            out[name] = value
+        return value
+
+    def _reset(self) -> None:
+        self._current = self._t.implicit
+        self._captures = {}
+        self._body = []
+        self._opened = False
+
+
+def parse_response(
+    text: str,
+    response_template: dict | Template,
+    *,
+    prefix: str | None = None,
+    tools: list[dict | Callable] | None = None,
+) -> dict:
+    """Parse a complete model output into a message dict (transformers-compatible).
+
+    Unlike streaming, a region whose content cannot be parsed raises its original exception (the
+    first one in text order, including regions that came from the prefix), as the reference does.
+
+    >>> parse_response("<think>hm</think>Hi<|im_end|>",
+    ...     {"start_anchor": "A", "fields": {"thinking": {"open": "<think>", "close": "</think>"},
+    ...                                      "content": {"close": "<|im_end|>"}}}, prefix="")
+    {'thinking': 'hm', 'content': 'Hi'}
+    """
+    parser = ResponseParser(response_template, prefix=prefix, tools=tools)
+    events = parser.initial_events + parser.feed(text) + parser._end()
+    for e in events:
+        if e["type"] == "region_malformed":
+            raise e["error"]  # type: ignore[typeddict-item]
+    parser._check_required()
+    return parser._finish()

@@ -1,0 +1,369 @@
+"""Delimiters and the multi-delimiter scanner: where the next delimiter is, and what must be held.
+
+Theory of operation
+-------------------
+For the current region the parser watches a list of delimiters (the closer of an explicit region,
+or every opener plus the implicit field's closer). The one-shot parse commits, among all watched
+delimiters, the match with the smallest key `(start, -length, opener-before-closer, field name)`,
+where each delimiter's match is its leftmost match with the `regex` module's priority semantics.
+While streaming, a match may be committed only when that choice is already certain, and text may
+be released only before the earliest position whose fate is still open.
+
+Every delimiter gets a `Cursor` for the region visit. A cursor walks start positions from left to
+right; positions that cannot start a match are skipped with C-speed searches (`str.find` or a
+character-class regex for the delimiter's possible first characters, or, for the common
+`\\s*<marker>` shape, for the characters that can follow its leading loop). At a candidate
+position it runs an exact `Attempt` (see `_rx`), which answers fail / match / live. A cursor
+reports its first position that is not a certain failure. The scanner combines the cursors:
+the earliest reported position E wins; if any cursor is live at E the text before E is released
+and the rest held; otherwise the best match at E by key is committed.
+
+Everything a cursor learns is monotone in the buffer length (a position that failed without
+touching the end fails forever), so cursors and the per-parser search caches keep their progress
+across feeds: total work is linear in the stream for every template and every chunking.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+from . import _rx
+
+
+class _Finder:
+    """Next position >= q holding one of a set of characters, with a cache that keeps repeated
+    queries from the same parser linear (an absent trigger is searched for once per new text)."""
+
+    __slots__ = ("_char", "_re", "_q0", "_res", "_n0")
+
+    def __init__(self, char: str | None, pattern: Any) -> None:
+        self._char = char
+        self._re = pattern
+        self._q0 = -1
+        self._res = -1
+        self._n0 = -1
+
+    def next(self, buf: str, q: int) -> int:
+        n = len(buf)
+        if self._q0 <= q <= self._res:
+            if self._res < self._n0:
+                return self._res
+            if n == self._n0:
+                return n
+            start = max(q, self._n0)
+        else:
+            start = q
+        if self._char is not None:
+            r = buf.find(self._char, start)
+        else:
+            m = self._re.search(buf, start)
+            r = -1 if m is None else m.start()
+        if r < 0:
+            r = n
+        self._q0, self._res, self._n0 = q, r, n
+        return r
+
+
+def _atom_src(atom: _rx.Node) -> str:
+    """The `regex` source of a one-character atom, with its flags scoped."""
+    if atom.op == "lit":
+        return regex.escape(atom.args[0])
+    if atom.op == "any":
+        return r"[\s\S]" if atom.args[0] else r"[^\n]"
+    src, flags = atom.args
+    on = ""
+    if flags & regex.IGNORECASE:
+        on += "i"
+    if flags & regex.ASCII:
+        on += "a"
+    return f"(?{on}:{src})" if on else f"(?:{src})"
+
+
+class _First:
+    """Over-approximation of what can start a match: one-character atoms, and whether a match can
+    start at position 0 only (through `^`/`\\A`) or anywhere without consuming a character."""
+
+    def __init__(self) -> None:
+        self.atoms: list[_rx.Node] = []
+        self.at0 = False
+        self.anywhere = False
+
+
+def _first(node: _rx.Node, out: _First, at0: bool) -> bool:
+    """Add the possible first characters of `node` to `out`; return whether `node` is nullable
+    (can be passed without consuming a character). `at0` marks paths that passed a `^`."""
+    op = node.op
+    if op in ("lit", "cls", "any"):
+        if not at0:
+            out.atoms.append(node)
+        return False
+    if op == "assert":
+        return True
+    if op == "look":
+        ahead, negate = node.args[0], node.args[1]
+        if ahead and not negate:
+            sub = _First()
+            if not _first(node.kids[0], sub, at0):
+                out.atoms.extend(sub.atoms)
+                out.at0 |= sub.at0
+                out.anywhere |= sub.anywhere
+                return False
+        return True
+    if op == "empty":
+        return True
+    if op == "cat":
+        for k in node.kids:
+            if k.op == "assert" and k.args[0] == "bos":
+                at0 = True
+                continue
+            if not _first(k, out, at0):
+                return False
+        return True
+    if op == "alt":
+        res = False
+        for k in node.kids:
+            if k.op == "assert" and k.args[0] == "bos":
+                out.at0 = True
+                res = True
+                continue
+            if _first(k, out, at0):
+                res = True
+        return res
+    if op == "rep":
+        inner = _first(node.kids[0], out, at0)
+        return inner or node.args[0] == 0
+    return _first(node.kids[0], out, at0)  # group, atomic
+
+
+def _flatten(node: _rx.Node) -> list[_rx.Node]:
+    if node.op == "cat":
+        out: list[_rx.Node] = []
+        for k in node.kids:
+            out.extend(_flatten(k))
+        return out
+    if node.op == "group" and node.args[0] is None:
+        return _flatten(node.kids[0])
+    return [node]
+
+
+class Delimiter:
+    """A compiled opener, closer or anchor: literal list or regex, with its search accelerators."""
+
+    def __init__(self, source: str, literals: list[str] | None) -> None:
+        self.source = source
+        self.literals = literals
+        if literals is not None:
+            self.prog = _rx.literal_program(literals)
+            self.can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
+        else:
+            self.prog = _rx.compile_pattern(source)
+            self.can_extend = False
+        tree: _rx.Node = self.prog.tree  # type: ignore[attr-defined]
+        self.group_names = dict(self.prog.names)
+        # Search strategy.
+        self.every = False  # every position is a candidate
+        self.at0 = False
+        self.loop_test: _rx.CharTest | None = None  # shape C* REST: the loop's class
+        self.trigger_char: str | None = None
+        self.trigger_re: Any = None
+        self.trigger_atoms: list[_rx.Node] = []
+        items = _flatten(tree)
+        if (
+            len(items) >= 2
+            and items[0].op == "rep"
+            and items[0].args[0] == 0
+            and items[0].args[1] is None
+            and items[0].args[2] in ("greedy", "lazy")
+            and items[0].kids[0].op in ("lit", "cls", "any")
+            and not _rx.nullable(_rx.Node("cat", kids=items[1:]))
+        ):
+            rest = _First()
+            _first(_rx.Node("cat", kids=items[1:]), rest, False)
+            if not rest.anywhere and not rest.at0:
+                atom = items[0].kids[0]
+                self.loop_test = _rx.CharTest(_atom_src(atom), 0)
+                self._set_triggers(rest.atoms)
+                return
+        first = _First()
+        nullable = _first(tree, first, False)
+        self.at0 = first.at0
+        if nullable or first.anywhere or any(a.op == "any" and a.args[0] for a in first.atoms):
+            self.every = True
+            return
+        self._set_triggers(first.atoms)
+
+    def _set_triggers(self, atoms: list[_rx.Node]) -> None:
+        self.trigger_atoms = atoms
+        chars = {a.args[0] for a in atoms if a.op == "lit"}
+        if len(atoms) == len(chars) == 1:
+            self.trigger_char = next(iter(chars))
+            return
+        srcs = list(dict.fromkeys(_atom_src(a) for a in atoms))
+        self.trigger_re = regex.compile("|".join(srcs)) if srcs else regex.compile(r"(?!)")
+
+    def finder(self) -> _Finder:
+        return _Finder(self.trigger_char, self.trigger_re)
+
+
+class Cursor:
+    """The scan state of one delimiter during one region visit (see the module docstring)."""
+
+    __slots__ = ("d", "q", "att", "memo", "looks", "finder", "found", "run")
+
+    def __init__(self, d: Delimiter, q: int, finder: _Finder | None) -> None:
+        self.d = d
+        self.q = q
+        self.att: _rx.Attempt | None = None
+        self.memo: set[int] = set()
+        self.looks: dict = {}
+        self.finder = finder
+        self.found: tuple[int, Any] | None = None
+        self.run: tuple[int, int] = (-1, -1)
+
+    def _candidate(self, buf: str, q: int, eos: bool) -> int:
+        """The first position >= q where an attempt is not trivially a failure; len(buf) or more
+        when there is none (len(buf) + 1 at end of stream)."""
+        d = self.d
+        n = len(buf)
+        if q == 0 and d.at0:
+            return 0
+        if d.every:
+            return q
+        assert self.finder is not None
+        if d.loop_test is not None:
+            lo, hi = self.run
+            if lo <= q <= hi:
+                return q
+            t = self.finder.next(buf, q)
+            p = t
+            test = d.loop_test
+            while p > q and test(buf[p - 1]):
+                p -= 1
+            if t < n:
+                self.run = (p, t)
+                return p
+            if not eos and p < n:
+                self.run = (p, n - 1)
+                return p
+            return n if not eos else n + 1
+        t = self.finder.next(buf, q)
+        if t >= n and eos:
+            return n + 1
+        return t
+
+    def step(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, Any]:
+        """Advance to this delimiter's first position that is not a certain failure.
+
+        Returns `(0, q, None)` when every position before `q` fails and `q` is past `limit` or the
+        end of the text, `(1, start, (end, slots))` for a certain match, `(2, start, None)` when
+        the attempt at `start` is still undecided."""
+        if self.found is not None:
+            return (1, self.found[0], self.found[1])
+        n = len(buf)
+        while True:
+            att = self.att
+            if att is None:
+                q = self._candidate(buf, self.q, eos)
+                self.q = q
+                if q > limit or q > n or (q == n and not eos):
+                    return (0, q, None)
+                att = self.att = _rx.Attempt(self.d.prog, q, self.memo, self.looks)
+            r = att.run(buf, eos)
+            if r is _rx.LIVE:
+                return (2, att.start, None)
+            self.att = None
+            if r is not None and not (r[0] == att.start == zw_forbid):
+                self.found = (att.start, r)
+                return (1, att.start, r)
+            self.q = att.start + 1
+
+
+class Scanner:
+    """Combines the cursors of a watch list into one decision (see the module docstring).
+
+    `entries` are `(is_open, field_name, delimiter)`; `finders` maps delimiters to the parser's
+    cached `_Finder`s; `fast` is the watch list's precomputed quick-rejection data."""
+
+    __slots__ = ("entries", "cursors", "fast", "fast_q", "loop_tests", "at0")
+
+    def __init__(self, watch: WatchList, q: int, finders: dict[int, _Finder]) -> None:
+        self.entries = watch.entries
+        self.fast = None if watch.fast is None else finders.setdefault(id(watch), _Finder(*watch.fast))
+        self.loop_tests = watch.loop_tests
+        self.at0 = watch.at0
+        self.fast_q = q
+        self.cursors = [
+            Cursor(d, q, None if d.every else finders.setdefault(id(d), d.finder())) for _, _, d in self.entries
+        ]
+
+    def scan(self, buf: str, eos: bool, zw_forbid: int) -> tuple[int, int, int, Any]:
+        """Returns `(kind, a, b, c)`: kind 0 = hold from `a` (release text before it); kind 1 =
+        commit entry `a` matched at `b` with `(end, slots)` = `c`."""
+        n = len(buf)
+        fast = self.fast
+        if fast is not None and not eos and self.fast_q < n:
+            # Quick rejection: no trigger character in the unresolved text and no loop class at its
+            # end means every unresolved position fails for every delimiter of this list.
+            q = self.fast_q
+            if fast.next(buf, q) >= n and (q > 0 or not self.at0):
+                last = buf[n - 1]
+                if not any(t(last) for t in self.loop_tests):
+                    self.fast_q = n
+                    for c in self.cursors:
+                        c.q = n
+                        c.att = None
+                        c.run = (-1, -1)
+                    return (0, n, 0, None)
+        best: tuple | None = None
+        e_pos = n + 1
+        live = False
+        for idx, cur in enumerate(self.cursors):
+            status, pos, r = cur.step(buf, eos, e_pos, zw_forbid)
+            if status == 0:
+                continue
+            if pos < e_pos:
+                e_pos = pos
+                best = None
+                live = False
+            if status == 2:
+                live = True
+            elif not live:
+                is_open, name, _ = self.entries[idx]
+                key = (-(r[0] - pos), 0 if is_open else 1, name)
+                if best is None or key < best[0]:
+                    best = (key, idx, r)
+        if live:
+            self.fast_q = e_pos
+            return (0, e_pos, 0, None)
+        if best is not None:
+            return (1, best[1], e_pos, best[2])
+        self.fast_q = n
+        return (0, n, 0, None)
+
+
+class WatchList:
+    """The delimiters watched in one kind of region, with their combined quick-rejection data."""
+
+    __slots__ = ("entries", "fast", "loop_tests", "at0")
+
+    def __init__(self, entries: list[tuple[bool, str, Delimiter]]) -> None:
+        self.entries = entries
+        self.fast: tuple[str | None, Any] | None = None
+        ds = [d for _, _, d in entries]
+        self.loop_tests = [d.loop_test for d in ds if d.loop_test is not None]
+        self.at0 = any(d.at0 for d in ds)
+        if ds and not any(d.every for d in ds):
+            atoms: list[_rx.Node] = []
+            for d in ds:
+                atoms.extend(d.trigger_atoms)
+            chars = {a.args[0] for a in atoms if a.op == "lit"}
+            if len(chars) == 1 and all(a.op == "lit" for a in atoms):
+                self.fast = (next(iter(chars)), None)
+            else:
+                srcs = list(dict.fromkeys(_atom_src(a) for a in atoms))
+                self.fast = (None, regex.compile("|".join(srcs)) if srcs else regex.compile("(?!)"))
+
+    def scanner(self, q: int, finders: dict[int, _Finder]) -> Scanner:
+        return Scanner(self, q, finders)

@@ -1,0 +1,268 @@
+"""Loading, validating and compiling `response_template` dicts into immutable `Template`s."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from copy import deepcopy
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from . import _rx
+from ._content import CONTENT_PARSERS, is_dirty, validate_transform_strings
+from ._scan import Delimiter, WatchList
+
+logger = logging.getLogger("chatparse")
+
+#: Seconds allowed to one `regex` module call on untrusted text (start anchors, lookbehinds).
+REGEX_TIMEOUT = 1.0
+
+_TOP_KEYS = {"version", "defaults", "fields", "start_anchor", "start_anchor_pattern"}
+_FIELD_KEYS = {
+    "open",
+    "open_pattern",
+    "close",
+    "close_pattern",
+    "content",
+    "content_args",
+    "repeats",
+    "join",
+    "optional",
+    "transform",
+    "transform_each",
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Field:
+    """One output field of a template (see `response-template.md` §2.2)."""
+
+    name: str
+    opener: Delimiter | None
+    closer: Delimiter | None
+    content: str
+    content_args: dict
+    repeats: bool
+    join: str | None
+    optional: bool
+    transform: Any
+    transform_each: bool
+    dirty: bool
+    watch: WatchList = field(repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Template:
+    """A validated, compiled `response_template`. Build with `load_response_template`."""
+
+    spec: dict
+    defaults: dict
+    fields: dict[str, Field]
+    implicit: str | None
+    anchor_re: Any
+    anchor_literals: list[str] | None
+    watch: WatchList = field(repr=False)
+
+    def truncate_past_last_anchor(self, text: str) -> str:
+        """The part of `text` after the last start-anchor match (non-overlapping, leftmost)."""
+        last_end = None
+        try:
+            for m in self.anchor_re.finditer(text, timeout=REGEX_TIMEOUT):
+                last_end = m.end()
+        except TimeoutError as e:
+            raise ValueError(
+                f"response_template: start anchor search timed out after {REGEX_TIMEOUT}s on the prefix"
+            ) from e
+        if last_end is None:
+            kind = "start_anchor" if self.anchor_literals is not None else "start_anchor_pattern"
+            logger.info(
+                f"response_template defines {kind} but the anchor was not found "
+                "in the prefix; the parser will process the entire prefix instead."
+            )
+            return text
+        return text[last_end:]
+
+
+def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: str) -> Delimiter | None:
+    if literal_key in spec and pattern_key in spec:
+        raise ValueError(f"{scope}: cannot specify both '{literal_key}' and '{pattern_key}'")
+    if literal_key in spec:
+        raw = spec[literal_key]
+        if isinstance(raw, str):
+            literals = [raw]
+        elif isinstance(raw, list):
+            if not raw:
+                raise ValueError(f"{scope}: '{literal_key}' list must contain at least one literal")
+            if not all(isinstance(s, str) for s in raw):
+                raise ValueError(f"{scope}: '{literal_key}' list must contain only strings")
+            literals = list(dict.fromkeys(raw))
+        else:
+            raise ValueError(f"{scope}: '{literal_key}' must be a string or list of strings, got {type(raw).__name__}")
+        if any(s == "" for s in literals):
+            raise ValueError(f"{scope}: '{literal_key}' literals cannot be empty strings")
+        ordered = sorted(literals, key=len, reverse=True)
+        d = Delimiter("|".join(regex.escape(s) for s in ordered), literals)
+        d.module_re = regex.compile(d.source, regex.DOTALL)  # type: ignore[attr-defined]
+        return d
+    if pattern_key in spec:
+        src = spec[pattern_key]
+        try:
+            compiled = regex.compile(src, regex.DOTALL)
+        except (regex.error, TypeError) as e:
+            raise ValueError(f"{scope}: invalid {pattern_key} regex: {e}") from e
+        try:
+            d = Delimiter(src, None)
+        except _rx.UnsupportedPattern as e:
+            raise ValueError(f"{scope}: {pattern_key} {src!r} uses {e}") from e
+        d.module_re = compiled  # type: ignore[attr-defined]
+        return d
+    return None
+
+
+def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
+    scope = f"Field '{name}'"
+    if not isinstance(spec, dict):
+        raise ValueError(f"{scope} must be a dict")
+    if unknown := set(spec) - _FIELD_KEYS:
+        raise ValueError(f"{scope}: unknown keys {sorted(unknown)}")
+    content = spec.get("content", "text")
+    if not isinstance(content, str) or content not in CONTENT_PARSERS:
+        raise ValueError(f"{scope}: unknown content parser '{content}'. Available: {sorted(CONTENT_PARSERS)}")
+    opener = _compile_delimiter(scope, spec, "open", "open_pattern")
+    closer = _compile_delimiter(scope, spec, "close", "close_pattern")
+    join = spec.get("join")
+    if join is not None and not isinstance(join, str):
+        raise ValueError(f"{scope}: 'join' must be a string, got {type(join).__name__}")
+    if join is not None and not spec.get("repeats", False):
+        raise ValueError(f"{scope}: 'join' requires 'repeats': true")
+    transform = spec.get("transform")
+    transform_each = spec.get("transform_each", False)
+    if not isinstance(transform_each, bool):
+        raise ValueError(f"{scope}: transform_each must be a bool, got {type(transform_each).__name__}")
+    if transform_each and transform is None:
+        raise ValueError(f"{scope}: transform_each is set but no transform was provided")
+    if transform is not None:
+        validate_transform_strings(scope, transform)
+    else:
+        names: set[str] = set()
+        for d in (opener, closer):
+            if d is not None and d.literals is None:
+                names |= set(d.module_re.groupindex)  # type: ignore[attr-defined]
+        if names:
+            raise ValueError(
+                f"{scope}: open_pattern/close_pattern declares named group(s) "
+                f"{sorted(names)}, but the field has no 'transform'. Named captures "
+                f"are only surfaced through a 'transform' template (where they appear "
+                f"alongside 'content'). Either add a 'transform' that uses the captures, or "
+                f"remove the named groups from the pattern."
+            )
+    content_args = spec.get("content_args", {})
+    if not isinstance(content_args, dict):
+        raise ValueError(f"{scope}: 'content_args' must be a dict, got {type(content_args).__name__}")
+    f = Field(
+        name=name,
+        opener=opener,
+        closer=closer,
+        content=content,
+        content_args=deepcopy(content_args),
+        repeats=bool(spec.get("repeats", False)),
+        join=join,
+        optional=bool(spec.get("optional", True)),
+        transform=deepcopy(transform),
+        transform_each=transform_each,
+        dirty=is_dirty(content, content_args),
+        watch=WatchList([(False, name, closer)] if closer is not None else []),
+    )
+    return f, spec
+
+
+def _validate_defaults(defaults: dict, fields: dict[str, Field]) -> None:
+    for name, f in fields.items():
+        if name not in defaults or defaults[name] is None:
+            continue
+        value = defaults[name]
+        if f.join is not None and not isinstance(value, str):
+            raise ValueError(
+                f"Field '{name}': 'join' needs a string default to append to, got {type(value).__name__} in defaults"
+            )
+        if f.join is None and f.repeats and not isinstance(value, list):
+            raise ValueError(
+                f"Field '{name}': 'repeats' appends to a list, but defaults['{name}'] is a {type(value).__name__}"
+            )
+
+
+def _compile(spec: Any) -> Template:
+    if not isinstance(spec, dict):
+        raise ValueError(f"response_template must be a dict, got {type(spec).__name__}")
+    version = spec.get("version", 1)
+    if version != 1:
+        raise ValueError(f"Unsupported response_template version: {version}")
+    if unknown := set(spec) - _TOP_KEYS:
+        raise ValueError(f"Unknown keys in response_template: {sorted(unknown)}")
+    if not isinstance(spec.get("defaults", {}), dict):
+        raise ValueError("response_template.defaults must be a dict")
+    fields_raw = spec.get("fields", {})
+    if not isinstance(fields_raw, dict) or not fields_raw:
+        raise ValueError("response_template.fields must be a non-empty dict")
+    fields = {name: _build_field(name, raw)[0] for name, raw in fields_raw.items()}
+    implicit = [name for name, f in fields.items() if f.opener is None]
+    if len(implicit) > 1:
+        raise ValueError(
+            "At most one field may omit 'open'/'open_pattern' (that field becomes the "
+            f"implicit-open / leftover sink). Found: {', '.join(implicit)}"
+        )
+    anchor = _compile_delimiter("response_template", spec, "start_anchor", "start_anchor_pattern")
+    if anchor is None:
+        raise ValueError("response_template must define 'start_anchor' or 'start_anchor_pattern'.")
+    defaults = deepcopy(spec.get("defaults", {}))
+    _validate_defaults(defaults, fields)
+    implicit_name = implicit[0] if implicit else None
+    entries: list[tuple[bool, str, Delimiter]] = [(True, n, f.opener) for n, f in fields.items() if f.opener is not None]
+    if implicit_name is not None and fields[implicit_name].closer is not None:
+        closer = fields[implicit_name].closer
+        assert closer is not None
+        entries.append((False, implicit_name, closer))
+    return Template(
+        spec=spec,
+        defaults=defaults,
+        fields=fields,
+        implicit=implicit_name,
+        anchor_re=anchor.module_re,  # type: ignore[attr-defined]
+        anchor_literals=anchor.literals,
+        watch=WatchList(entries),
+    )
+
+
+_CACHE: OrderedDict[str, Template] = OrderedDict()
+_CACHE_SIZE = 128
+
+
+def load_response_template(spec: dict | Template) -> Template:
+    """Validate and compile a `response_template` dict (a `Template` is returned unchanged).
+
+    Raises `ValueError` naming the field and key for every problem (same messages as
+    transformers 5.24.0 where the reference has one). Compiled templates are cached by content,
+    so calling this (or constructing parsers) repeatedly with the same dict is cheap.
+
+    >>> t = load_response_template({"start_anchor": "A", "fields": {"content": {}}})
+    >>> t.implicit
+    'content'
+    """
+    if isinstance(spec, Template):
+        return spec
+    try:
+        key = json.dumps(spec, sort_keys=True)
+    except (TypeError, ValueError):
+        return _compile(spec)
+    t = _CACHE.get(key)
+    if t is None:
+        t = _compile(spec)
+        _CACHE[key] = t
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return t
