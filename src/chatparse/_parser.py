@@ -98,6 +98,7 @@ class ResponseParser:
         self._finders: dict[int, _Finder] = {}
         self._scanner: Scanner | None = None
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
+        self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
         self.initial_events: list[Event] = []
         truncated = self._t.truncate_past_last_anchor(prefix) if prefix else ""
         if truncated:
@@ -115,10 +116,43 @@ class ResponseParser:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if text:
-            if not isinstance(text, str):
+            if type(text) is not str and not isinstance(text, str):
                 raise TypeError(f"feed() takes a str, got {type(text).__name__}")
-            self._buf += text
-        events: list[Event] = []
+            # Drop the attribute's reference first so CPython can grow the string in place:
+            # `self._buf += text` would copy the whole buffer on every feed (quadratic).
+            buf = self._buf
+            self._buf = ""
+            buf += text
+            self._buf = buf
+            # Fast path (the common token): no trigger character of the watched delimiters in the
+            # unresolved text and no loop class at its end, so all of it goes to the open region.
+            sc = self._scanner
+            if sc is not None and sc.fast_char is not None:
+                n = len(buf)
+                q = sc.fast_q
+                if n - q < 256 and (q or not sc.at0) and buf.find(sc.fast_char, q) < 0:
+                    la = sc.loop_any
+                    h = n if la is None or not la(buf[n - 1]) else sc.trailing_hold(buf, q, n)
+                    sc.fast_q = h
+                    pos = self._pos
+                    name = self._current
+                    if name is None:
+                        self._pos = h
+                        return []
+                    if self._opened and pos >= self._emit_from:
+                        if h == pos:
+                            return []
+                        self._pos = h
+                        piece = buf[pos:h]
+                        self._body.append(piece)
+                        return [{"type": "region_chunk", "field": name, "text": piece, "dirty": self._dirty}]
+                    events: list[Event] = []
+                    if h > pos:
+                        self._route(events, buf, pos, h)
+                        self._pos = h
+                    return events
+            del buf
+        events = []
         self._process(events, eos=False)
         return events
 
@@ -179,6 +213,7 @@ class ResponseParser:
                 if is_open:
                     self._close(events, start, start, True)
                     self._current = name
+                    self._dirty = self._t.fields[name].dirty
                     self._captures = caps
                     self._body = []
                     self._opened = True
@@ -218,7 +253,7 @@ class ResponseParser:
             text = buf[a:b]
         else:
             text = self._body[-1]
-        events.append({"type": "region_chunk", "field": name, "text": text, "dirty": self._t.fields[name].dirty})
+        events.append({"type": "region_chunk", "field": name, "text": text, "dirty": self._dirty})
 
     def _close(self, events: list[Event], start: int, end: int, complete: bool) -> None:
         name = self._current
@@ -257,6 +292,7 @@ class ResponseParser:
 
     def _reset(self) -> None:
         self._current = self._t.implicit
+        self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
         self._captures = {}
         self._body = []
         self._opened = False

@@ -286,11 +286,15 @@ class Scanner:
     `entries` are `(is_open, field_name, delimiter)`; `finders` maps delimiters to the parser's
     cached `_Finder`s; `fast` is the watch list's precomputed quick-rejection data."""
 
-    __slots__ = ("entries", "cursors", "fast", "fast_q", "loop_tests", "at0")
+    __slots__ = ("entries", "cursors", "fast", "fast_char", "fast_q", "loop_any", "loop_tests", "at0")
 
     def __init__(self, watch: WatchList, q: int, finders: dict[int, _Finder]) -> None:
         self.entries = watch.entries
-        self.fast = None if watch.fast is None else finders.setdefault(id(watch), _Finder(*watch.fast))
+        self.fast = None if watch.fast is None else finders.get(id(watch))
+        if watch.fast is not None and self.fast is None:
+            self.fast = finders[id(watch)] = _Finder(*watch.fast)
+        self.fast_char = None if watch.fast is None else watch.fast[0]
+        self.loop_any = watch.loop_any
         self.loop_tests = watch.loop_tests
         self.at0 = watch.at0
         self.fast_q = q
@@ -302,20 +306,32 @@ class Scanner:
         """Returns `(kind, a, b, c)`: kind 0 = hold from `a` (release text before it); kind 1 =
         commit entry `a` matched at `b` with `(end, slots)` = `c`."""
         n = len(buf)
+        q = self.fast_q
         fast = self.fast
-        if fast is not None and not eos and self.fast_q < n:
+        if fast is not None and not eos and q < n and (q or not self.at0):
             # Quick rejection: no trigger character in the unresolved text and no loop class at its
             # end means every unresolved position fails for every delimiter of this list.
-            q = self.fast_q
-            if fast.next(buf, q) >= n and (q > 0 or not self.at0):
-                last = buf[n - 1]
-                if not any(t(last) for t in self.loop_tests):
+            fc = self.fast_char
+            if fc is not None and n - q < 256:
+                clear = buf.find(fc, q) < 0
+            else:
+                clear = fast.next(buf, q) >= n
+            if clear:
+                if self.loop_any is None or not self.loop_any(buf[n - 1]):
                     self.fast_q = n
-                    for c in self.cursors:
-                        c.q = n
-                        c.att = None
-                        c.run = (-1, -1)
                     return (0, n, 0, None)
+                # Only the trailing run of a leading loop class (`\s*` of `\s*<tool_call>`) can
+                # still start a delimiter: hold from its start, release the rest.
+                h = self.trailing_hold(buf, q, n)
+                self.fast_q = h
+                return (0, h, 0, None)
+        for c in self.cursors:
+            if c.q < q:
+                # Positions before fast_q were rejected wholesale: drop stale per-cursor state.
+                c.q = q
+                if c.att is not None and c.att.start < q:
+                    c.att = None
+                c.run = (-1, -1)
         best: tuple | None = None
         e_pos = n + 1
         live = False
@@ -343,16 +359,30 @@ class Scanner:
         return (0, n, 0, None)
 
 
+    def trailing_hold(self, buf: str, q: int, n: int) -> int:
+        """Start of the earliest trailing run, within `buf[q:n]`, of a loop class."""
+        h = n
+        for test in self.loop_tests:
+            p = n
+            while p > q and test(buf[p - 1]):
+                p -= 1
+            if p < h:
+                h = p
+        return h
+
+
 class WatchList:
     """The delimiters watched in one kind of region, with their combined quick-rejection data."""
 
-    __slots__ = ("entries", "fast", "loop_tests", "at0")
+    __slots__ = ("entries", "fast", "loop_any", "loop_tests", "at0")
 
     def __init__(self, entries: list[tuple[bool, str, Delimiter]]) -> None:
         self.entries = entries
         self.fast: tuple[str | None, Any] | None = None
         ds = [d for _, _, d in entries]
-        self.loop_tests = [d.loop_test for d in ds if d.loop_test is not None]
+        tests = {d.loop_test.src: d.loop_test for d in ds if d.loop_test is not None}
+        self.loop_tests = list(tests.values())
+        self.loop_any = _rx.CharTest("|".join(tests), 0) if tests else None
         self.at0 = any(d.at0 for d in ds)
         if ds and not any(d.every for d in ds):
             atoms: list[_rx.Node] = []
