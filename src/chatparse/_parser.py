@@ -285,7 +285,11 @@ class ResponseParser:
             previous = out.get(name)
             out[name] = value if previous is None else previous + f.join + value
         elif f.repeats:
-            out.setdefault(name, []).append(value)
+            previous = out.get(name)
+            if previous is None:  # a `None` default behaves as absent (D10)
+                out[name] = [value]
+            else:
+                previous.append(value)
         else:
             out[name] = value
         return value

@@ -704,7 +704,7 @@ class Attempt:
                     pc += 1
                     continue
             elif op == LOOKBEHIND:
-                ok = (arg[0].match(buf, pos) is not None) != arg[1]
+                ok = arg[0].match(buf, pos) is not None  # the compiled source includes the sign
                 if ok:
                     pc += 1
                     continue

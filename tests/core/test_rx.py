@@ -1,0 +1,143 @@
+"""The exact matcher (`chatparse._rx`) against the `regex` module itself.
+
+Two properties, on hypothesis-generated patterns and texts:
+
+* at end of stream, an attempt at every start position returns exactly what `regex.match` returns
+  there (span and named groups);
+* before end of stream, a decided attempt (fail or match) is final: every continuation of the text
+  gives the same result at end of stream. This is what lets the scanner commit early.
+"""
+
+from __future__ import annotations
+
+import regex
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from chatparse import _rx
+
+ALPHABET = "ab<>/ \n"
+
+
+def _atoms() -> st.SearchStrategy[str]:
+    return st.sampled_from(
+        ["a", "b", "<", ">", "/", " ", r"\s", r"\S", r"\w", "[ab]", "[^<]", "[^>\\n]", ".", r"\<", "(?i:A)", "\\n"]
+    )
+
+
+def _patterns() -> st.SearchStrategy[str]:
+    def extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+        quant = st.sampled_from(["*", "+", "?", "{0,2}", "{1,3}", "{2}", "*?", "+?", "??", "*+", "++"])
+        return st.one_of(
+            st.tuples(inner, inner).map("".join),
+            st.tuples(inner, inner).map(lambda t: f"{t[0]}|{t[1]}"),
+            st.tuples(inner, quant).map(lambda t: f"(?:{t[0]}){t[1]}"),
+            inner.map(lambda s: f"(?P<g{abs(hash(s)) % 7}>{s})"),
+            inner.map(lambda s: f"(?={s})"),
+            inner.map(lambda s: f"(?!{s})"),
+            inner.map(lambda s: f"(?>{s})"),
+            st.sampled_from(["^", "$", r"\b", r"\Z", "(?<=a)", "(?<!b)"]),
+        )
+
+    return st.recursive(_atoms(), extend, max_leaves=6)
+
+
+def _compile(p: str) -> _rx.Program | None:
+    try:
+        ref = regex.compile(p, regex.DOTALL)
+    except regex.error:
+        return None
+    if len(ref.groupindex) != len(set(ref.groupindex)):
+        return None
+    try:
+        return _rx.compile_pattern(p)
+    except _rx.UnsupportedPattern:
+        return None
+
+
+def _result(prog: _rx.Program, r: object, text: str) -> object:
+    if r is None or r is _rx.LIVE:
+        return r
+    end, slots = r  # type: ignore[misc]
+    groups = {}
+    for name, i in prog.names.items():
+        s, e = slots[i], slots[i + 1]
+        groups[name] = None if s == -1 or e == -1 else text[s:e]
+    return (end, groups)
+
+
+def _ref(p: str, text: str, start: int) -> object:
+    m = regex.compile(p, regex.DOTALL).match(text, start)
+    return None if m is None else (m.end(), m.groupdict())
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(_patterns(), st.text(ALPHABET, max_size=10))
+def test_end_of_stream_equals_regex_module(p: str, text: str) -> None:
+    prog = _compile(p)
+    assume(prog is not None)
+    assert prog is not None
+    for start in range(len(text) + 1):
+        got = _result(prog, _rx.Attempt(prog, start, set(), {}).run(text, True), text)
+        assert got == _ref(p, text, start), (p, text, start)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(_patterns(), st.text(ALPHABET, max_size=10), st.lists(st.text(ALPHABET, max_size=4), min_size=1, max_size=3))
+def test_decided_attempts_are_final(p: str, text: str, continuations: list[str]) -> None:
+    prog = _compile(p)
+    assume(prog is not None)
+    assert prog is not None
+    for start in range(len(text) + 1):
+        early = _rx.Attempt(prog, start, set(), {}).run(text, False)
+        if early is _rx.LIVE:
+            continue
+        for cont in continuations:
+            full = text + cont
+            assert _result(prog, early, text) == _ref(p, full, start), (p, text, cont, start)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(_patterns(), st.text(ALPHABET, max_size=8), st.text(ALPHABET, min_size=1, max_size=6))
+def test_resumed_attempts_equal_fresh_ones(p: str, text: str, more: str) -> None:
+    prog = _compile(p)
+    assume(prog is not None)
+    assert prog is not None
+    full = text + more
+    for start in range(len(text) + 1):
+        att = _rx.Attempt(prog, start, set(), {})
+        r = att.run(text, False)
+        if r is _rx.LIVE:
+            r = att.run(full, True)
+        assert _result(prog, r, full) == _ref(p, full, start), (p, text, more, start)
+
+
+def test_memo_is_shared_across_starts_and_linear() -> None:
+    # A failing unbounded loop tried at every start: memoisation makes the whole scan linear.
+    prog = _rx.compile_pattern(r"[^<]*<c>")
+    text = "x" * 20000 + "<b>"
+    memo: set[int] = set()
+    for start in range(len(text)):
+        assert _rx.Attempt(prog, start, memo, {}).run(text, True) is None
+    assert len(memo) < 3 * len(text)
+
+
+def test_live_attempt_resumes_without_rescanning() -> None:
+    prog = _rx.compile_pattern(r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>")
+    att = _rx.Attempt(prog, 0, set(), {})
+    buf = ""
+    for _ in range(5000):
+        buf += "x"
+        assert att.run(buf, False) is _rx.LIVE
+    buf += "<|content_text|>"
+    assert att.run(buf, False) == (len(buf), [])
+
+
+def test_unsupported_constructs_are_named() -> None:
+    for p, what in [(r"(a)\1", "back-references"), (r"(?P<x>a)(?P=x)", "group syntax"), (r"\G", "\\G"), (r"(?:a?)*", "empty")]:
+        try:
+            _rx.compile_pattern(p)
+        except _rx.UnsupportedPattern as e:
+            assert what in str(e)
+        else:  # pragma: no cover
+            raise AssertionError(p)
