@@ -11,6 +11,7 @@ The core is a drop-in for `transformers.utils.chat_parsing` (Hugging Face `respo
 """
 
 from ._events import Event, RegionChunk, RegionClose, RegionMalformed, RegionOpen
+from ._lint import LintWarning, lint_response_template
 from ._parser import ResponseParser, parse_response
 from ._template import Template, load_response_template
 
@@ -18,12 +19,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Event",
+    "LintWarning",
     "RegionChunk",
     "RegionClose",
     "RegionMalformed",
     "RegionOpen",
     "ResponseParser",
     "Template",
+    "lint_response_template",
     "load_response_template",
     "parse_response",
 ]
