@@ -10,10 +10,12 @@ The core is a drop-in for `transformers.utils.chat_parsing` (Hugging Face `respo
 {'reasoning_content': 'hm', 'content': 'Hello'}
 """
 
+from . import errors
 from ._events import Event, RegionChunk, RegionClose, RegionMalformed, RegionOpen
 from ._lint import LintWarning, lint_response_template
 from ._parser import ResponseParser, parse_response
 from ._template import Template, load_response_template
+from .errors import RequiredFieldsMissing
 
 __version__ = "0.1.0"
 
@@ -24,8 +26,10 @@ __all__ = [
     "RegionClose",
     "RegionMalformed",
     "RegionOpen",
+    "RequiredFieldsMissing",
     "ResponseParser",
     "Template",
+    "errors",
     "lint_response_template",
     "load_response_template",
     "parse_response",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict, Union  # noqa: UP035
 
 
 class _RegionOpenRequired(TypedDict):
@@ -53,4 +53,5 @@ class RegionMalformed(TypedDict):
     error: Exception
 
 
-Event = Union[RegionOpen, RegionChunk, RegionClose, RegionMalformed]
+#: Any event. (`Union` rather than `|`: this alias is evaluated at import on Python 3.10.)
+Event = Union[RegionOpen, RegionChunk, RegionClose, RegionMalformed]  # noqa: UP007

@@ -27,6 +27,7 @@ from ._content import process_field
 from ._events import Event
 from ._scan import Scanner, WatchList, _Finder
 from ._template import Field, Template, load_response_template
+from .errors import RequiredFieldsMissing
 from .tools import build_tool_table, coerce_tool_calls
 
 _PREFIX_REQUIRED = (
@@ -157,9 +158,13 @@ class ResponseParser:
         return events
 
     def finalize(self) -> tuple[dict, list[Event]]:
-        """End the stream: returns the final message and the last events."""
+        """End the stream: returns the final message and the last events.
+
+        Raises `RequiredFieldsMissing` (a `ValueError` carrying the final `events`) when a field
+        marked `optional: false` got no value; the parser then stays unfinalized, as in the
+        reference."""
         events = self._end()
-        self._check_required()
+        self._check_required(events)
         return self._finish(), events
 
     # -- internals --------------------------------------------------------------------------
@@ -171,12 +176,14 @@ class ResponseParser:
         self._process(events, eos=True)
         return events
 
-    def _check_required(self) -> None:
+    def _check_required(self, events: list[Event]) -> None:
         missing = [
-            n for n, f in self._t.fields.items() if not f.optional and n not in self._output and n not in self._malformed
+            n
+            for n, f in self._t.fields.items()
+            if not f.optional and n not in self._output and n not in self._malformed
         ]
         if missing:
-            raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
+            raise RequiredFieldsMissing(missing, events)
 
     def _finish(self) -> dict:
         defaults = self._t.defaults
@@ -217,7 +224,15 @@ class ResponseParser:
                     self._captures = caps
                     self._body = []
                     self._opened = True
-                    events.append({"type": "region_open", "field": name, "start": start, "end": end, "captures": dict(caps)})
+                    events.append(
+                        {
+                            "type": "region_open",
+                            "field": name,
+                            "start": start,
+                            "end": end,
+                            "captures": dict(caps),
+                        }
+                    )
                 else:
                     self._captures.update(caps)
                     self._close(events, start, end, True)
@@ -269,7 +284,14 @@ class ResponseParser:
             self._reset()
             return
         events.append(
-            {"type": "region_close", "field": name, "value": _copy(value), "start": start, "end": end, "complete": complete}
+            {
+                "type": "region_close",
+                "field": name,
+                "value": _copy(value),
+                "start": start,
+                "end": end,
+                "complete": complete,
+            }
         )
         self._reset()
 
@@ -281,15 +303,25 @@ class ResponseParser:
         name = f.name
         if f.join is not None:
             if not isinstance(value, str):
-                raise ValueError(f"Field '{name}': 'join' requires each match to parse to a string, got {type(value).__name__}.")
+                raise ValueError(
+                    f"Field '{name}': 'join' requires each match to parse to a string, got {type(value).__name__}."
+                )
             previous = out.get(name)
+            if previous is not None and not isinstance(previous, str):
+                raise ValueError(
+                    f"Field '{name}': 'join' appends to a string, but the field already holds a {type(previous).__name__} (from defaults)"
+                )
             out[name] = value if previous is None else previous + f.join + value
         elif f.repeats:
             previous = out.get(name)
             if previous is None:  # a `None` default behaves as absent (D10)
                 out[name] = [value]
-            else:
+            elif isinstance(previous, list):
                 previous.append(value)
+            else:
+                raise ValueError(
+                    f"Field '{name}': 'repeats' appends to a list, but the field already holds a {type(previous).__name__} (from defaults)"
+                )
         else:
             out[name] = value
         return value
@@ -323,6 +355,6 @@ def parse_response(
     events = parser.initial_events + parser.feed(text) + parser._end()
     for e in events:
         if e["type"] == "region_malformed":
-            raise e["error"]  # type: ignore[typeddict-item]
-    parser._check_required()
+            raise e["error"]
+    parser._check_required(events)
     return parser._finish()

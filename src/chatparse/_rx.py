@@ -238,7 +238,9 @@ class _Parser:
         elif self.peek() == "+":
             kind = "possessive"
             self.i += 1
-        if self.peek() in ("*", "+", "?") or (self.peek() == "{" and regex.match(r"\{\d*,?\d*\}", p[self.i :])):
+        if self.peek() in ("*", "+", "?") or (
+            self.peek() == "{" and regex.match(r"\{\d*,?\d*\}", p[self.i :])
+        ):
             raise self.fail("nested quantifiers")
         return Node("rep", (lo, hi, kind), [atom])
 
@@ -319,7 +321,7 @@ class _Parser:
             return self.literal(chr(int(m.group(), 16)), flags)
         if c in "uU":
             n = 4 if c == "u" else 8
-            m = regex.match("[0-9a-fA-F]{%d}" % n, p[self.i :])
+            m = regex.match(f"[0-9a-fA-F]{{{n}}}", p[self.i :])
             if m is None:
                 raise self.fail(f"bad \\{c} escape")
             self.i += n
@@ -355,7 +357,9 @@ class _Parser:
             if p.startswith(":", self.i):
                 self.i += 1
                 return self.close(Node("group", (None,), [self.alternation(flags)]))
-            if p.startswith("P<", self.i) or (p.startswith("<", self.i) and not p.startswith(("<=", "<!"), self.i)):
+            if p.startswith("P<", self.i) or (
+                p.startswith("<", self.i) and not p.startswith(("<=", "<!"), self.i)
+            ):
                 self.i += 2 if p[self.i] == "P" else 1
                 end = p.find(">", self.i)
                 name = p[self.i : end]
@@ -364,7 +368,12 @@ class _Parser:
                     raise self.fail(f"duplicate group name {name!r}")
                 self.names.append(name)
                 return self.close(Node("group", (name,), [self.alternation(flags)]))
-            for prefix, ahead, negate in (("=", True, False), ("!", True, True), ("<=", False, False), ("<!", False, True)):
+            for prefix, ahead, negate in (
+                ("=", True, False),
+                ("!", True, True),
+                ("<=", False, False),
+                ("<!", False, True),
+            ):
                 if p.startswith(prefix, self.i):
                     start = self.i - 2
                     self.i += len(prefix)
@@ -403,8 +412,7 @@ class _Parser:
                 state[0] = new
                 return None
             return self.close(Node("group", (None,), [self.alternation(new)]))
-        name = None
-        return self.close(Node("group", (name,), [self.alternation(flags)]))
+        return self.close(Node("group", (None,), [self.alternation(flags)]))
 
     def close(self, node: Node) -> Node:
         if self.peek() != ")":

@@ -253,6 +253,15 @@ class Cursor:
             return n + 1
         return t
 
+    def peek(self, buf: str, eos: bool) -> int:
+        """The next position this cursor would examine (cheap: no attempt is run)."""
+        if self.found is not None:
+            return self.found[0]
+        if self.att is not None:
+            return self.att.start
+        self.q = q = self._candidate(buf, self.q, eos)
+        return q
+
     def step(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, Any]:
         """Advance to this delimiter's first position that is not a certain failure.
 
@@ -267,7 +276,8 @@ class Cursor:
             if att is None:
                 q = self._candidate(buf, self.q, eos)
                 self.q = q
-                if q > limit or q > n or (q == n and not eos):
+                # Like the reference, a match starting at the very end of the text is never taken.
+                if q > limit or q >= n:
                     return (0, q, None)
                 att = self.att = _rx.Attempt(self.d.prog, q, self.memo, self.looks)
             r = att.run(buf, eos)
@@ -299,7 +309,8 @@ class Scanner:
         self.at0 = watch.at0
         self.fast_q = q
         self.cursors = [
-            Cursor(d, q, None if d.every else finders.setdefault(id(d), d.finder())) for _, _, d in self.entries
+            Cursor(d, q, None if d.every else finders.setdefault(id(d), d.finder()))
+            for _, _, d in self.entries
         ]
 
     def scan(self, buf: str, eos: bool, zw_forbid: int) -> tuple[int, int, int, Any]:
@@ -332,13 +343,27 @@ class Scanner:
                 if c.att is not None and c.att.start < q:
                     c.att = None
                 c.run = (-1, -1)
+        # Examine candidates of all cursors in position order, so that no cursor scans past the
+        # earliest event: total work per scan is bounded by the text up to that event.
+        cursors = self.cursors
+        peeks = [c.peek(buf, eos) for c in cursors]
         best: tuple | None = None
         e_pos = n + 1
         live = False
-        for idx, cur in enumerate(self.cursors):
-            status, pos, r = cur.step(buf, eos, e_pos, zw_forbid)
+        while True:
+            j = -1
+            m = e_pos if e_pos < n else n - 1
+            for i, pk in enumerate(peeks):
+                if pk <= m:
+                    m = pk
+                    j = i
+            if j < 0:
+                break
+            status, pos, r = cursors[j].step(buf, eos, peeks[j], zw_forbid)
             if status == 0:
+                peeks[j] = pos
                 continue
+            peeks[j] = n + 1
             if pos < e_pos:
                 e_pos = pos
                 best = None
@@ -346,10 +371,10 @@ class Scanner:
             if status == 2:
                 live = True
             elif not live:
-                is_open, name, _ = self.entries[idx]
+                is_open, name, _ = self.entries[j]
                 key = (-(r[0] - pos), 0 if is_open else 1, name)
                 if best is None or key < best[0]:
-                    best = (key, idx, r)
+                    best = (key, j, r)
         if live:
             self.fast_q = e_pos
             return (0, e_pos, 0, None)
@@ -357,7 +382,6 @@ class Scanner:
             return (1, best[1], e_pos, best[2])
         self.fast_q = n
         return (0, n, 0, None)
-
 
     def trailing_hold(self, buf: str, q: int, n: int) -> int:
         """Start of the earliest trailing run, within `buf[q:n]`, of a loop class."""

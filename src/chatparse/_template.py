@@ -100,7 +100,9 @@ def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: st
                 raise ValueError(f"{scope}: '{literal_key}' list must contain only strings")
             literals = list(dict.fromkeys(raw))
         else:
-            raise ValueError(f"{scope}: '{literal_key}' must be a string or list of strings, got {type(raw).__name__}")
+            raise ValueError(
+                f"{scope}: '{literal_key}' must be a string or list of strings, got {type(raw).__name__}"
+            )
         if any(s == "" for s in literals):
             raise ValueError(f"{scope}: '{literal_key}' literals cannot be empty strings")
         ordered = sorted(literals, key=len, reverse=True)
@@ -179,21 +181,6 @@ def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
     return f, spec
 
 
-def _validate_defaults(defaults: dict, fields: dict[str, Field]) -> None:
-    for name, f in fields.items():
-        if name not in defaults or defaults[name] is None:
-            continue
-        value = defaults[name]
-        if f.join is not None and not isinstance(value, str):
-            raise ValueError(
-                f"Field '{name}': 'join' needs a string default to append to, got {type(value).__name__} in defaults"
-            )
-        if f.join is None and f.repeats and not isinstance(value, list):
-            raise ValueError(
-                f"Field '{name}': 'repeats' appends to a list, but defaults['{name}'] is a {type(value).__name__}"
-            )
-
-
 def _compile(spec: Any) -> Template:
     if not isinstance(spec, dict):
         raise ValueError(f"response_template must be a dict, got {type(spec).__name__}")
@@ -218,9 +205,10 @@ def _compile(spec: Any) -> Template:
     if anchor is None:
         raise ValueError("response_template must define 'start_anchor' or 'start_anchor_pattern'.")
     defaults = deepcopy(spec.get("defaults", {}))
-    _validate_defaults(defaults, fields)
     implicit_name = implicit[0] if implicit else None
-    entries: list[tuple[bool, str, Delimiter]] = [(True, n, f.opener) for n, f in fields.items() if f.opener is not None]
+    entries: list[tuple[bool, str, Delimiter]] = [
+        (True, n, f.opener) for n, f in fields.items() if f.opener is not None
+    ]
     if implicit_name is not None and fields[implicit_name].closer is not None:
         closer = fields[implicit_name].closer
         assert closer is not None

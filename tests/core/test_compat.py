@@ -47,7 +47,10 @@ def test_d3_self_overlapping_alternatives() -> None:
             {"thinking": "a", "content": "b"},
         ),
         (
-            {"start_anchor": "S", "fields": {"thinking": {"open_pattern": "<think>\\s*|^", "close": "</think>"}, "content": {}}},
+            {
+                "start_anchor": "S",
+                "fields": {"thinking": {"open_pattern": "<think>\\s*|^", "close": "</think>"}, "content": {}},
+            },
             "",
             "<think>x</think>y",
             {"thinking": "x", "content": "y"},
@@ -85,19 +88,39 @@ def test_d7_overwrite_is_kept_and_linted() -> None:
     assert [w.code for w in chatparse.lint_response_template(tpl)] == ["implicit-closer"]
 
 
-def test_d10_repeats_default_must_be_a_list() -> None:
-    tpl = {"start_anchor": "A", "defaults": {"t": "x"}, "fields": {"t": {"open": "<t>", "close": "</t>", "repeats": True}}}
+def test_d10_defaults_of_the_wrong_type_are_region_errors() -> None:
+    tpl = {
+        "start_anchor": "A",
+        "defaults": {"t": "x"},
+        "fields": {"t": {"open": "<t>", "close": "</t>", "repeats": True}},
+    }
     assert ref_parse("<t>a</t>", tpl).error_type == "AttributeError"
     with pytest.raises(ValueError, match="'repeats' appends to a list"):
-        chatparse.load_response_template(tpl)
+        chatparse.parse_response("<t>a</t>", tpl, prefix="")
+    # Without a region, the default is returned as the reference does.
+    assert chatparse.parse_response("", tpl, prefix="") == ref_parse("", tpl).message == {"t": "x"}
+    joined = {
+        "start_anchor": "A",
+        "defaults": {"t": []},
+        "fields": {"t": {"open": "<t>", "close": "</t>", "repeats": True, "join": ""}},
+    }
+    assert ref_parse("<t>a</t>", joined).error_type == "TypeError"
+    with pytest.raises(ValueError, match="'join' appends to a string"):
+        chatparse.parse_response("<t>a</t>", joined, prefix="")
     none_default = {**tpl, "defaults": {"t": None}}
     assert ref_parse("<t>a</t>", none_default).error_type == "AttributeError"
     assert chatparse.parse_response("<t>a</t>", none_default, prefix="") == {"t": ["a"]}
 
 
 def test_d11_malformed_region_is_reported_and_parsing_continues() -> None:
-    tpl = {"start_anchor": "A", "fields": {"tool": {"open": "<c>", "close": "</c>", "content": "json", "repeats": True}, "content": {}}}
-    text = "hi <c>{bad}</c> more <c>{\"a\": 1}</c>"
+    tpl = {
+        "start_anchor": "A",
+        "fields": {
+            "tool": {"open": "<c>", "close": "</c>", "content": "json", "repeats": True},
+            "content": {},
+        },
+    }
+    text = 'hi <c>{bad}</c> more <c>{"a": 1}</c>'
     assert ref_parse(text, tpl).error_type == "ValueError"
     msg, events = stream(tpl, [text[:8], text[8:]])
     assert msg["tool"] == [{"a": 1}]
@@ -126,7 +149,12 @@ def test_d20_held_prefix_bytes_are_not_re_emitted() -> None:
     tpl = {
         "start_anchor": "<|im_start|>assistant\n",
         "fields": {
-            "tool_calls": {"open_pattern": "\\s*<tool_call>", "close": "</tool_call>", "repeats": True, "content": "json"},
+            "tool_calls": {
+                "open_pattern": "\\s*<tool_call>",
+                "close": "</tool_call>",
+                "repeats": True,
+                "content": "json",
+            },
             "content": {"close_pattern": "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)"},
         },
     }
@@ -165,7 +193,10 @@ def test_zero_width_rule_skips_a_second_empty_match_at_the_same_place() -> None:
         },
     }
     text = 'Hi[TOOL_CALLS]a[ARGS]{"x": 1}[TOOL_CALLS]b[ARGS]{}</s>'
-    expected = {"content": "Hi", "tool_calls": [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]}
+    expected = {
+        "content": "Hi",
+        "tool_calls": [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}],
+    }
     assert chatparse.parse_response(text, tpl, prefix="") == ref_parse(text, tpl).message == expected
     assert stream(tpl, list(text))[0] == expected
 

@@ -21,7 +21,24 @@ ALPHABET = "ab<>/ \n"
 
 def _atoms() -> st.SearchStrategy[str]:
     return st.sampled_from(
-        ["a", "b", "<", ">", "/", " ", r"\s", r"\S", r"\w", "[ab]", "[^<]", "[^>\\n]", ".", r"\<", "(?i:A)", "\\n"]
+        [
+            "a",
+            "b",
+            "<",
+            ">",
+            "/",
+            " ",
+            r"\s",
+            r"\S",
+            r"\w",
+            "[ab]",
+            "[^<]",
+            "[^>\\n]",
+            ".",
+            r"\<",
+            "(?i:A)",
+            "\\n",
+        ]
     )
 
 
@@ -71,7 +88,9 @@ def _ref(p: str, text: str, start: int) -> object:
     return None if m is None else (m.end(), m.groupdict())
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(
+    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+)
 @given(_patterns(), st.text(ALPHABET, max_size=10))
 def test_end_of_stream_equals_regex_module(p: str, text: str) -> None:
     prog = _compile(p)
@@ -82,8 +101,14 @@ def test_end_of_stream_equals_regex_module(p: str, text: str) -> None:
         assert got == _ref(p, text, start), (p, text, start)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
-@given(_patterns(), st.text(ALPHABET, max_size=10), st.lists(st.text(ALPHABET, max_size=4), min_size=1, max_size=3))
+@settings(
+    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+)
+@given(
+    _patterns(),
+    st.text(ALPHABET, max_size=10),
+    st.lists(st.text(ALPHABET, max_size=4), min_size=1, max_size=3),
+)
 def test_decided_attempts_are_final(p: str, text: str, continuations: list[str]) -> None:
     prog = _compile(p)
     assume(prog is not None)
@@ -97,7 +122,9 @@ def test_decided_attempts_are_final(p: str, text: str, continuations: list[str])
             assert _result(prog, early, text) == _ref(p, full, start), (p, text, cont, start)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+)
 @given(_patterns(), st.text(ALPHABET, max_size=8), st.text(ALPHABET, min_size=1, max_size=6))
 def test_resumed_attempts_equal_fresh_ones(p: str, text: str, more: str) -> None:
     prog = _compile(p)
@@ -134,7 +161,12 @@ def test_live_attempt_resumes_without_rescanning() -> None:
 
 
 def test_unsupported_constructs_are_named() -> None:
-    for p, what in [(r"(a)\1", "back-references"), (r"(?P<x>a)(?P=x)", "group syntax"), (r"\G", "\\G"), (r"(?:a?)*", "empty")]:
+    for p, what in [
+        (r"(a)\1", "back-references"),
+        (r"(?P<x>a)(?P=x)", "group syntax"),
+        (r"\G", "\\G"),
+        (r"(?:a?)*", "empty"),
+    ]:
         try:
             _rx.compile_pattern(p)
         except _rx.UnsupportedPattern as e:

@@ -1,0 +1,664 @@
+"""Content parsers and transforms: turn the text of a closed region into a field value.
+
+This is a port of transformers 5.24.0 `utils/chat_parsing/content_parsers.py`. For every input the
+reference accepts, every function here returns an equal value; where the reference raises a
+`ValueError`, the same message is raised. The deliberate differences are:
+
+* Extensions from transformers.js (`response-template.md` §2.10): `text` accepts `strip_prefix` /
+  `strip_suffix`, `json` accepts `prefix` / `suffix`.
+* Hardening: only `ValueError`, `TypeError` and `KeyError` (an undefined transform placeholder, as in
+  the reference) leave a parser or a transform. Cases where the reference leaks another exception
+  type, or returns a value nobody asked for, become a `ValueError` instead:
+
+  - `xml-inline` with a `value` group that did not take part in a match (defect D13: the reference
+    stores `None`, or crashes inside a `value_parser` with `AttributeError`);
+  - an invalid `tag_pattern` regex (`regex.error` in the reference);
+  - `json` input nested too deeply for `json.loads` (`RecursionError`) or with an integer longer than
+    Python's digit limit: a parse failure like any other (so `allow_non_json` applies);
+  - content_args of the wrong type (`AttributeError` / `TypeError` deep inside), an unknown parser
+    name in `parse_content` or a `value_parser` (`KeyError`), a transform nested too deeply;
+  - every `regex` call that runs a user-supplied or region-length-dependent pattern over region text
+    has a time limit (`REGEX_TIMEOUT`); running out raises `ValueError` naming the parser and arg.
+
+* Values are never shared: transform literals are rebuilt, and a placeholder whose container value
+  overlaps one already placed in the same result is deep-copied, so no two places in a result are
+  the same object (the reference returns looked-up objects by reference).
+
+The python-call-list grammar uses fixed, linear-time patterns, so it needs no time limit.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable
+from typing import Any, NoReturn, Protocol
+
+import regex
+
+__all__ = [
+    "CONTENT_PARSERS",
+    "REGEX_TIMEOUT",
+    "STREAMABLE_PARSERS",
+    "FieldLike",
+    "apply_transform",
+    "is_dirty",
+    "parse_content",
+    "process_field",
+    "validate_transform_strings",
+]
+
+#: Seconds any single `regex` call over region text may run before the parse fails with `ValueError`.
+#: Read at call time, so tests (and embedders) may change it.
+REGEX_TIMEOUT: float = 1.0
+
+
+class FieldLike(Protocol):
+    """The attributes of a compiled template field that `process_field` reads."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def content_args(self) -> Any: ...
+
+    @property
+    def transform(self) -> Any: ...
+
+    @property
+    def transform_each(self) -> bool: ...
+
+
+@functools.lru_cache(maxsize=128)
+def _compile(pattern: str, flags: int) -> Any:
+    return regex.compile(pattern, flags)
+
+
+def _timed_out(what: str) -> ValueError:
+    return ValueError(f"{what}: regex timed out after {REGEX_TIMEOUT} s on the region text")
+
+
+def _sub(pattern: Any, repl: Callable[[Any], str], text: str, what: str) -> str:
+    try:
+        return str(pattern.sub(repl, text, timeout=REGEX_TIMEOUT))
+    except TimeoutError:
+        raise _timed_out(what) from None
+
+
+def _optional_str(args: dict[str, Any], key: str, parser: str) -> str:
+    value = args.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{parser}: '{key}' content_arg must be a string, got {type(value).__name__}")
+    return value
+
+
+def _copy_value(value: Any) -> Any:
+    """Deep copy of nested dicts and lists (iterative: parsed JSON can nest up to the recursion limit)."""
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in pairs:
+            if isinstance(item, (dict, list)):
+                child: Any = {} if isinstance(item, dict) else []
+                stack.append((item, child))
+                item = child
+            if isinstance(target, dict):
+                target[key] = item
+            else:
+                target.append(item)
+    return root
+
+
+# --------------------------------------------------------------------------------------------------
+# Scalar parsers
+
+
+def _strip(text: str, args: dict[str, Any]) -> str:
+    return text.strip() if args.get("strip", True) else text
+
+
+def _text(text: str, args: dict[str, Any]) -> str:
+    out = _strip(text, args)
+    prefix = _optional_str(args, "strip_prefix", "text")
+    suffix = _optional_str(args, "strip_suffix", "text")
+    if not prefix and not suffix:
+        return out
+    if prefix and out.startswith(prefix):
+        out = out[len(prefix) :]
+    if suffix and out.endswith(suffix):
+        out = out[: len(out) - len(suffix)]
+    return _strip(out, args)
+
+
+def _int(text: str, args: dict[str, Any]) -> int:
+    return int(_strip(text, args))
+
+
+def _float(text: str, args: dict[str, Any]) -> float:
+    return float(_strip(text, args))
+
+
+def _bool(text: str, args: dict[str, Any]) -> bool:
+    return _strip(text, args).lower() in ("true", "1")
+
+
+# --------------------------------------------------------------------------------------------------
+# json
+
+# Sentinel characters for lax-JSON string pre-extraction: ASCII control characters that should never
+# appear in real model output.
+_LAX_OPEN, _LAX_CLOSE = "\x01", "\x02"
+
+# The first alternative swallows whole quoted strings (escapes included) and puts them back untouched,
+# so that key-like text inside a string value is never rewritten. Only the second one is a bare key.
+_UNQUOTED_KEY = regex.compile(r'"(?:\\.|[^"\\])*"|(?<=[{,])(\s*)(\w+)(\s*):')
+
+
+def _quote_key(m: Any) -> str:
+    if m.group(2) is None:
+        return str(m.group(0))
+    return f'{m.group(1)}"{m.group(2)}"{m.group(3)}:'
+
+
+def _delimiter_pairs(string_delims: Any) -> list[tuple[str, str]]:
+    # The reference unpacks `for open_d, close_d in string_delims`; accept exactly what that accepts.
+    pairs: list[tuple[str, str]] = []
+    try:
+        for pair in string_delims:
+            open_d, close_d = pair
+            if not isinstance(open_d, str) or not isinstance(close_d, str):
+                raise TypeError
+            pairs.append((open_d, close_d))
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"json: 'string_delims' content_arg must be a list of [open, close] string pairs, got {string_delims!r}"
+        ) from None
+    return pairs
+
+
+def _json(text: str, args: dict[str, Any]) -> Any:
+    """JSON with optional dialect knobs for model quirks.
+
+    `args`: `unquoted_keys` (quote bare-identifier keys), `string_delims` (`[[open, close], ...]`
+    custom string markers, contents taken verbatim), `allow_non_json` (return the stripped text when
+    parsing fails), `prefix` / `suffix` (transformers.js: text added around the region first).
+    """
+    prefix = _optional_str(args, "prefix", "json")
+    suffix = _optional_str(args, "suffix", "json")
+    if prefix or suffix:
+        text = prefix + text + suffix
+    string_delims = args.get("string_delims", [])
+    unquoted_keys = args.get("unquoted_keys", False)
+
+    if string_delims and (_LAX_OPEN in text or _LAX_CLOSE in text):
+        raise ValueError(
+            "json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely."
+        )
+
+    working = text
+    captured: list[str] = []
+    if string_delims:
+
+        def capture(m: Any) -> str:
+            captured.append(m.group(1))
+            return f"{_LAX_OPEN}{len(captured) - 1}{_LAX_CLOSE}"
+
+        for open_d, close_d in _delimiter_pairs(string_delims):
+            pattern = _compile(regex.escape(open_d) + r"(.*?)" + regex.escape(close_d), regex.DOTALL)
+            working = _sub(pattern, capture, working, "json: string_delims")
+
+    if unquoted_keys:
+        working = _sub(_UNQUOTED_KEY, _quote_key, working, "json: unquoted_keys")
+
+    for i, s in enumerate(captured):
+        working = working.replace(f"{_LAX_OPEN}{i}{_LAX_CLOSE}", json.dumps(s))
+
+    try:
+        return json.loads(working)
+    except (ValueError, RecursionError) as e:
+        # JSONDecodeError is a ValueError; so is an integer over Python's digit limit. RecursionError is
+        # deep nesting. The reference only handles JSONDecodeError and lets the other two escape.
+        if args.get("allow_non_json"):
+            return _strip(text, args)
+        if working == text:
+            raise ValueError(
+                f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {e}"
+            ) from e
+        raise ValueError(
+            f"json: could not parse after dialect transforms.\n"
+            f"Original: {text!r}\nTransformed: {working!r}\nError: {e}"
+        ) from e
+
+
+# --------------------------------------------------------------------------------------------------
+# xml-inline and kv-lines
+
+
+def _sub_parse(raw: str, value_parser: Any, owner: str) -> Any:
+    if value_parser is None:
+        return raw
+    if not isinstance(value_parser, dict):
+        raise ValueError(
+            f"{owner}: 'value_parser' content_arg must be a dict like "
+            f'{{"name": "text", "args": {{}}}}, got {type(value_parser).__name__}'
+        )
+    return parse_content(raw, value_parser.get("name", "text"), value_parser.get("args", {}))
+
+
+def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Shallow XML-ish tags to a dict. `tag_pattern` must have named groups `key` and `value`;
+    optional `value_parser` parses each value; `merge_duplicates` collects repeated keys in a list."""
+    tag_pattern = args.get("tag_pattern")
+    if tag_pattern is None:
+        raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
+    if not isinstance(tag_pattern, str):
+        raise ValueError(
+            f"xml-inline: 'tag_pattern' content_arg must be a string, got {type(tag_pattern).__name__}"
+        )
+    try:
+        compiled = _compile(tag_pattern, regex.DOTALL)
+    except regex.error as e:
+        raise ValueError(f"xml-inline: invalid tag_pattern regex {tag_pattern!r}: {e}") from e
+    value_parser = args.get("value_parser")
+    merge = args.get("merge_duplicates", False)
+
+    # Collect all matches first: the time limit covers the whole scan, not the value parsers.
+    try:
+        matches = list(compiled.finditer(text, timeout=REGEX_TIMEOUT))
+    except TimeoutError:
+        raise _timed_out(f"xml-inline: tag_pattern {tag_pattern!r}") from None
+
+    out: dict[str, Any] = {}
+    merged: set[str] = set()
+    for m in matches:
+        groups = m.groupdict()
+        key = groups.get("key")
+        if key is None:
+            raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
+        raw = groups.get("value", "")
+        if raw is None:
+            raise ValueError(
+                f"xml-inline: the 'value' group of tag_pattern did not participate in the match for key "
+                f"{key!r}. Pattern: {tag_pattern}"
+            )
+        value = _sub_parse(raw, value_parser, "xml-inline")
+        if key in out and merge:
+            if key not in merged:
+                out[key] = [out[key]]
+                merged.add(key)
+            out[key].append(value)
+        else:
+            out[key] = value
+    return out
+
+
+def _kv_lines(text: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Line-delimited `key<kv_sep>value` pairs to a dict."""
+    line_sep = args.get("line_sep", "\n")
+    kv_sep = args.get("kv_sep", ":")
+    value_parser = args.get("value_parser")
+    if not isinstance(line_sep, str):
+        raise ValueError(f"kv-lines: 'line_sep' content_arg must be a string, got {type(line_sep).__name__}")
+
+    out: dict[str, Any] = {}
+    for line in text.split(line_sep):
+        line = _strip(line, args)
+        if not line:
+            continue
+        # Checked here, not up front: the reference never looks at kv_sep when every line is empty.
+        if not isinstance(kv_sep, str):
+            raise ValueError(f"kv-lines: 'kv_sep' content_arg must be a string, got {type(kv_sep).__name__}")
+        if kv_sep not in line:
+            continue
+        k, v = line.split(kv_sep, 1)
+        k, v = _strip(k, args), _strip(v, args)
+        out[k] = _sub_parse(v, value_parser, "kv-lines")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# python-call-list (strict 5.24 grammar, response-template.md §2.9)
+
+_CALL_LIST_WHITESPACE = regex.compile(r"[ \t\n\r]*")
+_CALL_LIST_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[-.][A-Za-z0-9_]+)*")
+_CALL_LIST_NUMBER = regex.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_CALL_LIST_STRING = regex.compile(r"""'((?:[^'\\\n\r]|\\.)*)'|"((?:[^"\\\n\r]|\\.)*)\"""", flags=regex.DOTALL)
+_CALL_LIST_UNICODE_ESCAPE = regex.compile(r"u([0-9a-fA-F]{4})")
+_CALL_LIST_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+_CALL_LIST_LOW_SURROGATE = regex.compile(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})")
+_CALL_LIST_ESCAPES = {
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+_CALL_LIST_CONSTANTS: dict[str, Any] = {
+    "True": True,
+    "true": True,
+    "False": False,
+    "false": False,
+    "None": None,
+    "null": None,
+}
+_CALL_LIST_MAX_INTEGER = 2**53 - 1
+_CALL_LIST_MAX_DEPTH = 100
+
+
+def _python_call_list(text: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    """`[get_weather(city="Paris"), ...]` to `[{"name": ..., "arguments": {...}}, ...]`."""
+    position = 0
+
+    def fail(message: str) -> NoReturn:
+        raise ValueError(f"python-call-list: {message} at position {position}.\nContent: {text!r}")
+
+    def skip_whitespace() -> None:
+        nonlocal position
+        position = _CALL_LIST_WHITESPACE.match(text, position).end()
+
+    def at(char: str) -> bool:
+        skip_whitespace()
+        return text.startswith(char, position)
+
+    def expect(char: str) -> None:
+        nonlocal position
+        if not at(char):
+            fail(f"expected {char!r}")
+        position += 1
+
+    def items(close: str, item: Callable[[], Any]) -> list[Any]:
+        nonlocal position
+        out: list[Any] = []
+        if at(close):
+            position += 1
+            return out
+        while True:
+            out.append(item())
+            if at(close):
+                position += 1
+                return out
+            expect(",")
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                fail(f"repeated name {key!r}")
+            out[key] = value
+        return out
+
+    def string() -> str:
+        nonlocal position
+        match = _CALL_LIST_STRING.match(text, position)
+        if match is None:
+            fail("invalid string")
+        body: str = match[1] if match[1] is not None else match[2]
+        if _CALL_LIST_SURROGATE.search(body) is not None:
+            fail("lone surrogate in the string starting")
+        out: list[str] = []
+        start = 0
+        while (backslash := body.find("\\", start)) != -1:
+            out.append(body[start:backslash])
+            start = backslash + 2
+            if body[backslash + 1] in _CALL_LIST_ESCAPES:
+                out.append(_CALL_LIST_ESCAPES[body[backslash + 1]])
+                continue
+            escape = _CALL_LIST_UNICODE_ESCAPE.match(body, backslash + 1)
+            if escape is None:
+                fail(f"unsupported escape {body[backslash : backslash + 2]!r} in the string starting")
+            code, start = int(escape[1], 16), escape.end()
+            if 0xD800 <= code <= 0xDBFF and (low := _CALL_LIST_LOW_SURROGATE.match(body, start)) is not None:
+                code, start = 0x10000 + ((code - 0xD800) << 10) + (int(low[1], 16) - 0xDC00), low.end()
+            if 0xD800 <= code <= 0xDFFF:
+                fail("lone surrogate escape in the string starting")
+            out.append(chr(code))
+        position = match.end()
+        return "".join(out) + body[start:]
+
+    def value(depth: int) -> Any:
+        # `depth` is the number of lists and dicts that enclose this value.
+        nonlocal position
+        if at("'") or at('"'):
+            return string()
+        if at("[") or at("{"):
+            if depth >= _CALL_LIST_MAX_DEPTH:
+                fail(f"lists and dicts nested more than {_CALL_LIST_MAX_DEPTH} levels deep")
+            position += 1
+            if text[position - 1] == "[":
+                return items("]", lambda: value(depth + 1))
+            return unique(items("}", lambda: pair(depth + 1)))
+        if (match := _CALL_LIST_NUMBER.match(text, position)) is not None:
+            is_integer = match[1] is None and match[2] is None
+            # Check the digit count first so that huge literals never reach `int()`.
+            if is_integer and (len(match[0]) > 17 or abs(int(match[0])) > _CALL_LIST_MAX_INTEGER):
+                fail("integer outside the range of -(2^53 - 1) to 2^53 - 1")
+            if not is_integer and math.isinf(float(match[0])):
+                fail("number too large")
+            position = match.end()
+            return int(match[0]) if is_integer else float(match[0])
+        if (match := _CALL_LIST_NAME.match(text, position)) is not None and match[0] in _CALL_LIST_CONSTANTS:
+            position = match.end()
+            return _CALL_LIST_CONSTANTS[match[0]]
+        fail("expected a string, number, list, dict, True, False or None")
+
+    def pair(depth: int) -> tuple[str, Any]:
+        if not (at("'") or at('"')):
+            fail("dict keys must be strings")
+        key = string()
+        expect(":")
+        return key, value(depth)
+
+    def name(what: str) -> str:
+        nonlocal position
+        skip_whitespace()
+        match = _CALL_LIST_NAME.match(text, position)
+        if match is None:
+            fail(f"expected {what}")
+        position = match.end()
+        return str(match[0])
+
+    def argument() -> tuple[str, Any]:
+        nonlocal position
+        key = name("a keyword argument (positional arguments and trailing commas are not supported)")
+        if not at("="):
+            fail("expected '=' (positional arguments are not supported)")
+        position += 1
+        return key, value(0)
+
+    def call() -> dict[str, Any]:
+        function_name = name("a function name")
+        expect("(")
+        return {"name": function_name, "arguments": unique(items(")", argument))}
+
+    expect("[")
+    calls = items("]", call)
+    skip_whitespace()
+    if position != len(text):
+        fail("unexpected content after the closing ']'")
+    return calls
+
+
+# --------------------------------------------------------------------------------------------------
+# Registry
+
+CONTENT_PARSERS: dict[str, Callable[[str, dict[str, Any]], Any]] = {
+    "text": _text,
+    "int": _int,
+    "float": _float,
+    "bool": _bool,
+    "json": _json,
+    "xml-inline": _xml_inline,
+    "kv-lines": _kv_lines,
+    "python-call-list": _python_call_list,
+}
+"""Parser name -> `(text, content_args) -> value`. Structured parsers raise `ValueError` quoting the text."""
+
+STREAMABLE_PARSERS = frozenset({"text", "int", "float", "bool"})
+"""Parsers whose streamed chunks are pieces of the final value (modulo whitespace): `dirty=False`."""
+
+
+def is_dirty(content: str, content_args: dict[str, Any]) -> bool:
+    """Whether chunks streamed for a field with this parser differ from its final value.
+
+    True for structured parsers (their value exists only at close) and for `text` with a non-empty
+    `strip_prefix` / `strip_suffix` (the wrapper is streamed but cut from the value).
+
+    >>> is_dirty("text", {}), is_dirty("json", {}), is_dirty("text", {"strip_prefix": "<r>"})
+    (False, True, True)
+    """
+    if content not in STREAMABLE_PARSERS:
+        return True
+    if content == "text" and isinstance(content_args, dict):
+        return bool(content_args.get("strip_prefix")) or bool(content_args.get("strip_suffix"))
+    return False
+
+
+def parse_content(text: str, name: str, args: dict[str, Any]) -> Any:
+    """Run the content parser `name` with `args` (a field's `content_args`) over `text`.
+
+    >>> parse_content(' {"a": 1} ', "json", {})
+    {'a': 1}
+
+    Raises `ValueError` for text the parser rejects, an unknown parser name or malformed args.
+    """
+    parser = CONTENT_PARSERS.get(name) if isinstance(name, str) else None
+    if parser is None:
+        raise ValueError(f"unknown content parser {name!r}. Available: {sorted(CONTENT_PARSERS)}")
+    if not isinstance(args, dict):
+        raise ValueError(f"content_args for parser '{name}' must be a dict, got {type(args).__name__}")
+    return parser(text, args)
+
+
+# --------------------------------------------------------------------------------------------------
+# Transforms
+
+_PLACEHOLDER = regex.compile(r"\{(\w+(?:\.\w+)*)\}")
+
+
+def _lookup(path: str, scope: dict[str, Any]) -> Any:
+    root, *keys = path.split(".")
+    if root not in scope:
+        raise KeyError(f"transform placeholder '{{{path}}}' is not defined. Available: {sorted(scope)}")
+    value = scope[root]
+    for key in keys:
+        if not isinstance(value, dict):
+            raise ValueError(
+                f"transform placeholder '{{{path}}}' cannot index into {type(value).__name__} at '{key}'"
+            )
+        if key not in value:
+            raise ValueError(
+                f"transform placeholder '{{{path}}}' is missing key '{key}'. Available: {sorted(value)}"
+            )
+        value = value[key]
+    return value
+
+
+def _apply(transform: Any, scope: dict[str, Any], placed: list[tuple[str, ...]]) -> Any:
+    if isinstance(transform, dict):
+        return {k: _apply(v, scope, placed) for k, v in transform.items()}
+    if isinstance(transform, list):
+        return [_apply(v, scope, placed) for v in transform]
+    if not isinstance(transform, str):
+        return transform
+    whole = _PLACEHOLDER.fullmatch(transform)
+    if not whole:
+        return transform
+    path: str = whole.group(1)
+    value = _lookup(path, scope)
+    if isinstance(value, (dict, list)):
+        # A container reached by a path that is a prefix of (or equal to, or below) one already placed
+        # in this result would be shared by two places of the result: copy it.
+        segments = tuple(path.split("."))
+        if any(segments[: len(p)] == p or p[: len(segments)] == segments for p in placed):
+            return _copy_value(value)
+        placed.append(segments)
+    return value
+
+
+def apply_transform(transform: Any, scope: dict[str, Any]) -> Any:
+    """Rebuild `transform` with each whole-string placeholder `{name.key...}` replaced from `scope`.
+
+    Dict keys are copied verbatim, dicts and lists rebuilt, other literals returned as they are.
+
+    >>> apply_transform({"type": "function", "function": "{content}"}, {"content": {"name": "f"}})
+    {'type': 'function', 'function': {'name': 'f'}}
+
+    Raises `KeyError` for a root name missing from `scope` (as the reference), `ValueError` for a
+    path that cannot be followed.
+    """
+    try:
+        return _apply(transform, scope, [])
+    except RecursionError:
+        raise ValueError("transform is nested too deeply") from None
+
+
+def _validate(scope: str, transform: Any) -> None:
+    if isinstance(transform, dict):
+        for v in transform.values():
+            _validate(scope, v)
+        return
+    if isinstance(transform, list):
+        for v in transform:
+            _validate(scope, v)
+        return
+    if not isinstance(transform, str):
+        return
+    if _PLACEHOLDER.search(transform) and not _PLACEHOLDER.fullmatch(transform):
+        raise ValueError(
+            f"{scope}: transform string {transform!r} mixes a {{placeholder}} with literal text. "
+            'Use either a whole-string placeholder (e.g. "{content}") or a plain literal; '
+            "string interpolation is not supported."
+        )
+
+
+def validate_transform_strings(scope: str, transform: Any) -> None:
+    """Reject (at template load time) a transform string that mixes a `{placeholder}` with other text.
+
+    `scope` prefixes the error message, e.g. `"Field 'tool_calls'"`.
+    """
+    try:
+        _validate(scope, transform)
+    except RecursionError:
+        raise ValueError(f"{scope}: transform is nested too deeply") from None
+
+
+def process_field(body: str, field: FieldLike, captures: dict[str, Any]) -> Any:
+    """Parse a closed region's `body` with the field's content parser, then apply its transform.
+
+    With `transform_each`, the parsed value must be a list of dicts and the transform is applied to
+    each element, with the element's keys (over the regex `captures`) as the scope; otherwise the
+    scope is the captures plus `content` (the parsed value).
+    """
+    value = parse_content(body, field.content, field.content_args)
+    if field.transform is None:
+        return value
+    if field.transform_each:
+        if not isinstance(value, list):
+            raise ValueError(
+                f"Field '{field.name}': transform_each requires the parsed content to be a list, "
+                f"got {type(value).__name__}."
+            )
+        out = []
+        for item in value:
+            if not isinstance(item, dict):
+                raise ValueError(
+                    f"Field '{field.name}': transform_each requires each list element to be a dict, "
+                    f"got {type(item).__name__}."
+                )
+            out.append(apply_transform(field.transform, {**captures, **item}))
+        return out
+    return apply_transform(field.transform, {**captures, "content": value})
