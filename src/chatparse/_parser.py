@@ -25,7 +25,7 @@ from typing import Any
 
 from ._content import process_field
 from ._events import Event
-from ._scan import Scanner, WatchList, _Finder
+from ._scan import Scanner, WatchList, _Finder, fast_hold
 from ._template import Field, Template, load_response_template
 from .errors import RequiredFieldsMissing
 from .tools import build_tool_table, coerce_tool_calls
@@ -91,13 +91,14 @@ class ResponseParser:
         self._output: dict[str, Any] = deepcopy(self._t.defaults)
         self._current: str | None = self._t.implicit
         self._captures: dict[str, str] = {}
-        self._body: list[str] = []
+        self._body_start = 0  # a region's body is always buf[_body_start : start of its closer]
         self._opened = False
         self._finalized = False
         self._malformed: set[str] = set()
         self._zw = -1  # position of the last zero-width commit: no second zero-width match there
         self._finders: dict[int, _Finder] = {}
         self._scanner: Scanner | None = None
+        self._fast: Scanner | None = None  # the scanner, when feed() may use its fast path
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
         self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
         self.initial_events: list[Event] = []
@@ -106,6 +107,8 @@ class ResponseParser:
             self._buf = truncated
             self._process(self.initial_events, eos=False)
         self._emit_from = len(self._buf)
+        if self._pos < self._emit_from:
+            self._fast = None  # held prefix characters must go through _route (D20)
 
     @property
     def input_text(self) -> str:
@@ -114,46 +117,64 @@ class ResponseParser:
 
     def feed(self, text: str) -> list[Event]:
         """Append model output and return the events it completes."""
+        sc = self._fast
+        if sc is None or type(text) is not str or not text:
+            return self._feed(text)
+        # Drop the attribute's reference first so CPython can grow the string in place:
+        # `self._buf += text` would copy the whole buffer on every feed (quadratic).
+        buf = self._buf
+        self._buf = ""
+        buf += text
+        self._buf = buf
+        # Fast path (the common token): no trigger character of the watched delimiters in the
+        # unresolved text (or none followed by a delimiter's literal start) means only a trailing
+        # run of a leading loop class (the `\s*` of `\s*<tool_call>`) can still start a
+        # delimiter; everything before it is released. `_fast` is armed only when this is valid.
+        n = len(buf)
+        q = sc.fast_q
+        if n - q < 256:
+            t = buf.find(sc.fast_char, q)
+            h = (
+                n
+                if t < 0
+                else (-1 if sc.prefixes is None else fast_hold(buf, q, t, sc.fast_char, sc.prefixes))
+            )
+            if h == n:
+                la = sc.loop_any
+                if la is not None:
+                    last = buf[n - 1]
+                    hit = la.cache.get(last)
+                    if hit is None:
+                        hit = la(last)
+                    if hit:
+                        h = sc.trailing_hold(buf, q, n)
+            if h >= 0:
+                sc.fast_q = h
+                pos = self._pos
+                if h <= pos:
+                    return []
+                self._pos = h
+                name = self._current
+                if name is None:
+                    return []
+                return [{"type": "region_chunk", "field": name, "text": buf[pos:h], "dirty": self._dirty}]
+        del buf
+        events: list[Event] = []
+        self._process(events, eos=False)
+        return events
+
+    def _feed(self, text: str) -> list[Event]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if text:
-            if type(text) is not str and not isinstance(text, str):
+            if not isinstance(text, str):
                 raise TypeError(f"feed() takes a str, got {type(text).__name__}")
-            # Drop the attribute's reference first so CPython can grow the string in place:
-            # `self._buf += text` would copy the whole buffer on every feed (quadratic).
             buf = self._buf
             self._buf = ""
             buf += text
             self._buf = buf
-            # Fast path (the common token): no trigger character of the watched delimiters in the
-            # unresolved text and no loop class at its end, so all of it goes to the open region.
-            sc = self._scanner
-            if sc is not None and sc.fast_char is not None:
-                n = len(buf)
-                q = sc.fast_q
-                if n - q < 256 and (q or not sc.at0) and buf.find(sc.fast_char, q) < 0:
-                    la = sc.loop_any
-                    h = n if la is None or not la(buf[n - 1]) else sc.trailing_hold(buf, q, n)
-                    sc.fast_q = h
-                    pos = self._pos
-                    name = self._current
-                    if name is None:
-                        self._pos = h
-                        return []
-                    if self._opened and pos >= self._emit_from:
-                        if h == pos:
-                            return []
-                        self._pos = h
-                        piece = buf[pos:h]
-                        self._body.append(piece)
-                        return [{"type": "region_chunk", "field": name, "text": piece, "dirty": self._dirty}]
-                    events: list[Event] = []
-                    if h > pos:
-                        self._route(events, buf, pos, h)
-                        self._pos = h
-                    return events
             del buf
-        events = []
+        events: list[Event] = []
         self._process(events, eos=False)
         return events
 
@@ -222,7 +243,7 @@ class ResponseParser:
                     self._current = name
                     self._dirty = self._t.fields[name].dirty
                     self._captures = caps
-                    self._body = []
+                    self._body_start = end
                     self._opened = True
                     events.append(
                         {
@@ -237,6 +258,7 @@ class ResponseParser:
                     self._captures.update(caps)
                     self._close(events, start, end, True)
                 self._scanner = None
+                self._fast = None
                 continue
             if eos:
                 n = len(buf)
@@ -246,11 +268,20 @@ class ResponseParser:
                 cur = self._current
                 complete = cur is None or self._t.fields[cur].closer is None
                 self._close(events, n, n, complete)
-                self._scanner = None
+                self._scanner = self._fast = None
                 return
             if a > self._pos:
                 self._route(events, buf, self._pos, a)
                 self._pos = a
+            # Arm the fast path of `feed` when its shortcuts are valid for the current state.
+            self._fast = (
+                scanner
+                if scanner.fast_char
+                and (self._opened or self._current is None)
+                and self._pos >= self._emit_from
+                and (scanner.fast_q or not scanner.at0)
+                else None
+            )
             return
 
     def _route(self, events: list[Event], buf: str, a: int, b: int) -> None:
@@ -260,14 +291,12 @@ class ResponseParser:
         if not self._opened:
             events.append({"type": "region_open", "field": name, "start": a, "end": a})
             self._opened = True
-        self._body.append(buf[a:b])
+            self._body_start = a
         if a < self._emit_from:
             a = self._emit_from
             if a >= b:
                 return
-            text = buf[a:b]
-        else:
-            text = self._body[-1]
+        text = buf[a:b]
         events.append({"type": "region_chunk", "field": name, "text": text, "dirty": self._dirty})
 
     def _close(self, events: list[Event], start: int, end: int, complete: bool) -> None:
@@ -277,7 +306,7 @@ class ResponseParser:
             return
         f = self._t.fields[name]
         try:
-            value = self._value(f)
+            value = self._value(f, self._buf[self._body_start : start])
         except _MALFORMED as e:
             self._malformed.add(name)
             events.append({"type": "region_malformed", "field": name, "start": start, "end": end, "error": e})
@@ -295,8 +324,8 @@ class ResponseParser:
         )
         self._reset()
 
-    def _value(self, f: Field) -> Any:
-        value = process_field("".join(self._body), f, self._captures)
+    def _value(self, f: Field, body: str) -> Any:
+        value = process_field(body, f, self._captures)
         if self._tools:
             value = coerce_tool_calls(value, self._tools)
         out = self._output
@@ -330,7 +359,6 @@ class ResponseParser:
         self._current = self._t.implicit
         self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
         self._captures = {}
-        self._body = []
         self._opened = False
 
 

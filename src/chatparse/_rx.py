@@ -48,7 +48,12 @@ ATOMIC = 9  # arg: Program
 MATCH = 10
 
 #: Maximum number of instructions a pattern may compile to (bounded repeats are expanded).
-MAX_PROGRAM = 20000
+MAX_PROGRAM = 10000
+#: The memo of failed branch points is cleared past this size (it only prunes work, so clearing
+#: never changes a result; it bounds memory on adversarial templates).
+MEMO_CAP = 1_000_000
+#: Seconds allowed to one `regex` module call made on the text (lookbehinds).
+REGEX_TIMEOUT = 1.0
 
 LIVE = "live"
 
@@ -60,20 +65,20 @@ class UnsupportedPattern(ValueError):
 class CharTest:
     """A one-character test evaluated by the `regex` module, memoised per character."""
 
-    __slots__ = ("src", "flags", "_re", "_cache")
+    __slots__ = ("src", "flags", "_re", "cache")
 
     def __init__(self, src: str, flags: int) -> None:
         self.src = src
         self.flags = flags
         self._re = regex.compile(src, flags)
-        self._cache: dict[str, bool] = {}
+        self.cache: dict[str, bool] = {}  # read directly by hot loops: cache.get(ch) or test(ch)
 
     def __call__(self, ch: str) -> bool:
-        r = self._cache.get(ch)
+        r = self.cache.get(ch)
         if r is None:
             r = self._re.fullmatch(ch) is not None
-            if len(self._cache) < 4096:
-                self._cache[ch] = r
+            if len(self.cache) < 4096:
+                self.cache[ch] = r
         return r
 
 
@@ -688,6 +693,8 @@ class Attempt:
             elif op == SPLIT:
                 key = pos * ncode + pc
                 if key not in memo:
+                    if len(memo) >= MEMO_CAP:
+                        memo.clear()
                     memo.add(key)
                     stack.append((arg[1], pos, -1))
                     pc = arg[0]
@@ -712,7 +719,8 @@ class Attempt:
                     pc += 1
                     continue
             elif op == LOOKBEHIND:
-                ok = arg[0].match(buf, pos) is not None  # the compiled source includes the sign
+                # The compiled source includes the sign of the lookbehind.
+                ok = arg[0].match(buf, pos, timeout=REGEX_TIMEOUT) is not None
                 if ok:
                     pc += 1
                     continue

@@ -148,11 +148,40 @@ def _flatten(node: _rx.Node) -> list[_rx.Node]:
     return [node]
 
 
+def _common_prefix(strings: list[str]) -> str:
+    prefix = strings[0]
+    for other in strings[1:]:
+        k = 0
+        while k < min(len(prefix), len(other)) and prefix[k] == other[k]:
+            k += 1
+        prefix = prefix[:k]
+    return prefix
+
+
+def _lead_literal(items: list[_rx.Node]) -> str:
+    """Literal text that every match of the sequence `items` starts with (possibly empty)."""
+    out = []
+    for node in items:
+        if node.op == "lit":
+            out.append(node.args[0])
+            continue
+        inner = node
+        while inner.op == "group":  # named groups too: they do not change what is matched
+            inner = inner.kids[0]
+        if inner.op == "alt":
+            out.append(_common_prefix([_lead_literal(_flatten(k)) for k in inner.kids]))
+        elif inner.op == "cat":
+            out.append(_lead_literal(_flatten(inner)))
+        break
+    return "".join(out)
+
+
 class Delimiter:
     """A compiled opener, closer or anchor: literal list or regex, with its search accelerators."""
 
-    def __init__(self, source: str, literals: list[str] | None) -> None:
+    def __init__(self, source: str, literals: list[str] | None, scope: str = "delimiter") -> None:
         self.source = source
+        self.scope = scope
         self.literals = literals
         if literals is not None:
             self.prog = _rx.literal_program(literals)
@@ -162,6 +191,14 @@ class Delimiter:
             self.can_extend = False
         tree: _rx.Node = self.prog.tree  # type: ignore[attr-defined]
         self.group_names = dict(self.prog.names)
+        # Literal text every match starts with: a candidate whose text neither starts with it nor
+        # is cut short by the end of the buffer fails without running an attempt.
+        items = _flatten(tree)
+        prefix = _common_prefix(literals) if literals is not None else _lead_literal(items)
+        self.lit_prefix = prefix if len(prefix) >= 2 else ""
+        #: What text at a trigger position must start with (or be cut short of) for a match to be
+        #: possible around it: the literal prefix, or for `C* REST` shapes REST's literal prefix.
+        self.anchor_prefix = prefix
         # Search strategy.
         self.every = False  # every position is a candidate
         self.at0 = False
@@ -185,6 +222,8 @@ class Delimiter:
                 atom = items[0].kids[0]
                 self.loop_test = _rx.CharTest(_atom_src(atom), 0)
                 self._set_triggers(rest.atoms)
+                lead = _lead_literal(items[1:])
+                self.anchor_prefix = "" if not lead or self.loop_test(lead[0]) else lead
                 return
         first = _First()
         nullable = _first(tree, first, False)
@@ -248,10 +287,14 @@ class Cursor:
                 self.run = (p, n - 1)
                 return p
             return n if not eos else n + 1
-        t = self.finder.next(buf, q)
-        if t >= n and eos:
-            return n + 1
-        return t
+        prefix = d.lit_prefix
+        while True:
+            t = self.finder.next(buf, q)
+            if t >= n:
+                return n + 1 if eos else t
+            if not prefix or buf.startswith(prefix, t) or (not eos and prefix.startswith(buf[t:])):
+                return t
+            q = t + 1
 
     def peek(self, buf: str, eos: bool) -> int:
         """The next position this cursor would examine (cheap: no attempt is run)."""
@@ -280,7 +323,12 @@ class Cursor:
                 if q > limit or q >= n:
                     return (0, q, None)
                 att = self.att = _rx.Attempt(self.d.prog, q, self.memo, self.looks)
-            r = att.run(buf, eos)
+            try:
+                r = att.run(buf, eos)
+            except TimeoutError as e:
+                raise ValueError(
+                    f"{self.d.scope}: a lookbehind of {self.d.source!r} took longer than {_rx.REGEX_TIMEOUT}s"
+                ) from e
             if r is _rx.LIVE:
                 return (2, att.start, None)
             self.att = None
@@ -290,41 +338,134 @@ class Cursor:
             self.q = att.start + 1
 
 
+def fast_hold(buf: str, q: int, t: int, fc: str, anchors: tuple[tuple[str, Any], ...]) -> int:
+    """Decide a window with trigger characters without running attempts, when possible.
+
+    `t` is the first trigger `fc` at or after `q`; `anchors` pairs each delimiter's anchor prefix
+    with its leading loop class (or None). Returns -1 when some trigger is followed by a whole
+    anchor prefix (an attempt is needed), else the hold point: the earliest start of a delimiter
+    cut short by the end of the buffer (the loop run before it for `C* REST` shapes), or
+    `len(buf)` when every trigger is followed by text that starts no delimiter."""
+    n = len(buf)
+    h = n
+    while t >= 0:
+        tail = buf[t:]
+        for pre, loop in anchors:
+            if tail.startswith(pre):
+                return -1
+            if pre.startswith(tail):
+                p = t
+                if loop is not None:
+                    while p > q and loop(buf[p - 1]):
+                        p -= 1
+                if p < h:
+                    h = p
+        t = buf.find(fc, t + 1)
+    return h
+
+
 class Scanner:
     """Combines the cursors of a watch list into one decision (see the module docstring).
 
     `entries` are `(is_open, field_name, delimiter)`; `finders` maps delimiters to the parser's
     cached `_Finder`s; `fast` is the watch list's precomputed quick-rejection data."""
 
-    __slots__ = ("entries", "cursors", "fast", "fast_char", "fast_q", "loop_any", "loop_tests", "at0")
+    __slots__ = (
+        "entries",
+        "_cursors",
+        "_finders",
+        "fast",
+        "fast_char",
+        "fast_q",
+        "loop_any",
+        "loop_tests",
+        "at0",
+        "lit",
+        "prefixes",
+        "live",
+    )
 
     def __init__(self, watch: WatchList, q: int, finders: dict[int, _Finder]) -> None:
         self.entries = watch.entries
         self.fast = None if watch.fast is None else finders.get(id(watch))
         if watch.fast is not None and self.fast is None:
             self.fast = finders[id(watch)] = _Finder(*watch.fast)
-        self.fast_char = None if watch.fast is None else watch.fast[0]
+        # The single trigger character of the watch list, or "" when there is none.
+        self.fast_char: str = (watch.fast[0] or "") if watch.fast is not None else ""
         self.loop_any = watch.loop_any
         self.loop_tests = watch.loop_tests
         self.at0 = watch.at0
+        self.lit = watch.lit
+        self.prefixes = watch.prefixes
         self.fast_q = q
-        self.cursors = [
-            Cursor(d, q, None if d.every else finders.setdefault(id(d), d.finder()))
-            for _, _, d in self.entries
-        ]
+        self._finders = finders
+        self._cursors: list[Cursor] | None = None
+        self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
+
+    @property
+    def cursors(self) -> list[Cursor]:
+        cursors = self._cursors
+        if cursors is None:
+            q = self.fast_q
+            finders = self._finders
+            cursors = self._cursors = [
+                Cursor(d, q, None if d.every else finders.setdefault(id(d), d.finder()))
+                for _, _, d in self.entries
+            ]
+        return cursors
+
+    def _scan_literal(self, buf: str, lit: str, eos: bool) -> tuple[int, int, int, Any]:
+        """The whole decision for a watch list of one literal (most explicit regions): the leftmost
+        occurrence is final at once; otherwise hold the longest tail that begins the literal."""
+        n = len(buf)
+        q = self.fast_q
+        i = buf.find(lit, q)
+        if i >= 0:
+            return (1, 0, i, (i + len(lit), []))
+        if eos:
+            return (0, n, 0, None)
+        j = buf.find(lit[0], max(q, n - len(lit) + 1))
+        while j >= 0:
+            if lit.startswith(buf[j:]):
+                self.fast_q = j
+                return (0, j, 0, None)
+            j = buf.find(lit[0], j + 1)
+        self.fast_q = n
+        return (0, n, 0, None)
 
     def scan(self, buf: str, eos: bool, zw_forbid: int) -> tuple[int, int, int, Any]:
         """Returns `(kind, a, b, c)`: kind 0 = hold from `a` (release text before it); kind 1 =
         commit entry `a` matched at `b` with `(end, slots)` = `c`."""
+        lit = self.lit
+        if lit is not None:
+            return self._scan_literal(buf, lit, eos)
         n = len(buf)
         q = self.fast_q
+        held = self.live
+        if held is not None:
+            # Everything before the hold point failed for every cursor, so while the attempt
+            # that set it stays undecided, the hold stands: resume just that attempt.
+            self.live = None
+            if held.att is not None and held.att.start == q and not eos:
+                status, pos, _ = held.step(buf, eos, q, zw_forbid)
+                if status == 2:
+                    self.live = held
+                    return (0, q, 0, None)
         fast = self.fast
         if fast is not None and not eos and q < n and (q or not self.at0):
             # Quick rejection: no trigger character in the unresolved text and no loop class at its
             # end means every unresolved position fails for every delimiter of this list.
             fc = self.fast_char
-            if fc is not None and n - q < 256:
-                clear = buf.find(fc, q) < 0
+            if fc and n - q < 256:
+                t = buf.find(fc, q)
+                if t >= 0 and self.prefixes is not None:
+                    h = fast_hold(buf, q, t, fc, self.prefixes)
+                    if h >= 0:
+                        if h < n:
+                            self.fast_q = h
+                            return (0, h, 0, None)
+                        t = -1
+                clear = t < 0
             else:
                 clear = fast.next(buf, q) >= n
             if clear:
@@ -350,6 +491,7 @@ class Scanner:
         best: tuple | None = None
         e_pos = n + 1
         live = False
+        live_cursor: Cursor | None = None
         while True:
             j = -1
             m = e_pos if e_pos < n else n - 1
@@ -369,6 +511,8 @@ class Scanner:
                 best = None
                 live = False
             if status == 2:
+                if not live:
+                    live_cursor = cursors[j]
                 live = True
             elif not live:
                 is_open, name, _ = self.entries[j]
@@ -377,6 +521,7 @@ class Scanner:
                     best = (key, j, r)
         if live:
             self.fast_q = e_pos
+            self.live = live_cursor
             return (0, e_pos, 0, None)
         if best is not None:
             return (1, best[1], e_pos, best[2])
@@ -398,10 +543,13 @@ class Scanner:
 class WatchList:
     """The delimiters watched in one kind of region, with their combined quick-rejection data."""
 
-    __slots__ = ("entries", "fast", "loop_any", "loop_tests", "at0")
+    __slots__ = ("entries", "fast", "loop_any", "loop_tests", "at0", "lit", "prefixes")
 
     def __init__(self, entries: list[tuple[bool, str, Delimiter]]) -> None:
         self.entries = entries
+        self.prefixes: tuple[tuple[str, Any], ...] | None = None
+        lits = entries[0][2].literals if len(entries) == 1 else None
+        self.lit = lits[0] if lits is not None and len(lits) == 1 else None
         self.fast: tuple[str | None, Any] | None = None
         ds = [d for _, _, d in entries]
         tests = {d.loop_test.src: d.loop_test for d in ds if d.loop_test is not None}
@@ -415,6 +563,10 @@ class WatchList:
             chars = {a.args[0] for a in atoms if a.op == "lit"}
             if len(chars) == 1 and all(a.op == "lit" for a in atoms):
                 self.fast = (next(iter(chars)), None)
+                fc = next(iter(chars))
+                anchors = [(d.anchor_prefix, d.loop_test) for d in ds]
+                if all(a and a[0] == fc for a, _ in anchors):
+                    self.prefixes = tuple(dict.fromkeys(anchors))
             else:
                 srcs = list(dict.fromkeys(_atom_src(a) for a in atoms))
                 self.fast = (None, regex.compile("|".join(srcs)) if srcs else regex.compile("(?!)"))

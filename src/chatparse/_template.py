@@ -106,19 +106,23 @@ def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: st
         if any(s == "" for s in literals):
             raise ValueError(f"{scope}: '{literal_key}' literals cannot be empty strings")
         ordered = sorted(literals, key=len, reverse=True)
-        d = Delimiter("|".join(regex.escape(s) for s in ordered), literals)
+        d = Delimiter("|".join(regex.escape(s) for s in ordered), literals, f"{scope}: '{literal_key}'")
         d.module_re = regex.compile(d.source, regex.DOTALL)  # type: ignore[attr-defined]
         return d
     if pattern_key in spec:
         src = spec[pattern_key]
         try:
             compiled = regex.compile(src, regex.DOTALL)
-        except (regex.error, TypeError) as e:
+        except (regex.error, TypeError, OverflowError) as e:
             raise ValueError(f"{scope}: invalid {pattern_key} regex: {e}") from e
+        except RecursionError as e:
+            raise ValueError(f"{scope}: invalid {pattern_key} regex: nested too deeply") from e
         try:
-            d = Delimiter(src, None)
+            d = Delimiter(src, None, f"{scope}: '{pattern_key}'")
         except _rx.UnsupportedPattern as e:
             raise ValueError(f"{scope}: {pattern_key} {src!r} uses {e}") from e
+        except RecursionError as e:
+            raise ValueError(f"{scope}: {pattern_key} is nested too deeply") from e
         d.module_re = compiled  # type: ignore[attr-defined]
         return d
     return None
@@ -222,6 +226,13 @@ def _compile(spec: Any) -> Template:
         anchor_literals=anchor.literals,
         watch=WatchList(entries),
     )
+
+
+def _compile_guarded(spec: Any) -> Template:
+    try:
+        return _compile(spec)
+    except RecursionError as e:
+        raise ValueError("response_template is nested too deeply") from e
 
 
 _CACHE: OrderedDict[str, Template] = OrderedDict()

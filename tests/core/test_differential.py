@@ -306,6 +306,8 @@ def classify(template, prefix, text, tools, ref: Outcome, cp: Outcome) -> str | 
     d10 = _has_d10(template)
     if d10 and cp.status == "error" and isinstance(cp.error, ValueError):
         return d10
+    if d10 and ref.status == "error" and "NoneType" in str(ref.error) and cp.ok:
+        return d10  # a None default behaves as absent in chatparse
     if ref.status == "timeout":
         o, c = S.zero_width_capable(template)
         return "D5" if cp.status != "timeout" and o and c else None
@@ -319,6 +321,8 @@ def classify(template, prefix, text, tools, ref: Outcome, cp: Outcome) -> str | 
         and isinstance(cp.error, ValueError)
     ):
         return "D13"
+    if ref.ok and cp.status == "error" and "did not participate" in str(cp.error):
+        return "D13"  # a non-participating value group: the reference stores None
     if ref.ok and cp.ok and _equal_mod_d24(cp.message, ref.message):
         return "D24"
     if (

@@ -1,0 +1,443 @@
+"""Command-line interface: ``chatparse parse``, ``chatparse stream``, ``chatparse templates validate``.
+
+Exit status: 0 on success, 1 when the model output cannot be parsed (a content parser, transform or
+required-field error, or a malformed region while streaming), 2 for usage errors (bad arguments, a
+missing or unreadable file, invalid JSON, an invalid ``response_template``).  Errors are printed as one
+line, ``chatparse: error: ...``, on stderr; never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import contextlib
+import json
+import os
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NoReturn
+
+PROG = "chatparse"
+_STDIN = "-"
+_READ_SIZE = 65536
+_MAX_MESSAGE = 2000
+
+
+class CliError(Exception):
+    """An error reported as ``chatparse: error: <message>`` with exit status ``code``."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse parser whose errors are one line (``chatparse: error: ...``) and raise instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')", 2)
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _one_line(text: str) -> str:
+    """Collapse a possibly multi-line message to one line, truncating very long ones."""
+    line = " ".join(part.strip() for part in str(text).splitlines() if part.strip())
+    if len(line) > _MAX_MESSAGE:
+        line = line[:_MAX_MESSAGE] + " ... (truncated)"
+    return line
+
+
+def _describe(exc: BaseException) -> str:
+    """``ExceptionType: message`` on one line (``KeyError`` without the extra quotes)."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        message = str(exc.args[0])
+    else:
+        message = str(exc)
+    name = type(exc).__name__
+    return f"{name}: {_one_line(message)}" if message else name
+
+
+def _display(path: str) -> str:
+    return "<stdin>" if path == _STDIN else path
+
+
+def _read_text(path: str, what: str) -> str:
+    """Read a whole file (or stdin for ``-``) as UTF-8, exactly: no newline translation."""
+    try:
+        if path == _STDIN:
+            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+            return data.decode("utf-8") if isinstance(data, bytes) else data
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise CliError(f"{_display(path)}: {what} not found") from None
+    except IsADirectoryError:
+        raise CliError(f"{_display(path)}: {what} is a directory") from None
+    except UnicodeDecodeError as exc:
+        raise CliError(
+            f"{_display(path)}: {what} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
+    except OSError as exc:
+        raise CliError(f"{_display(path)}: cannot read {what}: {exc.strerror or exc}") from None
+
+
+def _read_json(path: str, what: str) -> Any:
+    text = _read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"{_display(path)}: invalid JSON in {what}: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+
+
+def _report_warnings(path: str, caught: list[warnings.WarningMessage]) -> None:
+    for item in caught:
+        print(f"{PROG}: warning: {path}: {_one_line(str(item.message))}", file=sys.stderr)
+
+
+def _template_spec(path: str) -> tuple[Any, bool]:
+    """Read a template file: the template itself, or a tokenizer_config.json-style object with a
+    ``response_template`` key.  Returns ``(spec, from_tokenizer_config)``."""
+    data = _read_json(path, "template file")
+    if isinstance(data, dict) and "response_template" in data and "fields" not in data:
+        spec = data["response_template"]
+        if spec is None:
+            raise CliError(f"{path}: 'response_template' is null (this tokenizer has no response template)")
+        return spec, True
+    if (
+        isinstance(data, dict)
+        and "fields" not in data
+        and ("chat_template" in data or "tokenizer_class" in data)
+    ):
+        raise CliError(f"{path}: tokenizer_config.json-style file without a 'response_template' key")
+    return data, False
+
+
+def _load_template(path: str) -> tuple[Any, Any, bool]:
+    """Load and validate a template file: ``(compiled, spec, from_tokenizer_config)``; exit status 2 on error."""
+    from chatparse import load_response_template
+
+    spec, nested = _template_spec(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            compiled = load_response_template(spec)
+        except (ValueError, TypeError) as exc:
+            raise CliError(f"{path}: invalid response_template: {_one_line(str(exc))}") from None
+    _report_warnings(path, caught)
+    return compiled, spec, nested
+
+
+def _load_prefix(args: argparse.Namespace) -> str:
+    if args.prefix_file is not None:
+        if args.prefix_file == _STDIN:
+            raise CliError("--prefix-file cannot be '-' (stdin is reserved for the model output)")
+        return _read_text(args.prefix_file, "prefix file")
+    return args.prefix if args.prefix is not None else ""
+
+
+def _load_tools(path: str | None) -> list[Any] | None:
+    if path is None:
+        return None
+    data = _read_json(path, "tools file")
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    if not isinstance(data, list):
+        raise CliError(
+            f"{path}: tools file must contain a JSON list of tools (or an object with a 'tools' list), "
+            f"got {type(data).__name__}"
+        )
+    return data
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, BaseException):
+        return {"type": type(obj).__name__, "message": str(obj)}
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return repr(obj)
+
+
+def _write_json(obj: Any, *, indent: int | None = None) -> None:
+    """Print ``obj`` as JSON (non-ASCII kept; escaped only if stdout cannot encode it) and flush."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, indent=indent, default=_json_default)
+        sys.stdout.write(text + "\n")
+    except UnicodeEncodeError:
+        sys.stdout.write(json.dumps(obj, ensure_ascii=True, indent=indent, default=_json_default) + "\n")
+    sys.stdout.flush()
+
+
+def _event_json(event: Mapping[str, object]) -> dict[str, object]:
+    """A JSON-serialisable copy of an event (the ``error`` exception becomes ``{"type", "message"}``)."""
+    out = dict(event)
+    error = out.get("error")
+    if isinstance(error, BaseException):
+        out["error"] = {"type": type(error).__name__, "message": str(error)}
+    return out
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--template",
+        "-t",
+        required=True,
+        metavar="FILE",
+        help="response_template JSON file: the template itself, or a tokenizer_config.json-style "
+        "object with a 'response_template' key",
+    )
+    prefix = parser.add_mutually_exclusive_group()
+    prefix.add_argument(
+        "--prefix",
+        metavar="TEXT",
+        help="the rendered chat prompt that preceded the generation (it is cut after the template's "
+        "start anchor; it matters when the prompt pre-writes e.g. '<think>'). Default: '' (no prefix)",
+    )
+    prefix.add_argument(
+        "--prefix-file",
+        metavar="FILE",
+        help="read the prefix from FILE (exact bytes, UTF-8; use this for prompts with newlines)",
+    )
+    parser.add_argument(
+        "--tools",
+        metavar="FILE",
+        help="JSON file with the tool definitions (OpenAI format, a list or an object with a 'tools' "
+        "list); tool-call arguments are coerced to the declared parameter types",
+    )
+    parser.add_argument(
+        "output",
+        metavar="OUTPUT_FILE",
+        help="raw model output to parse (UTF-8, read exactly; note that a trailing newline after the "
+        "end-of-turn marker is text too), or '-' for stdin",
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# subcommands
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    from chatparse import parse_response
+
+    template, _, _ = _load_template(args.template)
+    prefix = _load_prefix(args)
+    tools = _load_tools(args.tools)
+    text = _read_text(args.output, "output file")
+    try:
+        message = parse_response(text, template, prefix=prefix, tools=tools)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CliError(f"{_display(args.output)}: cannot parse: {_describe(exc)}", 1) from None
+    _write_json(message, indent=2)
+    return 0
+
+
+def _stdin_reads() -> Iterator[str]:
+    """Yield stdin text as it arrives: each ``os.read`` is decoded (incremental UTF-8) and yielded."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        fd: int | None = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced stdin (e.g. in tests): no file descriptor
+        fd = None
+    try:
+        if fd is not None:
+            while True:
+                data = os.read(fd, _READ_SIZE)
+                if not data:
+                    break
+                text = decoder.decode(data)
+                if text:
+                    yield text
+            tail = decoder.decode(b"", final=True)
+            if tail:
+                yield tail
+        else:
+            yield from iter(sys.stdin.readline, "")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"<stdin>: output is not valid UTF-8 ({exc.reason})") from None
+
+
+def _file_chunks(text: str, size: int) -> Iterator[str]:
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
+
+
+def _cmd_stream(args: argparse.Namespace) -> int:
+    from chatparse import ResponseParser
+
+    if args.chunk_size < 1:
+        raise CliError("--chunk-size must be at least 1")
+    if args.delay is not None and args.delay < 0:
+        raise CliError("--delay must not be negative")
+    template, _, _ = _load_template(args.template)
+    prefix = _load_prefix(args)
+    tools = _load_tools(args.tools)
+    if args.output == _STDIN:
+        chunks: Iterator[str] = _stdin_reads()
+    else:
+        chunks = _file_chunks(_read_text(args.output, "output file"), args.chunk_size)
+
+    where = _display(args.output)
+    malformed: list[Mapping[str, object]] = []
+
+    def emit(events: Sequence[Mapping[str, object]]) -> None:
+        for event in events:
+            if event.get("type") == "region_malformed":
+                malformed.append(event)
+            _write_json(_event_json(event))
+
+    try:
+        parser = ResponseParser(template, prefix=prefix, tools=tools)
+        emit(parser.initial_events)
+        first = True
+        for chunk in chunks:
+            if args.delay and not first:
+                time.sleep(args.delay)
+            first = False
+            emit(parser.feed(chunk))
+        message, final_events = parser.finalize()
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CliError(f"{where}: cannot parse: {_describe(exc)}", 1) from None
+    emit(final_events)
+    _write_json({"type": "message", "message": message})
+    if malformed:
+        first_bad = malformed[0]
+        error = first_bad.get("error")
+        detail = _describe(error) if isinstance(error, BaseException) else "malformed"
+        print(
+            f"{PROG}: error: {where}: {len(malformed)} malformed region(s); first: "
+            f"field '{first_bad.get('field')}': {detail}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    _, spec, nested = _load_template(args.file)
+    fields = spec.get("fields") if isinstance(spec, dict) else None
+    names = ", ".join(str(name) for name in fields) if isinstance(fields, dict) else ""
+    source = " (from the 'response_template' key)" if nested else ""
+    print(f"{args.file}: OK{source}: fields {names}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# argument parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _ArgumentParser(
+        prog=PROG,
+        description="Parse raw model output into a structured assistant message "
+        "(reasoning_content / content / tool_calls) with a Hugging Face response_template.",
+        epilog="Exit status: 0 success, 1 the output could not be parsed, 2 usage error "
+        "(bad arguments, missing file, invalid JSON or invalid template). "
+        "Example: chatparse parse --template examples/templates/qwen3.json examples/outputs/qwen3.txt",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p_parse = sub.add_parser(
+        "parse",
+        help="parse a complete model output and print the message as JSON",
+        description="Parse a complete model output (one-shot) and print the assistant message as "
+        "pretty-printed JSON. Exit status 1 if the output cannot be parsed (e.g. a tool call "
+        "that is not valid JSON, or a required field is missing).",
+    )
+    _common_options(p_parse)
+    p_parse.set_defaults(handler=_cmd_parse)
+
+    p_stream = sub.add_parser(
+        "stream",
+        help="feed a model output in chunks and print the parser events as JSON lines",
+        description="Feed a model output to the streaming parser in chunks and print one JSON object "
+        "per line as events happen: region_open, region_chunk, region_close, region_malformed "
+        '(whose \'error\' is printed as {"type": ..., "message": ...}), then a final line '
+        '{"type": "message", "message": {...}} with the finished message. With OUTPUT_FILE "-", '
+        "stdin is fed as it arrives (each read is one feed; --chunk-size and --delay do not apply). "
+        "Exit status 1 if a region was malformed (all events and the recovered message are still "
+        "printed) or the output cannot be parsed.",
+    )
+    _common_options(p_stream)
+    p_stream.add_argument(
+        "--chunk-size",
+        type=int,
+        default=4,
+        metavar="N",
+        help="characters per feed when reading a file (default: 4, roughly one token)",
+    )
+    p_stream.add_argument(
+        "--delay",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="sleep between feeds, to watch the events arrive as during generation (default: none)",
+    )
+    p_stream.set_defaults(handler=_cmd_stream)
+
+    p_templates = sub.add_parser(
+        "templates",
+        help="work with response_template files",
+        description="Work with response_template files.",
+    )
+    tsub = p_templates.add_subparsers(dest="templates_command", metavar="ACTION")
+    p_validate = tsub.add_parser(
+        "validate",
+        help="check that a template file loads",
+        description="Load a template file (the template itself, or a tokenizer_config.json-style object "
+        "with a 'response_template' key), validate and compile it, and print OK with its fields. "
+        "Exit status 2 with the validation error if it is invalid.",
+    )
+    p_validate.add_argument("file", metavar="FILE", help="template JSON file")
+    p_validate.set_defaults(handler=_cmd_validate)
+    p_templates.set_defaults(handler=None, subparser=p_templates)
+
+    parser.set_defaults(handler=None, subparser=parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    parser = build_parser()
+    try:
+        try:
+            args = parser.parse_args(list(argv) if argv is not None else None)
+        except SystemExit as exc:  # --help / --version
+            return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        if args.handler is None:
+            if args.subparser is parser:
+                raise CliError("a command is required: parse, stream or templates (see 'chatparse --help')")
+            raise CliError("templates: an action is required: validate (see 'chatparse templates --help')")
+        code: int = args.handler(args)
+        return code
+    except CliError as exc:
+        _flush_quietly()
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        _flush_quietly()
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # stdout closed early (e.g. piped into `head`): stop quietly.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as exc:  # last resort: never show a traceback
+        _flush_quietly()
+        print(f"{PROG}: error: internal error: {_describe(exc)}", file=sys.stderr)
+        return 1
+
+
+def _flush_quietly() -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
