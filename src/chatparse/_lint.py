@@ -25,8 +25,9 @@ def lint_response_template(spec: dict | Template) -> list[LintWarning]:
     The format keeps the reference's semantics: a non-`repeats` implicit field that closes and then
     receives more text is *overwritten* by the later text. Two common ways to hit it:
 
-    * `implicit-closer`: the implicit field has a closer, so text after the closer (a trailing
-      newline before `<|endoftext|>`, a second end marker) replaces the content;
+    * `implicit-closer`: the implicit field's closer does not swallow leading whitespace, so text
+      after the closer (a newline before a second end marker) replaces the content; start the
+      closer with `\\s*` and list every end marker in it;
     * `whitespace-between-regions`: a `repeats` field's opener does not swallow leading
       whitespace, so the newline between two tool calls becomes a fresh content value that
       replaces the text written before the calls. Start such openers with `\\s*`.
@@ -40,7 +41,8 @@ def lint_response_template(spec: dict | Template) -> list[LintWarning]:
     implicit = t.fields.get(t.implicit) if t.implicit is not None else None
     if implicit is None or implicit.repeats:
         return out
-    if implicit.closer is not None:
+    closer = implicit.closer
+    if closer is not None and not (closer.loop_test is not None and closer.loop_test(" ")):
         out.append(
             LintWarning(
                 "implicit-closer",

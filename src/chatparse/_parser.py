@@ -25,7 +25,7 @@ from typing import Any
 
 from ._content import process_field
 from ._events import Event
-from ._scan import Scanner, WatchList, _Finder, fast_hold
+from ._scan import Scanner, WatchList, fast_hold
 from ._template import Field, Template, load_response_template
 from .errors import RequiredFieldsMissing
 from .tools import build_tool_table, coerce_tool_calls
@@ -96,7 +96,7 @@ class ResponseParser:
         self._finalized = False
         self._malformed: set[str] = set()
         self._zw = -1  # position of the last zero-width commit: no second zero-width match there
-        self._finders: dict[int, _Finder] = {}
+        self._finders: dict[int, Any] = {}
         self._scanner: Scanner | None = None
         self._fast: Scanner | None = None  # the scanner, when feed() may use its fast path
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)

@@ -66,6 +66,46 @@ class _Finder:
         return r
 
 
+class _CandidateFinder:
+    """Next trigger position whose text starts a delimiter's literal prefix, or is cut short of it
+    by the end of the buffer. Remembers the range it has rejected for good (a trigger followed by
+    enough text that differs from the prefix), so repeated queries from the same parser stay
+    linear even when the delimiter never occurs (a `<think>` opener in a tool-call stream)."""
+
+    __slots__ = ("_triggers", "_prefix", "_lo", "_hi")
+
+    def __init__(self, triggers: _Finder, prefix: str) -> None:
+        self._triggers = triggers
+        self._prefix = prefix
+        self._lo = -1
+        self._hi = -1
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        n = len(buf)
+        prefix = self._prefix
+        size = len(prefix)
+        if self._lo <= q <= self._hi:
+            lo = self._lo
+            q = self._hi
+        else:
+            lo = q
+        while True:
+            t = self._triggers.next(buf, q)
+            if t >= n:
+                self._lo, self._hi = lo, n
+                return n
+            if buf.startswith(prefix, t):
+                break
+            if n - t < size and prefix.startswith(buf[t:]):
+                if eos:  # cut short for good
+                    q = t + 1
+                    continue
+                break
+            q = t + 1
+        self._lo, self._hi = lo, t
+        return t
+
+
 def _atom_src(atom: _rx.Node) -> str:
     """The `regex` source of a one-character atom, with its flags scoped."""
     if atom.op == "lit":
@@ -242,8 +282,11 @@ class Delimiter:
         srcs = list(dict.fromkeys(_atom_src(a) for a in atoms))
         self.trigger_re = regex.compile("|".join(srcs)) if srcs else regex.compile(r"(?!)")
 
-    def finder(self) -> _Finder:
-        return _Finder(self.trigger_char, self.trigger_re)
+    def finder(self) -> _Finder | _CandidateFinder:
+        triggers = _Finder(self.trigger_char, self.trigger_re)
+        if self.lit_prefix and self.loop_test is None and not self.every:
+            return _CandidateFinder(triggers, self.lit_prefix)
+        return triggers
 
 
 class Cursor:
@@ -251,7 +294,7 @@ class Cursor:
 
     __slots__ = ("d", "q", "att", "memo", "looks", "finder", "found", "run")
 
-    def __init__(self, d: Delimiter, q: int, finder: _Finder | None) -> None:
+    def __init__(self, d: Delimiter, q: int, finder: _Finder | _CandidateFinder | None) -> None:
         self.d = d
         self.q = q
         self.att: _rx.Attempt | None = None
@@ -275,7 +318,9 @@ class Cursor:
             lo, hi = self.run
             if lo <= q <= hi:
                 return q
-            t = self.finder.next(buf, q)
+            triggers = self.finder
+            assert isinstance(triggers, _Finder)  # shapes never use a _CandidateFinder
+            t = triggers.next(buf, q)
             p = t
             test = d.loop_test
             while p > q and test(buf[p - 1]):
@@ -287,14 +332,14 @@ class Cursor:
                 self.run = (p, n - 1)
                 return p
             return n if not eos else n + 1
-        prefix = d.lit_prefix
-        while True:
-            t = self.finder.next(buf, q)
-            if t >= n:
-                return n + 1 if eos else t
-            if not prefix or buf.startswith(prefix, t) or (not eos and prefix.startswith(buf[t:])):
-                return t
-            q = t + 1
+        finder = self.finder
+        if isinstance(finder, _CandidateFinder):
+            t = finder.next(buf, q, eos)
+        else:
+            t = finder.next(buf, q)
+        if t >= n:
+            return n + 1 if eos else t
+        return t
 
     def peek(self, buf: str, eos: bool) -> int:
         """The next position this cursor would examine (cheap: no attempt is run)."""
@@ -385,7 +430,7 @@ class Scanner:
         "live",
     )
 
-    def __init__(self, watch: WatchList, q: int, finders: dict[int, _Finder]) -> None:
+    def __init__(self, watch: WatchList, q: int, finders: dict[int, Any]) -> None:
         self.entries = watch.entries
         self.fast = None if watch.fast is None else finders.get(id(watch))
         if watch.fast is not None and self.fast is None:
@@ -571,5 +616,5 @@ class WatchList:
                 srcs = list(dict.fromkeys(_atom_src(a) for a in atoms))
                 self.fast = (None, regex.compile("|".join(srcs)) if srcs else regex.compile("(?!)"))
 
-    def scanner(self, q: int, finders: dict[int, _Finder]) -> Scanner:
+    def scanner(self, q: int, finders: dict[int, Any]) -> Scanner:
         return Scanner(self, q, finders)

@@ -1,0 +1,16 @@
+"""The examples in public docstrings run and stay true."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "module", ["chatparse", "chatparse._parser", "chatparse._template", "chatparse._lint"]
+)
+def test_docstring_examples(module: str) -> None:
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
