@@ -134,15 +134,24 @@ class ResponseParser:
         q = sc.fast_q
         if n - q < 256:
             t = buf.find(sc.fast_char, q)
-            h = (
-                n
-                if t < 0
-                else (-1 if sc.prefixes is None else fast_hold(buf, q, t, sc.fast_char, sc.prefixes))
-            )
+            if t < 0 and sc.loop_any is None and self._opened:
+                # The tightest case (a reasoning or tool body with a literal closer): release all.
+                sc.fast_q = n
+                pos = self._pos
+                self._pos = n
+                return [
+                    {"type": "region_chunk", "field": self._current, "text": buf[pos:], "dirty": self._dirty}
+                ]
+            if t < 0:
+                h = n
+            elif sc.prefixes is None:
+                h = -1
+            else:
+                h = fast_hold(buf, q, t, sc.fast_char, sc.prefixes)
             if h == n:
                 la = sc.loop_any
                 if la is not None:
-                    last = buf[n - 1]
+                    last = buf[-1]
                     hit = la.cache.get(last)
                     if hit is None:
                         hit = la(last)
@@ -157,7 +166,13 @@ class ResponseParser:
                 name = self._current
                 if name is None:
                     return []
-                return [{"type": "region_chunk", "field": name, "text": buf[pos:h], "dirty": self._dirty}]
+                if self._opened:
+                    return [{"type": "region_chunk", "field": name, "text": buf[pos:h], "dirty": self._dirty}]
+                opened: list[Event] = []
+                self._route(opened, buf, pos, h)
+                return opened
+            if sc.live is not None and sc.still_held(buf, self._zw):
+                return []  # a delimiter is still being written at the hold point
         del buf
         events: list[Event] = []
         self._process(events, eos=False)
@@ -276,10 +291,7 @@ class ResponseParser:
             # Arm the fast path of `feed` when its shortcuts are valid for the current state.
             self._fast = (
                 scanner
-                if scanner.fast_char
-                and (self._opened or self._current is None)
-                and self._pos >= self._emit_from
-                and (scanner.fast_q or not scanner.at0)
+                if scanner.fast_char and self._pos >= self._emit_from and (scanner.fast_q or not scanner.at0)
                 else None
             )
             return

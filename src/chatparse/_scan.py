@@ -459,6 +459,22 @@ class Scanner:
             ]
         return cursors
 
+    def still_held(self, buf: str, zw_forbid: int) -> bool:
+        """Resume the undecided attempt that set the current hold (before end of stream).
+
+        Everything before the hold point failed for every cursor, so while that attempt stays
+        undecided the hold stands and nothing else needs a look. Returns False (and records the
+        attempt's outcome in its cursor) once it is decided."""
+        held = self.live
+        self.live = None
+        if held is None or held.att is None or held.att.start != self.fast_q:
+            return False
+        status, _, _ = held.step(buf, False, self.fast_q, zw_forbid)
+        if status == 2:
+            self.live = held
+            return True
+        return False
+
     def _scan_literal(self, buf: str, lit: str, eos: bool) -> tuple[int, int, int, Any]:
         """The whole decision for a watch list of one literal (most explicit regions): the leftmost
         occurrence is final at once; otherwise hold the longest tail that begins the literal."""
@@ -486,16 +502,8 @@ class Scanner:
             return self._scan_literal(buf, lit, eos)
         n = len(buf)
         q = self.fast_q
-        held = self.live
-        if held is not None:
-            # Everything before the hold point failed for every cursor, so while the attempt
-            # that set it stays undecided, the hold stands: resume just that attempt.
-            self.live = None
-            if held.att is not None and held.att.start == q and not eos:
-                status, pos, _ = held.step(buf, eos, q, zw_forbid)
-                if status == 2:
-                    self.live = held
-                    return (0, q, 0, None)
+        if self.live is not None and not eos and self.still_held(buf, zw_forbid):
+            return (0, q, 0, None)
         fast = self.fast
         if fast is not None and not eos and q < n and (q or not self.at0):
             # Quick rejection: no trigger character in the unresolved text and no loop class at its
