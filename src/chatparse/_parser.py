@@ -140,7 +140,7 @@ class ResponseParser:
                 pos = self._pos
                 self._pos = n
                 return [
-                    {"type": "region_chunk", "field": self._current, "text": buf[pos:], "dirty": self._dirty}
+                    {"type": "region_chunk", "field": self._current, "text": buf[pos:], "dirty": self._dirty}  # type: ignore[typeddict-item]
                 ]
             if t < 0:
                 h = n
