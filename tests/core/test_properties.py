@@ -213,6 +213,12 @@ def test_arbitrary_input_raises_only_documented_exceptions(template: dict, text:
     for s in (text, noise, text + noise):
         with contextlib.suppress(*DOCUMENTED):
             chatparse.parse_response(s, t, prefix=noise)
+        # Streaming never raises for bad content; only finalize() may (required fields).
+        p = chatparse.ResponseParser(t, prefix=noise)
+        for i in range(0, len(s), 3):
+            p.feed(s[i : i + 3])
+        with contextlib.suppress(chatparse.RequiredFieldsMissing):
+            p.finalize()
 
 
 @settings(max_examples=200, deadline=None)
