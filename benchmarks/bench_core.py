@@ -427,7 +427,7 @@ def case_d1(ours: Impl, args: argparse.Namespace, report: Report) -> None:
     st_ours = []
     for n in sizes:
         chunks = stream_chunks(n)
-        st_ours.append(timed(partial(ours.stream, INKLING_UNBOUNDED, prefix, chunks), repeat=3))
+        st_ours.append(timed(partial(ours.stream, INKLING_UNBOUNDED, prefix, chunks), repeat=5, min_total=1.0))
     st_ref, base_n, base_t = reference_series(
         sizes,
         ref_max,
@@ -512,7 +512,7 @@ def case_d2(ours: Impl, args: argparse.Namespace, report: Report) -> None:
     t_ours = []
     for n in sizes:
         text = qwen_json_calls(n)
-        t_ours.append(timed(partial(ours.one_shot, QWEN_JSON, "", text)))
+        t_ours.append(timed(partial(ours.one_shot, QWEN_JSON, "", text), repeat=5))
     t_ref, base_n, base_t = reference_series(
         sizes,
         ref_max,
