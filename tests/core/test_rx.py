@@ -14,7 +14,7 @@ import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from chatparse import _rx
+from chatparse import _rx, _scan
 
 ALPHABET = "ab<>/ \n"
 
@@ -173,3 +173,56 @@ def test_unsupported_constructs_are_named() -> None:
             assert what in str(e)
         else:  # pragma: no cover
             raise AssertionError(p)
+
+
+# ------------------------------------------------------------------------------------------------
+# One delimiter's cursor (candidate skipping: first sets, `\s*X` shapes, literal prefixes) against
+# a brute-force `regex.search`.
+
+
+def _cursor(p: str) -> tuple[_scan.Cursor, _scan.Delimiter] | None:
+    if _compile(p) is None:
+        return None
+    d = _scan.Delimiter(p, None)
+    return _scan.Cursor(d, 0, None if d.every else d.finder()), d
+
+
+def _leftmost(p: str, text: str) -> tuple[int, int, dict] | None:
+    """The leftmost match that does not start at the very end of the text (never taken)."""
+    m = regex.compile(p, regex.DOTALL).search(text)
+    while m is not None and m.start() >= len(text):
+        return None
+    return None if m is None else (m.start(), m.end(), m.groupdict())
+
+
+def _as_match(d: _scan.Delimiter, text: str, pos: int, r: tuple) -> tuple[int, int, dict]:
+    end, slots = r
+    groups = {n: (None if slots[i] == -1 or slots[i + 1] == -1 else text[slots[i] : slots[i + 1]]) for n, i in d.group_names.items()}
+    return (pos, end, groups)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(
+    st.one_of(_patterns(), st.sampled_from([r"\s*<tool_call>", r"\s*(?:<\|a\|>|<\|b\|>)", r"</f>\s*</t>", r"[^<]*<c>", r"(?:^|<m>)[^<]{0,3}<c>"])),
+    st.text(ALPHABET + "|cmftab", max_size=14),
+    st.lists(st.text(ALPHABET + "|c", max_size=5), min_size=1, max_size=3),
+)
+def test_cursor_finds_the_leftmost_match_and_never_skips_one(p: str, text: str, conts: list[str]) -> None:
+    made = _cursor(p)
+    assume(made is not None)
+    assert made is not None
+    cur, d = made
+    # End of stream: exactly the leftmost match of regex.search.
+    status, pos, r = cur.step(text, True, len(text) + 1, -1)
+    expected = _leftmost(p, text)
+    got = None if status == 0 else _as_match(d, text, pos, r)
+    assert got == expected, (p, text)
+    # Before end of stream: a match is final, and nothing starts before a reported position.
+    cur2 = _scan.Cursor(d, 0, None if d.every else d.finder())
+    status, pos, r = cur2.step(text, False, len(text) + 1, -1)
+    for cont in conts:
+        full = _leftmost(p, text + cont)
+        if status == 1:
+            assert full == _as_match(d, text, pos, r), (p, text, cont)
+        elif full is not None:
+            assert full[0] >= min(pos, len(text)), (p, text, cont, status, pos)
