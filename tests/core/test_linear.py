@@ -9,8 +9,10 @@ streamed one character at a time.
 from __future__ import annotations
 
 import collections
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,19 +32,7 @@ INKLING_UNBOUNDED = {
         for kind, tag in (("thinking", "thinking"), ("content", "text"), ("tool_calls", "invoke_tool_json"))
     },
 }
-QWEN_JSON = {
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "thinking": {"open": "<think>", "close": "</think>"},
-        "tool_calls": {
-            "open_pattern": "\\s*<tool_call>",
-            "close": "</tool_call>",
-            "repeats": True,
-            "content": "json",
-        },
-        "content": {"close_pattern": "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)"},
-    },
-}
+QWEN_JSON = json.loads((Path(__file__).parent.parent / "data" / "families.json").read_text())["QWEN_JSON"]
 
 
 @contextmanager

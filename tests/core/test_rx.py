@@ -197,13 +197,29 @@ def _leftmost(p: str, text: str) -> tuple[int, int, dict] | None:
 
 def _as_match(d: _scan.Delimiter, text: str, pos: int, r: tuple) -> tuple[int, int, dict]:
     end, slots = r
-    groups = {n: (None if slots[i] == -1 or slots[i + 1] == -1 else text[slots[i] : slots[i + 1]]) for n, i in d.group_names.items()}
+    groups = {
+        n: (None if slots[i] == -1 or slots[i + 1] == -1 else text[slots[i] : slots[i + 1]])
+        for n, i in d.group_names.items()
+    }
     return (pos, end, groups)
 
 
-@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(
+    max_examples=800, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+)
 @given(
-    st.one_of(_patterns(), st.sampled_from([r"\s*<tool_call>", r"\s*(?:<\|a\|>|<\|b\|>)", r"</f>\s*</t>", r"[^<]*<c>", r"(?:^|<m>)[^<]{0,3}<c>"])),
+    st.one_of(
+        _patterns(),
+        st.sampled_from(
+            [
+                r"\s*<tool_call>",
+                r"\s*(?:<\|a\|>|<\|b\|>)",
+                r"</f>\s*</t>",
+                r"[^<]*<c>",
+                r"(?:^|<m>)[^<]{0,3}<c>",
+            ]
+        ),
+    ),
     st.text(ALPHABET + "|cmftab", max_size=14),
     st.lists(st.text(ALPHABET + "|c", max_size=5), min_size=1, max_size=3),
 )
