@@ -46,6 +46,7 @@ LOOKAHEAD = 7  # arg: (Program, negate)
 LOOKBEHIND = 8  # arg: (compiled regex, negate)
 ATOMIC = 9  # arg: Program
 MATCH = 10
+STR = 11  # arg: a run of two or more literal characters, compared with str.startswith
 
 #: Maximum number of instructions a pattern may compile to (bounded repeats are expanded).
 MAX_PROGRAM = 10000
@@ -536,8 +537,15 @@ class _Compiler:
             else:
                 self.emit(TEST, self.test(r"[^\n]", 0))
         elif op == "cat":
+            run: list[str] = []
             for k in n.kids:
+                if k.op == "lit":
+                    run.append(k.args[0])
+                    continue
+                self._literal_run(run)
+                run = []
                 self.node(k)
+            self._literal_run(run)
         elif op == "alt":
             jumps = []
             for k in n.kids[:-1]:
@@ -573,6 +581,12 @@ class _Compiler:
             pass
         else:  # pragma: no cover
             raise AssertionError(op)
+
+    def _literal_run(self, run: list[str]) -> None:
+        if len(run) == 1:
+            self.emit(CHAR, run[0])
+        elif run:
+            self.emit(STR, "".join(run))
 
     def rep(self, n: Node) -> None:
         lo, hi, kind = n.args
@@ -664,7 +678,15 @@ class Attempt:
         ncode = len(code) + 1
         while True:
             op, arg = code[pc]
-            if op == CHAR:
+            if op == STR:
+                if buf.startswith(arg, pos):
+                    pc += 1
+                    pos += len(arg)
+                    continue
+                if not eos and n - pos < len(arg) and arg.startswith(buf[pos:]):
+                    self.pc, self.pos = pc, pos
+                    return LIVE
+            elif op == CHAR:
                 if pos < n:
                     if buf[pos] == arg:
                         pc += 1

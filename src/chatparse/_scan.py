@@ -89,21 +89,24 @@ class _CandidateFinder:
             q = self._hi
         else:
             lo = q
-        while True:
-            t = self._triggers.next(buf, q)
-            if t >= n:
-                self._lo, self._hi = lo, n
-                return n
-            if buf.startswith(prefix, t):
-                break
-            if n - t < size and prefix.startswith(buf[t:]):
-                if eos:  # cut short for good
-                    q = t + 1
-                    continue
-                break
-            q = t + 1
-        self._lo, self._hi = lo, t
-        return t
+        t = buf.find(prefix, q)
+        if t >= 0:
+            self._lo, self._hi = lo, t
+            return t
+        # No whole occurrence; before end of stream, a tail that begins the prefix is a candidate.
+        # Anything else in [q, n) has differed from the prefix within the text already: for good.
+        tail = max(q, n - size + 1)
+        if not eos:
+            j = buf.find(prefix[0], tail)
+            while j >= 0:
+                if prefix.startswith(buf[j:]):
+                    self._lo, self._hi = lo, j
+                    return j
+                j = buf.find(prefix[0], j + 1)
+            self._lo, self._hi = lo, n
+        else:
+            self._lo, self._hi = lo, tail
+        return n
 
 
 def _atom_src(atom: _rx.Node) -> str:
