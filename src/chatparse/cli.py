@@ -1,4 +1,9 @@
-"""Command-line interface: ``chatparse parse``, ``chatparse stream``, ``chatparse templates validate``.
+"""Command-line interface: ``chatparse parse``, ``chatparse stream``, ``chatparse templates ...``.
+
+``parse`` and ``stream`` take the template from a file (``--template``) or from the catalog
+(``--model ID``, resolved with :func:`chatparse.catalog.resolve`); ``templates list`` / ``show``
+browse the catalog and ``templates validate`` checks a template file, optionally against sample
+outputs.
 
 Exit status: 0 on success, 1 when the model output cannot be parsed (a content parser, transform or
 required-field error, or a malformed region while streaming), 2 for usage errors (bad arguments, a
@@ -105,6 +110,8 @@ def _template_spec(path: str) -> tuple[Any, bool]:
     """Read a template file: the template itself, or a tokenizer_config.json-style object with a
     ``response_template`` key.  Returns ``(spec, from_tokenizer_config)``."""
     data = _read_json(path, "template file")
+    if isinstance(data, dict) and isinstance(data.get("template"), dict) and "fields" not in data:
+        return data["template"], False  # a catalog entry file (metadata around the template)
     if isinstance(data, dict) and "response_template" in data and "fields" not in data:
         spec = data["response_template"]
         if spec is None:
@@ -134,12 +141,45 @@ def _load_template(path: str) -> tuple[Any, Any, bool]:
     return compiled, spec, nested
 
 
-def _load_prefix(args: argparse.Namespace) -> str:
+def _load_prefix(args: argparse.Namespace, default: str = "") -> str:
     if args.prefix_file is not None:
         if args.prefix_file == _STDIN:
             raise CliError("--prefix-file cannot be '-' (stdin is reserved for the model output)")
         return _read_text(args.prefix_file, "prefix file")
-    return args.prefix if args.prefix is not None else ""
+    return args.prefix if args.prefix is not None else default
+
+
+def _catalog_entry(name: str) -> dict[str, Any]:
+    from chatparse import catalog
+
+    try:
+        return catalog.entry(name)
+    except catalog.UnknownTemplateError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _resolve_model(model: str) -> tuple[Any, str]:
+    """The compiled catalog template for ``model`` (a model id, or a catalog name) and the entry's
+    generation prompt."""
+    from chatparse import catalog, load_response_template
+
+    try:
+        name = model if model in catalog.names() else catalog.resolve_name(model=model)
+    except catalog.UnknownModelError as exc:
+        raise CliError(_one_line(str(exc))) from None
+    assert name is not None
+    entry = catalog.entry(name)
+    return load_response_template(entry["template"]), entry["generation_prompt"]
+
+
+def _template_and_prefix(args: argparse.Namespace) -> tuple[Any, str]:
+    """``(compiled template, prefix)`` from ``--template`` or ``--model``; with ``--model`` and no
+    ``--prefix``/``--prefix-file`` the catalog entry's generation prompt is the prefix."""
+    if args.model is not None:
+        template, generation_prompt = _resolve_model(args.model)
+        return template, _load_prefix(args, generation_prompt)
+    template, _, _ = _load_template(args.template)
+    return template, _load_prefix(args)
 
 
 def _load_tools(path: str | None) -> list[Any] | None:
@@ -183,15 +223,7 @@ def _event_json(event: Mapping[str, object]) -> dict[str, object]:
     return out
 
 
-def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--template",
-        "-t",
-        required=True,
-        metavar="FILE",
-        help="response_template JSON file: the template itself, or a tokenizer_config.json-style "
-        "object with a 'response_template' key",
-    )
+def _prefix_options(parser: argparse.ArgumentParser) -> None:
     prefix = parser.add_mutually_exclusive_group()
     prefix.add_argument(
         "--prefix",
@@ -204,6 +236,25 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="read the prefix from FILE (exact bytes, UTF-8; use this for prompts with newlines)",
     )
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--template",
+        "-t",
+        metavar="FILE",
+        help="response_template JSON file: the template itself, a tokenizer_config.json-style "
+        "object with a 'response_template' key, or a catalog entry file",
+    )
+    source.add_argument(
+        "--model",
+        "-m",
+        metavar="ID",
+        help="take the template from the catalog for this model id (e.g. Qwen/Qwen3-8B, "
+        "unsloth/Qwen3-8B-GGUF) or a catalog name (e.g. mistral_v11_call_id); without --prefix the catalog's generation prompt is the prefix",
+    )
+    _prefix_options(parser)
     parser.add_argument(
         "--tools",
         metavar="FILE",
@@ -225,8 +276,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 def _cmd_parse(args: argparse.Namespace) -> int:
     from chatparse import parse_response
 
-    template, _, _ = _load_template(args.template)
-    prefix = _load_prefix(args)
+    template, prefix = _template_and_prefix(args)
     tools = _load_tools(args.tools)
     text = _read_text(args.output, "output file")
     try:
@@ -274,8 +324,7 @@ def _cmd_stream(args: argparse.Namespace) -> int:
         raise CliError("--chunk-size must be at least 1")
     if args.delay is not None and args.delay < 0:
         raise CliError("--delay must not be negative")
-    template, _, _ = _load_template(args.template)
-    prefix = _load_prefix(args)
+    template, prefix = _template_and_prefix(args)
     tools = _load_tools(args.tools)
     if args.output == _STDIN:
         chunks: Iterator[str] = _stdin_reads()
@@ -318,12 +367,67 @@ def _cmd_stream(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary(message: Mapping[str, Any]) -> str:
+    parts = []
+    for key, value in message.items():
+        if key == "role":
+            continue
+        if isinstance(value, list):
+            parts.append(f"{key} ({len(value)})")
+        else:
+            parts.append(key)
+    return ", ".join(parts) if parts else "(empty message)"
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
-    _, spec, nested = _load_template(args.file)
+    from chatparse import parse_response
+
+    compiled, spec, nested = _load_template(args.file)
     fields = spec.get("fields") if isinstance(spec, dict) else None
     names = ", ".join(str(name) for name in fields) if isinstance(fields, dict) else ""
     source = " (from the 'response_template' key)" if nested else ""
     print(f"{args.file}: OK{source}: fields {names}")
+    if not args.sample:
+        return 0
+    data = _read_json(args.file, "template file")
+    default_prefix = ""
+    if isinstance(data, dict) and isinstance(data.get("generation_prompt"), str) and "fields" not in data:
+        default_prefix = data["generation_prompt"]
+    prefix = _load_prefix(args, default_prefix)
+    tools = _load_tools(args.tools)
+    failed = 0
+    for sample in args.sample:
+        if sample == _STDIN:
+            raise CliError("--sample cannot be '-'")
+        text = _read_text(sample, "sample file")
+        try:
+            message = parse_response(text, compiled, prefix=prefix, tools=tools)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            failed += 1
+            print(f"{sample}: FAILED: {_describe(exc)}")
+            continue
+        print(f"{sample}: OK: {_summary(message)}")
+        if args.show:
+            _write_json(message, indent=2)
+    if failed:
+        print(f"{PROG}: error: {failed} of {len(args.sample)} sample(s) could not be parsed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from chatparse import catalog
+
+    names = catalog.names()
+    width = max(len(name) for name in names)
+    for name in names:
+        print(f"{name.ljust(width)}  {catalog.describe(name)['description']}")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    entry = _catalog_entry(args.name)
+    _write_json(entry if args.full else entry["template"], indent=2)
     return 0
 
 
@@ -382,8 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_templates = sub.add_parser(
         "templates",
-        help="work with response_template files",
-        description="Work with response_template files.",
+        help="list, show and validate response templates (the catalog and template files)",
+        description="List and show the catalog's templates; validate template files.",
     )
     tsub = p_templates.add_subparsers(dest="templates_command", metavar="ACTION")
     p_validate = tsub.add_parser(
@@ -394,7 +498,35 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit status 2 with the validation error if it is invalid.",
     )
     p_validate.add_argument("file", metavar="FILE", help="template JSON file")
+    p_validate.add_argument(
+        "--sample",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="raw model output to parse with the template (repeatable); each prints OK with the "
+        "fields found or FAILED with the error, and any failure makes the exit status 1",
+    )
+    _prefix_options(p_validate)
+    p_validate.add_argument("--tools", metavar="FILE", help="JSON file with the tool definitions")
+    p_validate.add_argument("--show", action="store_true", help="also print each parsed message as JSON")
     p_validate.set_defaults(handler=_cmd_validate)
+
+    p_list = tsub.add_parser(
+        "list",
+        help="list the catalog's templates",
+        description="List the catalog's templates: one line each, name and description.",
+    )
+    p_list.set_defaults(handler=_cmd_list)
+
+    p_show = tsub.add_parser(
+        "show",
+        help="print a catalog template as JSON",
+        description="Print the response_template of the catalog entry NAME as JSON (with --full, the "
+        "whole entry: metadata and template). Exit status 2 for an unknown name.",
+    )
+    p_show.add_argument("name", metavar="NAME", help="catalog name (see 'chatparse templates list')")
+    p_show.add_argument("--full", action="store_true", help="print the whole entry, metadata included")
+    p_show.set_defaults(handler=_cmd_show)
     p_templates.set_defaults(handler=None, subparser=p_templates)
 
     parser.set_defaults(handler=None, subparser=parser)
@@ -412,7 +544,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.handler is None:
             if args.subparser is parser:
                 raise CliError("a command is required: parse, stream or templates (see 'chatparse --help')")
-            raise CliError("templates: an action is required: validate (see 'chatparse templates --help')")
+            raise CliError(
+                "templates: an action is required: list, show or validate (see 'chatparse templates --help')"
+            )
         code: int = args.handler(args)
         return code
     except CliError as exc:
