@@ -427,7 +427,9 @@ def case_d1(ours: Impl, args: argparse.Namespace, report: Report) -> None:
     st_ours = []
     for n in sizes:
         chunks = stream_chunks(n)
-        st_ours.append(timed(partial(ours.stream, INKLING_UNBOUNDED, prefix, chunks), repeat=5, min_total=1.0))
+        st_ours.append(
+            timed(partial(ours.stream, INKLING_UNBOUNDED, prefix, chunks), repeat=5, min_total=1.0)
+        )
     st_ref, base_n, base_t = reference_series(
         sizes,
         ref_max,

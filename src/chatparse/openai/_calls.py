@@ -1,0 +1,277 @@
+"""`ToolCallAssembler`: tool-call regions to Chat Completions `tool_calls` deltas and message entries.
+
+Theory of operation
+-------------------
+Indices are given in emission order, only to calls that are emitted, so they run 0..k-1 with no
+gaps except for a call that was partly streamed and then dropped (it keeps its index; `finish`
+reports it). A call's first fragment carries `id`, `type` and `function.name`; later fragments carry
+only `function.arguments` pieces.
+
+With `stream="early"` a call whose name is an opener capture is announced at `region_open`, and
+its arguments are streamed as they arrive when the region's raw text *is* the arguments JSON
+(`content: "json"` without dialect options, transform `"arguments": "{content}"`, and no schema
+coercion that could change a value): only the part before trailing whitespace is sent, and only
+once the text starts with `{`. Everything else is sent at `region_close`, as one fragment. With
+`stream="complete"` nothing of a call is sent before its region closed and parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+from collections.abc import Callable
+from typing import Any
+
+from .._template import Field
+from ..tools import schema_types
+
+_ALPHABET = string.ascii_letters + string.digits
+_DIALECT_KEYS = ("prefix", "suffix", "string_delims", "unquoted_keys", "allow_non_json")
+
+
+def random_call_id() -> str:
+    """`call_` followed by 24 random alphanumerics (the default tool-call id).
+
+    >>> len(random_call_id()), random_call_id()[:5]
+    (29, 'call_')
+    """
+    return "call_" + "".join(secrets.choice(_ALPHABET) for _ in range(24))
+
+
+def calls_from_value(value: Any) -> list[tuple[dict[str, Any] | None, str | None]]:
+    """Normalize a `tool_calls` close value to `[(call, error)]` with `call = {name, arguments, id?}`.
+
+    Accepts `{"type": "function", "function": {"name", "arguments"}}`, `{"name", "arguments"}` or
+    `{"name", "parameters"}` (arguments a dict or a JSON string, missing or empty meaning `{}`), an
+    optional string `id`, or a list of those.
+
+    >>> calls_from_value({"name": "f", "parameters": '{"a": 1}'})
+    [({'name': 'f', 'arguments': {'a': 1}}, None)]
+    """
+    items = value if isinstance(value, list) else [value]
+    out: list[tuple[dict[str, Any] | None, str | None]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            out.append((None, f"tool call is a {type(item).__name__}, not an object"))
+            continue
+        fn = item.get("function")
+        src = fn if isinstance(fn, dict) else item
+        name = src.get("name")
+        args = src.get("arguments", src.get("parameters"))
+        if not isinstance(name, str) or not name:
+            out.append((None, "tool call has no name"))
+            continue
+        if args is None or (isinstance(args, str) and not args.strip()):
+            args = {}
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError as e:
+                out.append((None, f"arguments of {name!r} are not valid JSON: {e}"))
+                continue
+        if not isinstance(args, dict):
+            out.append((None, f"arguments of {name!r} are a {type(args).__name__}, not a JSON object"))
+            continue
+        call: dict[str, Any] = {"name": name, "arguments": args}
+        call_id = item.get("id")
+        if isinstance(call_id, str) and call_id:
+            call["id"] = call_id
+        out.append((call, None))
+    return out
+
+
+def _verbatim_arguments(f: Field) -> bool:
+    """Whether the region's raw text is the arguments JSON itself (incremental streaming possible)."""
+    args = f.content_args if isinstance(f.content_args, dict) else {}
+    if f.content != "json" or f.transform_each or any(args.get(k) for k in _DIALECT_KEYS):
+        return False
+    t = f.transform
+    fn = t.get("function") if isinstance(t, dict) else None
+    return isinstance(fn, dict) and fn.get("arguments") == "{content}"
+
+
+class _Region:
+    __slots__ = ("field", "captures", "body_start", "index", "call_id", "name", "sent", "raw", "live", "drop")
+
+    def __init__(self, f: Field, captures: dict[str, str], body_start: int) -> None:
+        self.field = f
+        self.captures = captures
+        self.body_start = body_start
+        self.index: int | None = None  # set once the call was announced
+        self.call_id = ""
+        self.name = ""
+        self.sent = ""  # argument text sent so far
+        self.raw: list[str] | None = None  # raw chunks, when arguments stream incrementally
+        self.live = False  # arguments are being streamed incrementally
+        self.drop: str | None = None  # reason decided at open (unknown tool)
+
+
+class ToolCallAssembler:
+    """Turns `tool_calls` region events into delta entries and final message calls."""
+
+    def __init__(
+        self,
+        *,
+        stream: str,
+        offered: dict[str, dict[str, Any]] | None,
+        unknown_tools: str,
+        id_factory: Callable[[], str],
+    ) -> None:
+        self.stream = stream
+        self.offered = offered
+        self.unknown_tools = unknown_tools
+        self.id_factory = id_factory
+        self.calls: dict[int, dict[str, Any]] = {}  # index -> message entry
+        self.dropped: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []
+        self.unknown: list[dict[str, Any]] = []
+        self._next = 0
+        self._region: _Region | None = None
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _is_unknown(self, name: str) -> bool:
+        return self.offered is not None and name not in self.offered
+
+    def _coercible(self, name: str) -> bool:
+        """Whether the core's schema coercion might change this tool's argument values."""
+        props = self.offered.get(name) if self.offered else None
+        return bool(props) and any(set(schema_types(p)) - {"string"} for p in props.values())  # type: ignore[union-attr]
+
+    def _announce(self, r: _Region, name: str, call_id: str | None, arguments: str) -> dict[str, Any]:
+        r.index = self._next
+        self._next += 1
+        r.call_id = call_id or self.id_factory()
+        r.name = name
+        r.sent = arguments
+        return {
+            "index": r.index,
+            "id": r.call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def open(self, f: Field, captures: dict[str, str], body_start: int, out: list[dict]) -> None:
+        r = self._region = _Region(f, captures, body_start)
+        name = captures.get("name")
+        if self.stream != "early" or not name or f.transform_each:
+            return
+        if self._is_unknown(name) and self.unknown_tools == "drop":
+            r.drop = "unknown_tool"
+            return
+        out.append(self._announce(r, name, captures.get("id") or None, ""))
+        if _verbatim_arguments(f) and not self._coercible(name):
+            r.raw = []
+            r.live = True
+
+    def chunk(self, text: str, out: list[dict]) -> None:
+        r = self._region
+        if r is None or r.raw is None or not r.live:
+            return
+        r.raw.append(text)
+        body = "".join(r.raw).lstrip()
+        if not body:
+            return
+        if body[0] != "{":
+            r.live = False  # not an object: whatever it is, it is sent (or reported) at close
+            return
+        final = body.rstrip()
+        if len(final) > len(r.sent):
+            out.append({"index": r.index, "function": {"arguments": final[len(r.sent) :]}})
+            r.sent = final
+
+    def _report(self, r: _Region, reason: str, name: str | None, error: str | None = None) -> None:
+        entry: dict[str, Any] = {
+            "index": r.index,
+            "name": name,
+            "reason": reason,
+            "streamed": r.index is not None,
+        }
+        if r.index is not None:
+            entry["id"] = r.call_id
+        if error:
+            entry["error"] = error
+        self.dropped.append(entry)
+
+    def close(self, value: Any, complete: bool, truncated_drops: bool, text: str, out: list[dict]) -> None:
+        r = self._region
+        self._region = None
+        if r is None:
+            return
+        if not complete and truncated_drops:
+            self._report(r, "truncated", r.name or r.captures.get("name"))
+            return
+        if r.drop:
+            self._report(r, r.drop, r.captures.get("name"))
+            return
+        first = True
+        for call, error in calls_from_value(value):
+            if call is None:
+                self.errors.append({"field": r.field.name, "error": error, "text": text})
+                if first and r.index is not None:
+                    self._report(r, "malformed", r.name, error)
+                    first = False
+                continue
+            name, args = call["name"], call["arguments"]
+            if first and r.index is not None:
+                first = False
+                self._finish_announced(r, args, out)
+                continue
+            first = False
+            if self._is_unknown(name) and self.unknown_tools == "drop":
+                self.dropped.append(
+                    {"index": None, "name": name, "reason": "unknown_tool", "streamed": False}
+                )
+                continue
+            sub = _Region(r.field, r.captures, r.body_start)
+            frag = self._announce(sub, name, call.get("id"), json.dumps(args, ensure_ascii=False))
+            out.append(frag)
+            self._store(sub)
+
+    def _finish_announced(self, r: _Region, args: dict[str, Any], out: list[dict]) -> None:
+        text = json.dumps(args, ensure_ascii=False)
+        if r.live and r.raw is not None:
+            final = "".join(r.raw).strip()
+            try:
+                same = json.loads(final) == args
+            except ValueError:
+                same = False
+            if same and final.startswith(r.sent):
+                text = final
+        if text.startswith(r.sent):
+            rest = text[len(r.sent) :]
+            if rest:
+                out.append({"index": r.index, "function": {"arguments": rest}})
+        else:  # pragma: no cover - the streamed prefix is checked against the final JSON above
+            self.errors.append(
+                {"field": r.field.name, "error": "streamed arguments diverged", "text": r.sent}
+            )
+            text = r.sent
+        r.sent = text
+        self._store(r)
+
+    def _store(self, r: _Region) -> None:
+        assert r.index is not None
+        if self._is_unknown(r.name):
+            self.unknown.append({"index": r.index, "name": r.name})
+        self.calls[r.index] = {
+            "id": r.call_id,
+            "type": "function",
+            "function": {"name": r.name, "arguments": r.sent},
+        }
+
+    def malformed(self, error: Exception, text: str, truncated: bool) -> None:
+        """A region that did not parse; at the end of a cut-off stream it counts as truncated."""
+        r = self._region
+        self._region = None
+        if r is None:
+            return
+        if truncated:
+            self._report(r, "truncated", r.name or r.captures.get("name"), str(error))
+            return
+        self.errors.append({"field": r.field.name, "error": str(error), "text": text})
+        if r.index is not None:
+            self._report(r, "malformed", r.name, str(error))

@@ -1,0 +1,257 @@
+"""`ChatParser` and `parse_message`: parser events to Chat Completions deltas and messages.
+
+Field mapping: reasoning from fields named `reasoning_content`, `reasoning` or `thinking`; content
+from `content`; calls from `tool_calls`; other fields are ignored.
+
+Policies (keyword options, defaults first):
+
+* `stream_tool_calls="complete" | "early"`: `complete` (the default) sends each call once its
+  region closed and parsed, so no fragment ever has to be taken back: a call cut off by
+  `max_tokens` or malformed never reaches the client. `early` (opt-in, for UIs that want to show
+  a call while it is written) announces a call (id, type, name) at its opener when the name is an
+  opener capture and streams verbatim-JSON arguments as they arrive; a call that was announced and
+  is then dropped cannot be taken back: it is listed in `message["chatparse"]["dropped"]` with
+  `"streamed": True` and its index, and clients must discard it.
+* `finish(finish_reason="length")` drops every call whose region did not end with its closer; with
+  `"stop"` such a call is kept if it parsed (the closer is often the stop token, which engines cut).
+* `unknown_tools="surface" | "drop"`: calls to names not in `tools=` are returned and listed in
+  `message["chatparse"]["unknown_tools"]`, or dropped and listed in `dropped`. Without `tools=`
+  nothing is unknown.
+* malformed regions never raise and never lose the rest of the message: they are listed in
+  `message["chatparse"]["errors"]` as `{field, error, text}`.
+* tool calls written inside reasoning: whatever the template says (a `<tool_call>` inside
+  `<think>` is reasoning text; gpt-oss's template accepts calls on the analysis channel).
+* `finish_reason` becomes `"tool_calls"` only when it was `"stop"` (or `"tool_calls"`) and at least
+  one call was returned; `"length"` and others are passed through.
+* `reasoning_key="reasoning_content" | "reasoning" | "both"`: the key of reasoning in deltas and
+  the message.
+
+The message: `role`, `content` (a string, or `None` when empty), the reasoning key (omitted when
+empty), `tool_calls` (omitted when none; `arguments` a JSON object text), and `chatparse` only when
+there is something to report. Content is the concatenation of all content regions (see `_text`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._parser import ResponseParser
+from .._template import Template
+from ..errors import RequiredFieldsMissing
+from ..tools import build_tool_table
+from ._calls import ToolCallAssembler, random_call_id
+from ._resolve import resolve_template
+from ._text import TextStream
+
+REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+_STREAM_MODES = ("early", "complete")
+_UNKNOWN_MODES = ("surface", "drop")
+_REASONING_KEYS = ("reasoning_content", "reasoning", "both")
+
+
+class ChatParser:
+    """Streams one assistant message as Chat Completions `choices[0].delta` dicts.
+
+    >>> tpl = {"start_anchor": "<|im_start|>assistant\\n",
+    ...        "fields": {"thinking": {"open": "<think>", "close": "</think>"},
+    ...                   "tool_calls": {"open_pattern": "\\\\s*<tool_call>", "close": "</tool_call>",
+    ...                                  "repeats": True, "content": "json",
+    ...                                  "transform": {"type": "function", "function": "{content}"}},
+    ...                   "content": {"close_pattern": "\\\\s*<\\\\|im_end\\\\|>"}}}
+    >>> p = ChatParser(template=tpl, id_factory=lambda: "call_1")
+    >>> p.feed("<think>hm</think>Hi ")
+    [{'reasoning_content': 'hm'}, {'content': 'Hi'}]
+    >>> p.feed('<tool_call>{"name": "f", "arguments": {}}</tool_call>')
+    [{'tool_calls': [{'index': 0, 'id': 'call_1', 'type': 'function', 'function': {'name': 'f', 'arguments': '{}'}}]}]
+    >>> message, deltas, reason = p.finish()
+    >>> message["content"], reason
+    ('Hi', 'tool_calls')
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        template: dict | Template | str | None = None,
+        prefix: str | None = None,
+        tools: Sequence[dict | Callable] | None = None,
+        stream_tool_calls: str = "complete",
+        unknown_tools: str = "surface",
+        reasoning_key: str = "reasoning_content",
+        id_factory: Callable[[], str] | None = None,
+    ) -> None:
+        if stream_tool_calls not in _STREAM_MODES:
+            raise ValueError(f"stream_tool_calls must be one of {_STREAM_MODES}, got {stream_tool_calls!r}")
+        if unknown_tools not in _UNKNOWN_MODES:
+            raise ValueError(f"unknown_tools must be one of {_UNKNOWN_MODES}, got {unknown_tools!r}")
+        if reasoning_key not in _REASONING_KEYS:
+            raise ValueError(f"reasoning_key must be one of {_REASONING_KEYS}, got {reasoning_key!r}")
+        self._t, prefix = resolve_template(model, template, prefix)
+        tool_list = list(tools) if tools is not None else None
+        self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
+        self._reasoning_keys = (
+            ("reasoning_content", "reasoning") if reasoning_key == "both" else (reasoning_key,)
+        )
+        self._content = TextStream()
+        self._reasoning = TextStream()
+        self._calls = ToolCallAssembler(
+            stream=stream_tool_calls,
+            offered=build_tool_table(tool_list) if tool_list is not None else None,
+            unknown_tools=unknown_tools,
+            id_factory=id_factory or random_call_id,
+        )
+        self._errors: list[dict[str, Any]] = []
+        self._body_start = 0
+        self._region_pos = 0  # end of the current region's text seen so far
+        self._finished = False
+        self._emit_from = 0
+        self._pending = self._process(self._parser.initial_events, truncated_drops=False)
+        # The core never re-emits prefix characters it held and released late (D20): they are
+        # taken from `input_text` before the next chunk or close of the region they belong to.
+        self._emit_from = len(self._parser.input_text)
+
+    # -- public ------------------------------------------------------------------------------
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        """Append model output; return the deltas it completes (possibly none)."""
+        if self._finished:
+            raise RuntimeError("ChatParser already finished")
+        deltas = self._pending + self._process(self._parser.feed(text), truncated_drops=False)
+        self._pending = []
+        return deltas
+
+    def finish(self, finish_reason: str = "stop") -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+        """End the stream: `(message, last deltas, finish_reason)`.
+
+        `finish_reason` is the engine's (`"stop"`, `"length"`, ...); the returned one is
+        `"tool_calls"` when it was `"stop"` and calls were returned.
+        """
+        if self._finished:
+            raise RuntimeError("ChatParser already finished")
+        self._finished = True
+        try:
+            _, events = self._parser.finalize()
+        except RequiredFieldsMissing as e:
+            events = e.events
+            self._errors.append({"field": None, "error": str(e), "text": None})
+        deltas = self._pending + self._process(events, truncated_drops=finish_reason == "length")
+        self._pending = []
+        message = self._message()
+        if finish_reason in ("stop", "tool_calls"):
+            finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
+        return message, deltas, finish_reason
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _stream(self, name: str) -> TextStream | None:
+        if name == "content":
+            return self._content
+        if name in REASONING_FIELDS:
+            return self._reasoning
+        return None
+
+    def _text_deltas(self, name: str, pieces: list[str], deltas: list[dict[str, Any]]) -> None:
+        keys = ("content",) if name == "content" else self._reasoning_keys
+        for piece in pieces:
+            last = deltas[-1] if deltas else None
+            if last is not None and set(last) == set(keys):
+                for k in keys:  # coalesce with the previous delta of the same kind
+                    last[k] += piece
+            else:
+                deltas.append(dict.fromkeys(keys, piece))
+
+    def _process(self, events: list[Any], truncated_drops: bool) -> list[dict[str, Any]]:
+        deltas: list[dict[str, Any]] = []
+        fields = self._t.fields
+        calls = self._calls
+        for e in events:
+            kind, name = e["type"], e["field"]
+            f = fields.get(name)
+            if f is None:
+                continue
+            pieces: list[str] = []
+            entries: list[dict[str, Any]] = []
+            if kind == "region_chunk" or kind == "region_close":
+                stop = e["start"] if kind == "region_close" else self._emit_from
+                if self._region_pos < min(stop, self._emit_from):
+                    fill = self._parser.input_text[self._region_pos : min(stop, self._emit_from)]
+                    self._region_pos += len(fill)
+                    if name == "tool_calls":
+                        calls.chunk(fill, entries)
+                    elif (s := self._stream(name)) is not None and not f.dirty:
+                        s.chunk(fill, pieces)
+            if kind == "region_open":
+                self._body_start = self._region_pos = e["end"]
+                if name == "tool_calls":
+                    calls.open(f, e.get("captures") or {}, e["end"], entries)
+                elif (s := self._stream(name)) is not None:
+                    s.open(f)
+            elif kind == "region_chunk":
+                self._region_pos += len(e["text"])
+                if name == "tool_calls":
+                    calls.chunk(e["text"], entries)
+                elif not e["dirty"] and (s := self._stream(name)) is not None:
+                    s.chunk(e["text"], pieces)
+            elif kind == "region_close":
+                if name == "tool_calls":
+                    body = self._parser.input_text[self._body_start : e["start"]]
+                    calls.close(e["value"], e["complete"], truncated_drops, body, entries)
+                elif (s := self._stream(name)) is not None:
+                    s.close(e["value"], f.dirty, pieces)
+            elif kind == "region_malformed":
+                text = self._parser.input_text[self._body_start : e["start"]]
+                if name == "tool_calls":
+                    calls.malformed(e["error"], text, truncated_drops)
+                else:
+                    self._errors.append({"field": name, "error": str(e["error"]), "text": text})
+                    if (s := self._stream(name)) is not None:
+                        s.abandon()
+            if pieces:
+                self._text_deltas(name, pieces, deltas)
+            deltas.extend({"tool_calls": [entry]} for entry in entries)
+        return deltas
+
+    def _message(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": self._content.text or None}
+        reasoning = self._reasoning.text
+        if reasoning:
+            for k in self._reasoning_keys:
+                message[k] = reasoning
+        calls = self._calls
+        if calls.calls:
+            message["tool_calls"] = [calls.calls[i] for i in sorted(calls.calls)]
+        report: dict[str, Any] = {}
+        errors = self._errors + calls.errors
+        if errors:
+            report["errors"] = errors
+        if calls.dropped:
+            report["dropped"] = calls.dropped
+        if calls.unknown:
+            report["unknown_tools"] = calls.unknown
+        if report:
+            message["chatparse"] = report
+        return message
+
+
+def parse_message(
+    text: str,
+    *,
+    model: str | None = None,
+    template: dict | Template | str | None = None,
+    prefix: str | None = None,
+    tools: Sequence[dict | Callable] | None = None,
+    finish_reason: str = "stop",
+    **options: Any,
+) -> dict[str, Any]:
+    """The non-streaming assistant message for a complete output (what merging the deltas gives).
+
+    Takes `ChatParser`'s options; `finish_reason="length"` applies the cut-off policy.
+
+    >>> tpl = {"start_anchor": "A", "fields": {"content": {"close": "<end>"}}}
+    >>> parse_message(" Hello <end>", template=tpl)
+    {'role': 'assistant', 'content': 'Hello'}
+    """
+    parser = ChatParser(model=model, template=template, prefix=prefix, tools=tools, **options)
+    parser.feed(text)
+    return parser.finish(finish_reason)[0]

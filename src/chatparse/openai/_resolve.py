@@ -1,0 +1,68 @@
+"""Template and prefix resolution for the OpenAI layer (through `chatparse.catalog`, imported lazily)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._template import Template, load_response_template
+
+
+def _catalog() -> Any:
+    try:
+        from .. import catalog
+    except ImportError as e:  # pragma: no cover - the catalog ships with the package
+        raise ValueError("chatparse.catalog is not available: pass template= as a dict") from e
+    return catalog
+
+
+def _generation_prompt(catalog: Any, name: str) -> str:
+    describe = getattr(catalog, "describe", None)
+    if describe is None:
+        return ""
+    info = describe(name)
+    prompt = info.get("generation_prompt") if isinstance(info, dict) else None
+    return prompt if isinstance(prompt, str) else ""
+
+
+def _by_name(catalog: Any, name: str) -> Any:
+    # The catalog's lookup by name: `get(name)`, `describe(name)["template"]` or `resolve(name=...)`,
+    # whichever it offers.
+    get = getattr(catalog, "get", None)
+    if callable(get):
+        return get(name)
+    describe = getattr(catalog, "describe", None)
+    if callable(describe):
+        info = describe(name)
+        if isinstance(info, dict) and isinstance(info.get("template"), dict):
+            return info["template"]
+    resolve = getattr(catalog, "resolve", None)
+    if callable(resolve):
+        return resolve(name=name)
+    raise ValueError(f"chatparse.catalog cannot look up template {name!r} by name")
+
+
+def resolve_template(
+    model: str | None, template: dict | Template | str | None, prefix: str | None
+) -> tuple[Template, str]:
+    """The compiled template and the prefix for `ChatParser` / `parse_message`.
+
+    `template` may be a dict, a `Template` or a catalog name; otherwise `model` is resolved through
+    `chatparse.catalog.resolve(model=...)`. `prefix=None` means the catalog entry's
+    `generation_prompt` when the template came from the catalog, else `""`.
+    """
+    if template is None and model is None:
+        raise ValueError("ChatParser needs template= (a dict, Template or catalog name) or model=")
+    if template is not None and not isinstance(template, str):
+        return load_response_template(template), "" if prefix is None else prefix
+    catalog = _catalog()
+    name: str | None
+    if isinstance(template, str):
+        name = template
+        spec = _by_name(catalog, name)
+    else:
+        spec = catalog.resolve(model=model)
+        resolve_name = getattr(catalog, "resolve_name", None)
+        name = resolve_name(model=model) if callable(resolve_name) else None
+    if prefix is None:
+        prefix = _generation_prompt(catalog, name) if name else ""
+    return load_response_template(spec), prefix

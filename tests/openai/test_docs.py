@@ -1,0 +1,21 @@
+"""The examples in the OpenAI layer's docstrings run."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "chatparse.openai",
+    "chatparse.openai._chat",
+    "chatparse.openai._calls",
+    "chatparse.openai._wire",
+]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_docstring_examples(module: str) -> None:
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0

@@ -1,0 +1,332 @@
+"""Policies of `ChatParser` / `parse_message`: call streaming, cut-off and malformed calls, unknown
+tools, finish reasons, text assembly, template resolution, Responses items."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chatparse.openai import ChatParser, calls_from_value, merge_deltas, parse_message, to_responses_output
+
+from .helpers import FAMILIES, counter_ids, merged, public, stream
+
+WEATHER = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+QWEN_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+
+
+def run(family: str, chunks: list[str], finish_reason: str = "stop", **options):
+    options.setdefault("id_factory", counter_ids())
+    return stream(chunks, finish_reason, template=FAMILIES[family], prefix="", **options)
+
+
+def test_mistral_arguments_stream_incrementally_and_concatenate_exactly() -> None:
+    message, deltas, reason = run(
+        "MISTRAL_V13",
+        ['[TOOL_CALLS]get_weather[ARGS]{"ci', 'ty": "Par', 'is"} ', "\n"],
+        stream_tool_calls="early",
+    )
+    assert deltas[0] == {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": ""},
+            }
+        ]
+    }
+    fragments = [d["tool_calls"][0]["function"]["arguments"] for d in deltas[1:]]
+    assert fragments == ['{"ci', 'ty": "Par', 'is"}']  # trailing whitespace is never sent
+    assert message["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'
+    assert reason == "tool_calls"
+
+
+def test_json_inside_call_object_is_sent_whole_at_close() -> None:
+    _, deltas, _ = run("QWEN_JSON", [QWEN_CALL[:20], QWEN_CALL[20:]])
+    assert deltas == [
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_0",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ]
+        }
+    ]
+
+
+def test_name_is_announced_at_the_opener_when_captured() -> None:
+    parser = ChatParser(
+        template=FAMILIES["QWEN_XML"], prefix="", id_factory=lambda: "call_a", stream_tool_calls="early"
+    )
+    deltas = parser.feed("<tool_call>\n<function=get_weather>\n<parameter=city>\nPar")
+    assert deltas == [
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": ""},
+                }
+            ]
+        }
+    ]
+    more = parser.feed("is\n</parameter>\n</function>\n</tool_call>")
+    assert more == [{"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Paris"}'}}]}]
+
+
+def test_complete_mode_sends_nothing_before_close() -> None:
+    parser = ChatParser(
+        template=FAMILIES["MISTRAL_V13"], prefix="", stream_tool_calls="complete", id_factory=lambda: "c"
+    )
+    assert parser.feed('[TOOL_CALLS]get_weather[ARGS]{"city": "Par') == []
+    parser.feed('is"}')
+    message, deltas, reason = parser.finish()
+    assert deltas == [
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "c",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ]
+        }
+    ]
+    assert reason == "tool_calls"
+
+
+@pytest.mark.parametrize("mode", ["early", "complete"])
+def test_length_drops_the_cut_off_call_and_keeps_the_first(mode: str) -> None:
+    text = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_weather[ARGS]{"city": "To'
+    message, deltas, reason = run("MISTRAL_V13", [text], "length", stream_tool_calls=mode)
+    assert reason == "length"
+    assert [c["function"]["arguments"] for c in message["tool_calls"]] == ['{"city": "Paris"}']
+    dropped = message["chatparse"]["dropped"]
+    assert [d["reason"] for d in dropped] == ["truncated"]
+    assert dropped[0]["streamed"] is (mode == "early")
+    assert public(merged(message, deltas)) == public(message)
+
+
+def test_length_drops_a_parsable_call_without_its_closer_but_stop_keeps_it() -> None:
+    text = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+    cut, _, reason = run("QWEN_XML", [text + "</function>"], "length")
+    assert "tool_calls" not in cut and reason == "length"
+    kept, _, reason = run("MISTRAL_V13", ['[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'], "stop")
+    assert len(kept["tool_calls"]) == 1 and reason == "tool_calls"  # `</s>` is the stop token
+
+
+def test_malformed_call_is_reported_and_the_rest_is_kept() -> None:
+    text = "Checking. " + QWEN_CALL + "<tool_call>{not json}</tool_call>" + QWEN_CALL + " Done.<|im_end|>"
+    message, deltas, reason = run("QWEN_JSON", [text])
+    assert message["content"] == "Checking. Done."
+    assert len(message["tool_calls"]) == 2
+    assert [d["tool_calls"][0]["index"] for d in deltas if "tool_calls" in d] == [0, 1]
+    (error,) = message["chatparse"]["errors"]
+    assert error["field"] == "tool_calls" and error["text"] == "{not json}" and "JSON" in error["error"]
+    assert reason == "tool_calls"
+    with pytest.raises(ValueError):
+        import chatparse
+
+        chatparse.parse_response(text, FAMILIES["QWEN_JSON"], prefix="")
+
+
+def test_non_object_arguments_are_reported_not_returned() -> None:
+    message, _, reason = run(
+        "MISTRAL_V3", ['[TOOL_CALLS][{"name": "f", "arguments": {}}, {"name": "g", "arguments": 3}]']
+    )
+    assert [c["function"]["name"] for c in message["tool_calls"]] == ["f"]
+    assert "not a JSON object" in message["chatparse"]["errors"][0]["error"]
+
+
+def test_unknown_tools_surfaced_by_default() -> None:
+    tools = [{"type": "function", "function": {"name": "search"}}]
+    message, _, reason = run("QWEN_JSON", [QWEN_CALL], tools=tools)
+    assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert message["chatparse"]["unknown_tools"] == [{"index": 0, "name": "get_weather"}]
+    assert reason == "tool_calls"
+
+
+@pytest.mark.parametrize(
+    "family, text",
+    [
+        ("QWEN_JSON", QWEN_CALL),
+        ("MISTRAL_V13", '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'),
+    ],
+)
+def test_unknown_tools_dropped_on_request(family: str, text: str) -> None:
+    tools = [{"type": "function", "function": {"name": "search"}}]
+    message, deltas, reason = run(family, list(text), tools=tools, unknown_tools="drop")
+    assert deltas == [] and "tool_calls" not in message and reason == "stop"
+    assert message["chatparse"]["dropped"][0]["reason"] == "unknown_tool"
+
+
+def test_no_tools_means_nothing_is_unknown() -> None:
+    message, _, _ = run("QWEN_JSON", [QWEN_CALL], unknown_tools="drop")
+    assert len(message["tool_calls"]) == 1 and "chatparse" not in message
+
+
+def test_kimi_ids_come_from_the_template() -> None:
+    text = (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+        '{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>'
+    )
+    message, deltas, _ = run("KIMI_K2", list(text))
+    assert message["tool_calls"][0]["id"] == "functions.get_weather:0"
+    assert deltas[0]["tool_calls"][0]["id"] == "functions.get_weather:0"
+
+
+def test_default_ids_are_call_plus_24_alphanumerics() -> None:
+    message = parse_message(QWEN_CALL, template=FAMILIES["QWEN_JSON"], prefix="")
+    call_id = message["tool_calls"][0]["id"]
+    assert call_id.startswith("call_") and len(call_id) == 29 and call_id[5:].isalnum()
+
+
+def test_coercible_schema_disables_incremental_arguments() -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "f",
+                "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            },
+        }
+    ]
+    message, deltas, _ = run("MISTRAL_V13", ['[TOOL_CALLS]f[ARGS]{"n": ', '"5"}'], tools=tools)
+    assert json.loads(message["tool_calls"][0]["function"]["arguments"]) == {"n": 5}
+    assert public(merge_deltas(deltas)) == public(message)
+
+
+def test_text_around_calls_is_concatenated_and_stripped_at_the_edges() -> None:
+    chunks = ["  Hello ", "<tool_call>", QWEN_CALL[11:], "  world  ", "<|im_end|>"]
+    message, deltas, _ = run("QWEN_JSON", chunks)
+    # the opener `\s*<tool_call>` consumed the space after "Hello"; the rest is verbatim
+    assert message["content"] == "Hello  world"
+    assert "".join(d.get("content", "") for d in deltas) == "Hello  world"
+
+
+def test_joined_channels_match_the_core() -> None:
+    text = (
+        "<|channel|>analysis<|message|>a <|end|><|start|>assistant<|channel|>analysis<|message|> b<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>hi<|return|>"
+    )
+    message, deltas, _ = run("GPT_OSS", list(text), reasoning_key="both")
+    assert message["reasoning_content"] == message["reasoning"] == "a\n\nb"
+    assert message["content"] == "hi"
+    assert all(not ({"content", "reasoning"} & set(d) and {"content"} < set(d)) for d in deltas)
+
+
+def test_wrapped_text_is_sent_at_close() -> None:
+    parser = ChatParser(template=FAMILIES["GRANITE33"], prefix="")
+    assert parser.feed("<response> h") == []
+    assert parser.feed("i </response><|end_of_text|>") == [{"content": "hi"}]
+
+
+def test_tool_call_inside_reasoning_stays_reasoning() -> None:
+    message, _, reason = run("QWEN_JSON", ["<think>maybe " + QWEN_CALL + "</think>No call."])
+    assert "tool_calls" not in message and reason == "stop"
+    assert "<tool_call>" in message["reasoning_content"]
+
+
+def test_prefix_with_prewritten_think() -> None:
+    message = parse_message(
+        "hm</think>Hi", template=FAMILIES["QWEN_JSON"], prefix="<|im_start|>assistant\n<think>\n"
+    )
+    assert message == {"role": "assistant", "content": "Hi", "reasoning_content": "hm"}
+
+
+def test_empty_output() -> None:
+    message, deltas, reason = run("QWEN_JSON", [""])
+    assert message == {"role": "assistant", "content": None} and deltas == [] and reason == "stop"
+
+
+def test_options_are_validated() -> None:
+    for bad in ({"stream_tool_calls": "x"}, {"unknown_tools": "x"}, {"reasoning_key": "x"}):
+        with pytest.raises(ValueError):
+            ChatParser(template=FAMILIES["QWEN_JSON"], **bad)
+    with pytest.raises(ValueError):
+        ChatParser()
+
+
+def test_finish_twice_raises() -> None:
+    parser = ChatParser(template=FAMILIES["QWEN_JSON"])
+    parser.finish()
+    with pytest.raises(RuntimeError):
+        parser.finish()
+    with pytest.raises(RuntimeError):
+        parser.feed("x")
+
+
+def test_calls_from_value_shapes() -> None:
+    assert calls_from_value(
+        [{"name": "a", "arguments": None}, {"function": {"name": "b", "arguments": "{}"}}]
+    ) == [({"name": "a", "arguments": {}}, None), ({"name": "b", "arguments": {}}, None)]
+    assert calls_from_value({"id": "x", "name": "a", "parameters": {"k": 1}}) == [
+        ({"name": "a", "arguments": {"k": 1}, "id": "x"}, None)
+    ]
+    assert calls_from_value({"arguments": {}})[0][0] is None
+    assert calls_from_value({"name": "a", "arguments": "{"})[0][0] is None
+    assert calls_from_value("text")[0][0] is None
+
+
+def test_responses_output_items() -> None:
+    message = parse_message(
+        "<think>hm</think>Hi " + QWEN_CALL,
+        template=FAMILIES["QWEN_JSON"],
+        prefix="",
+        id_factory=lambda: "call_1",
+    )
+    items = to_responses_output(message, id_factory=lambda p: p + "_1")
+    assert [i["type"] for i in items] == ["reasoning", "message", "function_call"]
+    assert items[0]["content"] == [{"type": "reasoning_text", "text": "hm"}]
+    assert items[1]["content"][0]["text"] == "Hi"
+    assert items[2] == {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "get_weather",
+        "arguments": '{"city": "Paris"}',
+        "status": "completed",
+    }
+
+
+def _catalog():
+    catalog = pytest.importorskip("chatparse.catalog")
+    if not all(hasattr(catalog, n) for n in ("resolve", "resolve_name", "describe", "names")):
+        pytest.skip("chatparse.catalog has not landed yet")
+    return catalog
+
+
+def test_model_resolves_through_the_catalog_with_its_generation_prompt() -> None:
+    catalog = _catalog()
+    model = "Qwen/Qwen3-8B"
+    name = catalog.resolve_name(model=model)
+    prompt = catalog.describe(name).get("generation_prompt") or ""
+    text = "<think>hm</think>Hi<|im_end|>"
+    expected = parse_message(text, template=catalog.resolve(model=model), prefix=prompt)
+    assert parse_message(text, model=model) == expected
+    assert expected["content"] == "Hi" and expected["reasoning_content"] == "hm"
+
+
+def test_template_may_be_a_catalog_name() -> None:
+    catalog = _catalog()
+    for name in catalog.names():
+        message = parse_message("", template=name)
+        assert message["role"] == "assistant"
+    message = parse_message(
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', template="mistral_v13", prefix=""
+    )
+    assert message["tool_calls"][0]["function"]["name"] == "get_weather"
