@@ -25,7 +25,7 @@ from typing import Any
 
 from ._content import process_field
 from ._events import Event
-from ._scan import Scanner, WatchList, fast_hold
+from ._scan import Scanner, StringGuard, WatchList, fast_hold
 from ._template import Field, Template, load_response_template
 from .errors import RequiredFieldsMissing
 from .tools import build_tool_table, coerce_tool_calls
@@ -238,7 +238,13 @@ class ResponseParser:
         while True:
             scanner = self._scanner
             if scanner is None:
-                scanner = self._scanner = self._watch().scanner(self._pos, self._finders)
+                guard = None
+                cur = self._current
+                if cur is not None and cur != self._t.implicit:
+                    delims = self._t.fields[cur].string_guard
+                    if delims is not None:
+                        guard = StringGuard(self._body_start, delims)
+                scanner = self._scanner = self._watch().scanner(self._pos, self._finders, guard)
             kind, a, b, c = scanner.scan(buf, eos, self._zw)
             if kind == 1:
                 is_open, name, _ = scanner.entries[a]

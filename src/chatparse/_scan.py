@@ -386,6 +386,62 @@ class Cursor:
             self.q = att.start + 1
 
 
+class StringGuard:
+    """Where JSON string literals are in a region body, for fields that close only outside them
+    (`content_args: {"close_outside_strings": true}`, the fix for defect D17).
+
+    Strings are `"..."` with backslash escapes, plus the field's `string_delims` pairs (no
+    escapes). The answer for a position depends only on the text before it, so streaming and
+    one-shot parsing agree; the body is scanned once, left to right (positions are asked in
+    increasing order; an earlier one restarts the scan)."""
+
+    __slots__ = ("start", "delims", "_i", "_close", "_escape")
+
+    def __init__(self, start: int, delims: tuple[tuple[str, str], ...]) -> None:
+        self.start = start
+        self.delims = delims
+        self._i = start
+        self._close: str | None = None  # the text that ends the current string, or None
+        self._escape = False
+
+    def inside(self, buf: str, p: int) -> bool:
+        if p < self._i:
+            self._i, self._close, self._escape = self.start, None, False
+        i, close, escape = self._i, self._close, self._escape
+        delims = self.delims
+        while i < p:
+            if close is None:
+                if buf[i] == '"':
+                    close = '"'
+                    i += 1
+                    continue
+                for o, c in delims:
+                    if buf.startswith(o, i) and i + len(o) <= p:
+                        close = c
+                        i += len(o)
+                        break
+                else:
+                    i += 1
+            elif close == '"':
+                if escape:
+                    escape = False
+                    i += 1
+                    continue
+                ch = buf[i]
+                if ch == "\\":
+                    escape = True
+                elif ch == '"':
+                    close = None
+                i += 1
+            elif buf.startswith(close, i) and i + len(close) <= p:
+                i += len(close)
+                close = None
+            else:
+                i += 1
+        self._i, self._close, self._escape = i, close, escape
+        return close is not None
+
+
 def fast_hold(buf: str, q: int, t: int, fc: str, anchors: tuple[tuple[str, Any], ...]) -> int:
     """Decide a window with trigger characters without running attempts, when possible.
 
@@ -431,10 +487,14 @@ class Scanner:
         "lit",
         "prefixes",
         "live",
+        "guard",
     )
 
-    def __init__(self, watch: WatchList, q: int, finders: dict[int, Any]) -> None:
+    def __init__(
+        self, watch: WatchList, q: int, finders: dict[int, Any], guard: StringGuard | None = None
+    ) -> None:
         self.entries = watch.entries
+        self.guard = guard
         self.fast = None if watch.fast is None else finders.get(id(watch))
         if watch.fast is not None and self.fast is None:
             self.fast = finders[id(watch)] = _Finder(*watch.fast)
@@ -449,6 +509,10 @@ class Scanner:
         self._finders = finders
         self._cursors: list[Cursor] | None = None
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
+        if guard is not None:  # every candidate must be checked against the guard: no shortcuts
+            self.fast = None
+            self.fast_char = ""
+            self.lit = None
 
     @property
     def cursors(self) -> list[Cursor]:
@@ -561,6 +625,12 @@ class Scanner:
             if status == 0:
                 peeks[j] = pos
                 continue
+            if self.guard is not None and self.guard.inside(buf, pos):
+                cur = cursors[j]  # inside a string literal of the body: not a delimiter here
+                cur.found = cur.att = None
+                cur.q = pos + 1
+                peeks[j] = cur.peek(buf, eos)
+                continue
             peeks[j] = n + 1
             if pos < e_pos:
                 e_pos = pos
@@ -627,5 +697,5 @@ class WatchList:
                 srcs = list(dict.fromkeys(_atom_src(a) for a in atoms))
                 self.fast = (None, regex.compile("|".join(srcs)) if srcs else regex.compile("(?!)"))
 
-    def scanner(self, q: int, finders: dict[int, Any]) -> Scanner:
-        return Scanner(self, q, finders)
+    def scanner(self, q: int, finders: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
+        return Scanner(self, q, finders, guard)

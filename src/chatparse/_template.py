@@ -52,6 +52,8 @@ class Field:
     transform_each: bool
     dirty: bool
     watch: WatchList = field(repr=False)
+    #: JSON-aware closing (`content_args.close_outside_strings`, D17): the string delimiters, or None.
+    string_guard: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,6 +170,16 @@ def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
     content_args = spec.get("content_args", {})
     if not isinstance(content_args, dict):
         raise ValueError(f"{scope}: 'content_args' must be a dict, got {type(content_args).__name__}")
+    guard = None
+    if content_args.get("close_outside_strings"):
+        if content != "json":
+            raise ValueError(f"{scope}: 'close_outside_strings' needs content 'json', got '{content}'")
+        delims = content_args.get("string_delims", [])
+        if not isinstance(delims, list) or not all(
+            isinstance(d, (list, tuple)) and len(d) == 2 and all(isinstance(x, str) and x for x in d) for d in delims
+        ):
+            raise ValueError(f"{scope}: 'string_delims' must be a list of [open, close] non-empty strings")
+        guard = tuple((o, c) for o, c in delims)
     f = Field(
         name=name,
         opener=opener,
@@ -181,6 +193,7 @@ def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
         transform_each=transform_each,
         dirty=is_dirty(content, content_args),
         watch=WatchList([(False, name, closer)] if closer is not None else []),
+        string_guard=guard,
     )
     return f, spec
 

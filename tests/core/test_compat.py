@@ -6,7 +6,11 @@ shared/reference/response-template.md §9). The reference runs in-process under 
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import chatparse
 from tests.core.reference import ref_parse, ref_stream
@@ -211,4 +215,90 @@ def test_unsupported_regex_constructs_are_rejected_at_load(pattern: str) -> None
 def test_content_args_must_be_a_dict() -> None:
     tpl = {"start_anchor": "A", "fields": {"t": {"content": "json", "content_args": ["x"]}}}
     with pytest.raises(ValueError, match="'content_args' must be a dict"):
+        chatparse.load_response_template(tpl)
+
+
+D17_TEMPLATE = {
+    "start_anchor": "A",
+    "fields": {
+        "tool_calls": {
+            "open_pattern": "\\s*<tool_call>",
+            "close": "</tool_call>",
+            "repeats": True,
+            "content": "json",
+        },
+        "content": {"close_pattern": "\\s*<\\|im_end\\|>"},
+    },
+}
+
+
+def test_d17_closer_inside_a_json_string_with_close_outside_strings() -> None:
+    text = 'Hi\n<tool_call>{"name": "w", "arguments": {"s": "a</tool_call>b \\" </tool_call>"}}</tool_call><|im_end|>'
+    # Reference and default chatparse: the literal closer inside the string ends the call.
+    assert ref_parse(text, D17_TEMPLATE).error_type == "ValueError"
+    with pytest.raises(ValueError, match="could not parse region as JSON"):
+        chatparse.parse_response(text, D17_TEMPLATE, prefix="")
+    # Extension: the field closes only outside JSON string literals.
+    tpl = json.loads(json.dumps(D17_TEMPLATE))
+    tpl["fields"]["tool_calls"]["content_args"] = {"close_outside_strings": True}
+    expected = {
+        "content": "Hi",
+        "tool_calls": [{"name": "w", "arguments": {"s": 'a</tool_call>b " </tool_call>'}}],
+    }
+    assert chatparse.parse_response(text, tpl, prefix="") == expected
+    assert stream(tpl, list(text))[0] == expected
+    # The reference ignores the unknown content_arg, so the template stays loadable there.
+    assert ref_parse(text, tpl).error_type == "ValueError"
+
+
+def test_d17_custom_string_delimiters_are_respected() -> None:
+    tpl = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": "<\\|tool_call>call:(?P<name>[\\w.\\-]+)",
+                "close": "<tool_call|>",
+                "repeats": True,
+                "content": "json",
+                "content_args": {
+                    "unquoted_keys": True,
+                    "string_delims": [['<|"|>', '<|"|>']],
+                    "close_outside_strings": True,
+                },
+                "transform": {"name": "{name}", "arguments": "{content}"},
+            },
+            "content": {"close": ["<turn|>"]},
+        },
+    }
+    text = '<|tool_call>call:f{a:<|"|>x<tool_call|>y<|"|>}<tool_call|>'
+    expected = {"tool_calls": [{"name": "f", "arguments": {"a": "x<tool_call|>y"}}]}
+    assert chatparse.parse_response(text, tpl, prefix="") == expected
+    for size in (1, 2, 3):
+        assert stream(tpl, [text[i : i + size] for i in range(0, len(text), size)])[0] == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(['"', "\\", "</tool_call>", "</tool", "x", " ", "{", "}", '\\"', "<tool_call>"]),
+        max_size=25,
+    ),
+    st.data(),
+)
+def test_d17_guarded_streaming_equals_one_shot(parts: list[str], data: st.DataObject) -> None:
+    tpl = json.loads(json.dumps(D17_TEMPLATE))
+    tpl["fields"]["tool_calls"]["content_args"] = {"close_outside_strings": True, "allow_non_json": True}
+    text = "".join(parts)
+    one = chatparse.parse_response(text, tpl, prefix="")
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=8)))
+    chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    assert stream(tpl, chunks)[0] == one
+
+
+def test_close_outside_strings_needs_json_content() -> None:
+    tpl = {
+        "start_anchor": "A",
+        "fields": {"t": {"open": "<t>", "close": "</t>", "content_args": {"close_outside_strings": True}}},
+    }
+    with pytest.raises(ValueError, match="needs content 'json'"):
         chatparse.load_response_template(tpl)
