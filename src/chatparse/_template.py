@@ -176,7 +176,8 @@ def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
             raise ValueError(f"{scope}: 'close_outside_strings' needs content 'json', got '{content}'")
         delims = content_args.get("string_delims", [])
         if not isinstance(delims, list) or not all(
-            isinstance(d, (list, tuple)) and len(d) == 2 and all(isinstance(x, str) and x for x in d) for d in delims
+            isinstance(d, (list, tuple)) and len(d) == 2 and all(isinstance(x, str) and x for x in d)
+            for d in delims
         ):
             raise ValueError(f"{scope}: 'string_delims' must be a list of [open, close] non-empty strings")
         guard = tuple((o, c) for o, c in delims)

@@ -346,14 +346,17 @@ EXTRA_CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     (
         "kimi_k3",
         K3_PREFIX,
-        'The user wants Paris weather.<|close|>think<|sep|>Checking.<|open|>call tool="get_weather" index="1"<|sep|>'
+        # The K3 format as the canitoolcall fixtures record it: content in a response section,
+        # calls in a tools section, typed argument values.
+        "The user wants Paris weather.<|close|>think<|sep|><|open|>response<|sep|>Checking.<|close|>response<|sep|>"
+        '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
         '<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>'
         '<|open|>argument key="days" type="integer"<|sep|>3<|close|>argument<|sep|><|close|>call<|sep|>'
-        "<|close|>message<|sep|>",
+        "<|close|>tools<|sep|><|close|>message<|sep|>",
         msg(
             reasoning_content="The user wants Paris weather.",
             content="Checking.",
-            tool_calls=[fn("get_weather", {"city": "Paris", "days": "3"})],
+            tool_calls=[fn("get_weather", {"city": "Paris", "days": 3})],
         ),
     ),
 ]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._template import Field
-from ..tools import schema_types
+from ..tools import coerce_tool_calls, schema_types
 
 _ALPHABET = string.ascii_letters + string.digits
 _DIALECT_KEYS = ("prefix", "suffix", "string_delims", "unquoted_keys", "allow_non_json")
@@ -216,6 +216,9 @@ class ToolCallAssembler:
                     first = False
                 continue
             name, args = call["name"], call["arguments"]
+            if self.offered:  # a call the core could not type (a passed-through call object)
+                args = coerce_tool_calls({"function": {"name": name, "arguments": args}}, self.offered)
+                args = args["function"]["arguments"]
             if first and r.index is not None:
                 first = False
                 self._finish_announced(r, args, out)

@@ -19,8 +19,16 @@ Policies (keyword options, defaults first):
   nothing is unknown.
 * malformed regions never raise and never lose the rest of the message: they are listed in
   `message["chatparse"]["errors"]` as `{field, error, text}`.
-* tool calls written inside reasoning: whatever the template says (a `<tool_call>` inside
-  `<think>` is reasoning text; gpt-oss's template accepts calls on the analysis channel).
+* tool calls written inside reasoning: whatever the template says (qwen3_xml ends reasoning at
+  `<tool_call><function=...`; in other templates a `<tool_call>` inside `<think>` is reasoning
+  text; gpt-oss's template accepts calls on the analysis channel).
+* `finish(finish_reason="length")` also drops the start of a call opener that the cut-off left at
+  the end of the text (`<tool_call>` without its `<function=...>`, a bare `[TOOL_CALLS]`): the
+  core releases such held text as content at the end of the output, but it is a call that was
+  never written.
+* JSON call objects read by key (`{"name", "parameters"}`, llama3_json) accept `arguments` too:
+  the transform is relaxed to pass the object through (`_resolve.relax_call_keys`), and the
+  calls are typed by `tools=` here.
 * `finish_reason` becomes `"tool_calls"` only when it was `"stop"` (or `"tool_calls"`) and at least
   one call was returned; `"length"` and others are passed through.
 * `reasoning_key="reasoning_content" | "reasoning" | "both"`: the key of reasoning in deltas and
@@ -45,6 +53,8 @@ from ._resolve import resolve_template
 from ._text import TextStream
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+_CUT_WINDOW = 512  # how far back a cut-off call opener is looked for
+_CUT_TIMEOUT = 1.0
 _STREAM_MODES = ("early", "complete")
 _UNKNOWN_MODES = ("surface", "drop")
 _REASONING_KEYS = ("reasoning_content", "reasoning", "both")
@@ -135,6 +145,8 @@ class ChatParser:
         except RequiredFieldsMissing as e:
             events = e.events
             self._errors.append({"field": None, "error": str(e), "text": None})
+        if finish_reason == "length":
+            events = self._drop_cut_opener(events)
         deltas = self._pending + self._process(events, truncated_drops=finish_reason == "length")
         self._pending = []
         message = self._message()
@@ -143,6 +155,46 @@ class ChatParser:
         return message, deltas, finish_reason
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _drop_cut_opener(self, events: list[Any]) -> list[Any]:
+        """Drop the start of a call opener that a cut-off output left at the end of a text region.
+
+        The core holds text that may still become a `tool_calls` opener and releases it as text at
+        the end of the output. When the output was cut off (`finish_reason="length"`), such a tail
+        (`<tool_call>` with its `<function=...>` never written, a bare `[TOOL_CALLS]`) is the start
+        of a call that was never written, not text: it is removed from the final text chunks.
+        """
+        f = self._t.fields.get("tool_calls")
+        rx = getattr(f.opener, "module_re", None) if f is not None and f.opener is not None else None
+        buf = self._parser.input_text
+        # the text chunks that end the output, as (event index, start in buf)
+        tail: list[tuple[int, int]] = []
+        end = len(buf)
+        for i in range(len(events) - 1, -1, -1):
+            e = events[i]
+            if e["type"] == "region_close" and e["start"] == end:
+                continue
+            if e["type"] != "region_chunk" or self._stream(e["field"]) is None or e["dirty"]:
+                break
+            end -= len(e["text"])
+            tail.append((i, end))
+        if rx is None or not tail:
+            return events
+        cut = None
+        for q in range(max(end, len(buf) - _CUT_WINDOW), len(buf)):
+            if buf[q].isspace():
+                continue
+            m = rx.match(buf, q, partial=True, timeout=_CUT_TIMEOUT)
+            if m is not None and m.partial:
+                cut = q
+                break
+        if cut is None:
+            return events
+        out = list(events)
+        for i, start in tail:
+            if start + len(out[i]["text"]) > cut:
+                out[i] = {**out[i], "text": out[i]["text"][: max(0, cut - start)]}
+        return out
 
     def _stream(self, name: str) -> TextStream | None:
         if name == "content":

@@ -2,9 +2,45 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Any
 
 from .._template import Template, load_response_template
+
+# A JSON call object read by key: `{"name": ..., "parameters"|"arguments": ...}` (Llama 3.x writes
+# both keys; a transform cannot fall back between them, families.md rule 8).
+_KEYED_CALL = tuple(
+    {"type": "function", "function": {"name": "{content.name}", "arguments": f"{{content.{key}}}"}}
+    for key in ("parameters", "arguments")
+)
+
+
+def relax_call_keys(spec: dict) -> dict:
+    """`spec` with a keyed JSON call transform replaced by one that passes the call object through.
+
+    The OpenAI layer normalises `{"name", "parameters"}` and `{"name", "arguments"}` alike
+    (`calls_from_value`), so a `tool_calls` field whose transform only reads `content.name` and
+    `content.parameters` (or `content.arguments`) accepts either key. Other templates, and the
+    core's own output for the template, are unchanged; `spec` itself is never mutated.
+
+    >>> spec = {"fields": {"tool_calls": {"open": "<c>", "content": "json",
+    ...     "transform": {"type": "function", "function": {"name": "{content.name}",
+    ...                                                    "arguments": "{content.parameters}"}}}}}
+    >>> relax_call_keys(spec)["fields"]["tool_calls"]["transform"]
+    {'type': 'function', 'function': '{content}'}
+    """
+    fields = spec.get("fields")
+    f = fields.get("tool_calls") if isinstance(fields, dict) else None
+    if (
+        not isinstance(f, dict)
+        or f.get("content") != "json"
+        or f.get("transform_each")
+        or f.get("transform") not in _KEYED_CALL
+    ):
+        return spec
+    out = deepcopy(spec)
+    out["fields"]["tool_calls"]["transform"] = {"type": "function", "function": "{content}"}
+    return out
 
 
 def _catalog() -> Any:
@@ -53,7 +89,11 @@ def resolve_template(
     if template is None and model is None:
         raise ValueError("ChatParser needs template= (a dict, Template or catalog name) or model=")
     if template is not None and not isinstance(template, str):
-        return load_response_template(template), "" if prefix is None else prefix
+        spec = template.spec if isinstance(template, Template) else template
+        relaxed = relax_call_keys(spec) if isinstance(spec, dict) else spec
+        if relaxed is spec:
+            return load_response_template(template), "" if prefix is None else prefix
+        return load_response_template(relaxed), "" if prefix is None else prefix
     catalog = _catalog()
     name: str | None
     if isinstance(template, str):
@@ -65,4 +105,4 @@ def resolve_template(
         name = resolve_name(model=model) if callable(resolve_name) else None
     if prefix is None:
         prefix = _generation_prompt(catalog, name) if name else ""
-    return load_response_template(spec), prefix
+    return load_response_template(relax_call_keys(spec) if isinstance(spec, dict) else spec), prefix
