@@ -30,6 +30,7 @@ The python-call-list grammar uses fixed, linear-time patterns, so it needs no ti
 from __future__ import annotations
 
 import functools
+import html
 import json
 import math
 from collections.abc import Callable
@@ -162,6 +163,10 @@ _LAX_OPEN, _LAX_CLOSE = "\x01", "\x02"
 # The first alternative swallows whole quoted strings (escapes included) and puts them back untouched,
 # so that key-like text inside a string value is never rewritten. Only the second one is a bare key.
 _UNQUOTED_KEY = regex.compile(r'"(?:\\.|[^"\\])*"|(?<=[{,])(\s*)(\w+)(\s*):')
+# chatparse extension (`unquoted_keys: "lenient"`, D12): a key is any run of characters that are not
+# JSON punctuation, so `{key with space: 1}` and `{Basic LLM Chain: {...}}` parse. The reference treats
+# the string "lenient" as true and applies its own (word-only) rule, so templates stay loadable there.
+_UNQUOTED_KEY_LENIENT = regex.compile(r'"(?:\\.|[^"\\])*"|(?<=[{,])(\s*)([^\s{}\[\]:,"][^{}\[\]:,"]*?)(\s*):')
 
 
 def _quote_key(m: Any) -> str:
@@ -218,7 +223,8 @@ def _json(text: str, args: dict[str, Any]) -> Any:
             working = _sub(pattern, capture, working, "json: string_delims")
 
     if unquoted_keys:
-        working = _sub(_UNQUOTED_KEY, _quote_key, working, "json: unquoted_keys")
+        pattern = _UNQUOTED_KEY_LENIENT if unquoted_keys == "lenient" else _UNQUOTED_KEY
+        working = _sub(pattern, _quote_key, working, "json: unquoted_keys")
 
     for i, s in enumerate(captured):
         working = working.replace(f"{_LAX_OPEN}{i}{_LAX_CLOSE}", json.dumps(s))
@@ -271,6 +277,9 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"xml-inline: invalid tag_pattern regex {tag_pattern!r}: {e}") from e
     value_parser = args.get("value_parser")
     merge = args.get("merge_duplicates", False)
+    # chatparse extension: `unescape_keys: true` decodes XML/HTML character references in keys
+    # (`q&amp;a` -> `q&a`), for formats that escape attribute values (Kimi K3 XTML).
+    unescape_keys = args.get("unescape_keys", False)
 
     # Collect all matches first: the time limit covers the whole scan, not the value parsers.
     try:
@@ -292,6 +301,8 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
                 f"{key!r}. Pattern: {tag_pattern}"
             )
         value = _sub_parse(raw, value_parser, "xml-inline")
+        if unescape_keys:
+            key = html.unescape(key)
         if key in out and merge:
             if key not in merged:
                 out[key] = [out[key]]

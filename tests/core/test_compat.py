@@ -302,3 +302,35 @@ def test_close_outside_strings_needs_json_content() -> None:
     }
     with pytest.raises(ValueError, match="needs content 'json'"):
         chatparse.load_response_template(tpl)
+
+
+def test_d12_lenient_unquoted_keys_accept_keys_with_spaces() -> None:
+    from transformers.utils.chat_parsing.content_parsers import parse_content as ref_parse_content
+
+    from chatparse._content import parse_content
+
+    args = {"unquoted_keys": "lenient", "string_delims": [['<|"|>', '<|"|>']]}
+    text = '{key with space:1.5e-05,Basic LLM Chain:{main:[<|"|>x,y} "q"<|"|>]},a:1}'
+    assert parse_content(text, "json", args) == {
+        "key with space": 1.5e-05,
+        "Basic LLM Chain": {"main": ['x,y} "q"']},
+        "a": 1,
+    }
+    with pytest.raises(ValueError):  # the reference reads "lenient" as true: word keys only
+        ref_parse_content(text, "json", args)
+    # Word keys behave exactly as with unquoted_keys: true.
+    assert parse_content("{ a : 1, b:[2]}", "json", args) == ref_parse_content(
+        "{ a : 1, b:[2]}", "json", args
+    )
+
+
+def test_xml_inline_unescape_keys() -> None:
+    from chatparse._content import parse_content
+
+    args = {"tag_pattern": '<a k="(?P<key>[^"]*)">(?P<value>.*?)</a>', "unescape_keys": True}
+    assert parse_content(
+        '<a k="q&amp;a">fish & chips</a><a k="say &quot;hi&quot;">x</a>', "xml-inline", args
+    ) == {
+        "q&a": "fish & chips",
+        'say "hi"': "x",
+    }
