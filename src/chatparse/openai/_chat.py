@@ -261,6 +261,13 @@ class ChatParser:
                         s.abandon()
             if pieces:
                 self._text_deltas(name, pieces, deltas)
+            if entries:
+                # A call follows the text: keep the text before it as written (its trailing
+                # whitespace too), as canitoolcall's content-around-calls rule says.
+                held: list[str] = []
+                self._content.flush(held)
+                if held:
+                    self._text_deltas("content", held, deltas)
             deltas.extend({"tool_calls": [entry]} for entry in entries)
         return deltas
 

@@ -104,6 +104,13 @@ class TextStream:
                 self._closed[f.name] = self._closed.get(f.name, 0) + 1
         self._field = None
 
+    def flush(self, out: list[str]) -> None:
+        """Commit held trailing whitespace: a tool call follows, so the text before it is kept
+        verbatim (canitoolcall: content around calls is concatenated as written)."""
+        if self._hold and self.parts:
+            self._commit(out, self._hold)
+        self._hold = ""
+
     def abandon(self) -> None:
         """End the current region without a value (malformed): what was committed stays."""
         f = self._field
