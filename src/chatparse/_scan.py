@@ -139,7 +139,9 @@ def _first(node: _rx.Node, out: _First, at0: bool) -> bool:
     (can be passed without consuming a character). `at0` marks paths that passed a `^`."""
     op = node.op
     if op in ("lit", "cls", "any"):
-        if not at0:
+        if at0:
+            out.at0 = True  # this path passed `^`: it can only match at position 0
+        else:
             out.atoms.append(node)
         return False
     if op == "assert":

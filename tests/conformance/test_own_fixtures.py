@@ -164,13 +164,9 @@ FAMILIES: dict[str, tuple[str, bool, list[str], list[str]]] = {
 
 # Fixture id -> reason, for failures caused by a catalog template (the catalog is owned elsewhere;
 # these are strict xfails so a template fix shows up as XPASS).
-TEMPLATE_BUGS: dict[str, str] = {
-    "deepseek-r1-distill/think-opener-in-answer": (
-        "deepseek_r1_distill template: the reasoning field re-opens at a literal <think> in the answer "
-        "(content cut to 'Models wrap reasoning in', reasoning gets ' tags.'); the reasoning region should "
-        "open only once, right after the <｜Assistant｜> anchor"
-    ),
-}
+# Fixtures that fail because of a catalog template bug (strict xfail with the cause). Empty now:
+# `deepseek-r1-distill/think-opener-in-answer` was fixed by opening reasoning only at `^<think>`.
+TEMPLATE_BUGS: dict[str, str] = {}
 
 SOFT_TAG = "x-soft-pass"
 PLACEHOLDER_REVISION = "0" * 40  # family.json for validation only: the fixtures pin no tokenizer

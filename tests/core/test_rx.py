@@ -217,6 +217,11 @@ def _as_match(d: _scan.Delimiter, text: str, pos: int, r: tuple) -> tuple[int, i
                 r"</f>\s*</t>",
                 r"[^<]*<c>",
                 r"(?:^|<m>)[^<]{0,3}<c>",
+                r"^<t>",
+                r"^\s*(?=<)",
+                r"(?:a|^b)c",
+                r"^(?:<a>|b)",
+                r"(?:x|(?:^|y)z)",
             ]
         ),
     ),
