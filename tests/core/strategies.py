@@ -410,6 +410,9 @@ def regex_delims(draw, *, allow_empty: bool, allow_groups: bool) -> tuple[str, l
         "greedy",
         "lookahead_after",
         "neg_lookahead",
+        "caret_lit",
+        "lookbehind",
+        "unbounded_prefix",
     ]
     if allow_groups:
         forms += ["named", "named"]
@@ -441,6 +444,12 @@ def regex_delims(draw, *, allow_empty: bool, allow_groups: bool) -> tuple[str, l
         return A + r"(?=" + B + ")", [lit_a + lit_b], False, []
     if form == "neg_lookahead":
         return A + r"(?!" + B + ")", [lit_a, lit_a + "q"], False, []
+    if form == "caret_lit":
+        return "^" + A, [lit_a], False, []
+    if form == "lookbehind":
+        return r"(?<=[a-z ])" + A, ["x" + lit_a, " " + lit_a], False, []
+    if form == "unbounded_prefix":
+        return r"(?:" + A + r")?[^<]*" + B, [lit_a + "xx" + lit_b, "yy" + lit_b], False, []
     if form == "named":
         return (
             A + r"(?P<name>[a-z_.]{1,8})" + B,
