@@ -232,7 +232,7 @@ def _compile(spec: Any) -> Template:
         assert closer is not None
         entries.append((False, implicit_name, closer))
     return Template(
-        spec=spec,
+        spec=deepcopy(spec),
         defaults=defaults,
         fields=fields,
         implicit=implicit_name,
