@@ -30,6 +30,7 @@ from chatparse._content import (
     process_field,
     validate_transform_strings,
 )
+from tests.core.equality import same
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 QUICK = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -39,19 +40,6 @@ ALLOWED = (ValueError, TypeError, KeyError)
 
 # --------------------------------------------------------------------------------------------------
 # Helpers
-
-
-def same(a: Any, b: Any) -> bool:
-    """Type-strict structural equality; floats compared by repr (NaN == NaN, -0.0 != 0.0)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return repr(a) == repr(b)
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return bool(a == b)
 
 
 def outcome(fn: Callable[[], Any]) -> tuple[str, Any]:

@@ -23,23 +23,11 @@ from transformers.utils.chat_parsing import ResponseParser
 from transformers.utils.chat_parsing.response_parser import _coerce, _schema_types
 
 from chatparse.tools import build_tool_table, coerce, coerce_tool_calls, schema_types
+from tests.core.equality import same
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 TEMPLATE = {"start_anchor": "S", "fields": {"content": {}}}
-
-
-def same(a: Any, b: Any) -> bool:
-    """Type-strict structural equality; floats compared by repr (NaN == NaN)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return repr(a) == repr(b)
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return bool(a == b)
 
 
 def reference_parser(tools: list[Any]) -> ResponseParser:
