@@ -134,8 +134,9 @@ class ResponseParser:
         q = sc.fast_q
         if n - q < 256:
             t = buf.find(sc.fast_char, q)
-            if t < 0 and sc.loop_any is None and self._opened:
-                # The tightest case (a reasoning or tool body with a literal closer): release all.
+            if t < 0 and self._opened and (sc.loop_any is None or sc.loop_any.cache.get(buf[-1]) is False):
+                # The tightest case: no trigger, and the last character cannot start a delimiter's
+                # leading loop (or there is none): release everything.
                 sc.fast_q = n
                 pos = self._pos
                 self._pos = n
