@@ -223,14 +223,14 @@ CASES: list[tuple[str, str | None, list[tuple[str, dict]], str, list[str]]] = [
     ("<thinking>hmm</thinking>Answer", None, [], "Answer", ["hmm"]),
     ("<|channel>thought\nplan<channel|>Answer", None, [], "Answer", ["plan"]),
     ("<think>cut off by max_tokens", None, [], "", ["cut off by max_tokens"]),
-    # orphan markers
-    ("A </think> B </think> C", None, [], "C", ["A", "B"]),
+    # orphan markers: without a prefix and orphan_reasoning=False a lone closer is dropped
+    ("A </think> B </think> C", None, [], "A  B  C", []),
     (
         'pre-written reasoning</think>\n\n<tool_call>{"name": "get_time", "arguments": {}}</tool_call>',
         "hermes",
         [("get_time", {})],
-        "",
-        ["pre-written reasoning"],
+        "pre-written reasoning",
+        [],
     ),
     ("</think>Just the answer.", None, [], "Just the answer.", []),
     # reasoning then a marker-free shape
@@ -274,6 +274,65 @@ CASES: list[tuple[str, str | None, list[tuple[str, dict]], str, list[str]]] = [
         '{"name": "get_time", "arguments": {}}',
         ["quote it"],
     ),
+    # DeepSeek V3 / V3.1 / DSML
+    (
+        "Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+        '{"city": "SF"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+        "deepseek",
+        [("get_weather", {"city": "SF"})],
+        "Checking.",
+        [],
+    ),
+    (
+        '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "SF"}<｜tool▁call▁end｜>'
+        "<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+        "deepseek",
+        [("get_weather", {"city": "SF"}), ("get_time", {})],
+        "",
+        [],
+    ),
+    (
+        '\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" '
+        'string="true">SF</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>',
+        "deepseek_dsml",
+        [("get_weather", {"city": "SF"})],
+        "",
+        [],
+    ),
+    (
+        '<｜DSML｜ tool_calls><｜DSML｜ invoke name="get_time"/></｜DSML｜ tool_calls>',
+        "deepseek_dsml",
+        [("get_time", {})],
+        "",
+        [],
+    ),
+    # Kimi K2 / K3
+    (
+        "Before. <|tool_calls_section_begin|> noise <|tool_call_begin|>functions.get_weather:0"
+        '<|tool_call_argument_begin|>{"city": "SF"}<|tool_call_end|><|tool_calls_section_end|> After.',
+        "kimi_k2",
+        [("get_weather", {"city": "SF"})],
+        "Before.  After.",
+        [],
+    ),
+    (
+        "<think>plan</think><|open|>response<|sep|>On it.<|close|>response<|sep|><|open|>tools<|sep|>"
+        '<|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="city" type="string"<|sep|>'
+        "SF<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>",
+        "kimi_k3",
+        [("get_weather", {"city": "SF"})],
+        "On it.",
+        ["plan"],
+    ),
+    # GLM (a body not starting with `{`); hermes keeps `<tool_call>{`
+    (
+        "<tool_call>get_weather<arg_key>city</arg_key><arg_value>SF</arg_value></tool_call>",
+        "glm",
+        [("get_weather", {"city": "SF"})],
+        "",
+        [],
+    ),
+    ("Done.<tool_call>get_time</tool_call>", "glm", [("get_time", {})], "Done.", []),
     # content only
     ("Hello world", None, [], "Hello world", []),
     ("", None, [], "", []),
@@ -410,6 +469,58 @@ def test_content_streams_before_the_end() -> None:
     assert message["content"] == "[get_weather(city='SF')" and deltas == [
         {"content": "[get_weather(city='SF')"}
     ]
+
+
+def test_orphan_reasoning_and_prefix() -> None:
+    # opt-in orphan recovery
+    r = detect("A </think> B </think> C", orphan_reasoning=True)
+    assert (r.reasoning, r.cleaned) == (["A", "B"], "C")
+    # a prompt ending with an opener: the output starts inside reasoning
+    for prefix, text in (
+        ("<|im_start|>assistant\n<think>\n", "plan</think>Answer"),
+        ("[INST]q[/INST][THINK]", "plan[/THINK]Answer"),
+        ("<|turn>model\n<|channel>thought", "\nplan<channel|>Answer"),
+        ("<|start|>assistant<|channel|>analysis<|message|>", "plan<|end|>Answer"),
+        ('<|open|>message role="assistant"<|sep|><|open|>think<|sep|>', "plan<|close|>think<|sep|>Answer"),
+    ):
+        r = detect(text, prefix=prefix)
+        assert (r.reasoning, r.cleaned) == (["plan"], "Answer"), prefix
+        assert r.raw == text
+    # a prompt that closed reasoning (or none): a lone closer is dropped, not reasoning
+    r = detect("plan</think>Answer", prefix="<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert (r.reasoning, r.cleaned) == ([], "planAnswer") and r.errors
+    # local_fallback keeps orphan recovery on by default
+    m, fb = local_fallback({"role": "assistant", "content": "plan</think>Answer"})
+    assert fb is not None and fb.reasoning == ["plan"] and m["content"] == "plan</think>Answer"
+
+
+def test_harmony_builtin_recipient_is_dropped() -> None:
+    text = (
+        "<|channel|>analysis<|message|>run it<|end|><|start|>assistant<|channel|>commentary to=python "
+        '<|constrain|>code<|message|>print("hi")'
+    )
+    r = detect(text)
+    assert (r.reasoning, r.cleaned, r.calls) == (["run it"], "", [])
+    assert r.errors and "non-function recipient" in r.errors[0]["error"]
+    # a Harmony header cut off by max_tokens is not content
+    message, reason = parse_message(
+        "<|start|>assistant to=functions.get_time<|channel|>commentary", finish_reason="length"
+    )
+    assert message["content"] is None and reason == "length"
+
+
+def test_prose_streams_as_it_arrives() -> None:
+    s = AutoStream()
+    assert s.feed("Hello ") == [{"content": "Hello"}]
+    assert s.feed("world. ") == [{"content": " world."}]
+    text = "Thinking aloud</think> then the answer."
+    one = detect(text)
+    for n in (1, 2, 3, 5):
+        s = AutoStream(id_factory=_ids())
+        deltas = [d for i in range(0, len(text), n) for d in s.feed(text[i : i + n])]
+        message, last, _ = s.finish()
+        got = "".join(d.get("content", "") for d in deltas + last)
+        assert got == one.cleaned == message["content"]
 
 
 def test_local_fallback() -> None:

@@ -1,11 +1,11 @@
 """Template-less detection of tool calls and reasoning (runtime-contract.md §2-§5, §9).
 
 The marker-anchored recognizers (hermes, gemma, gpt_oss, phi, llama `<|python_tag|>`, mistral in
-both forms, qwen3_coder) and the reasoning recognizers (think_tag, harmony_analysis,
-gemma_channel) are fields of one union `response_template` run on the streaming core
-(`_union.py`). Marker-free shapes (pythonic, bare_pythonic, llama3_json, fenced tool_code,
-loose_keyed) are decided on the whole cleaned content at the end of the stream, and only when no
-marker recognizer produced a call (`_shapes.py`).
+both forms, qwen3_coder, glm, deepseek V3/V3.1, deepseek_dsml, kimi_k2, kimi_k3 XTML) and the
+reasoning recognizers (think_tag, harmony_analysis, gemma_channel, xtml_think) are fields of one
+union `response_template` run on the streaming core (`_union.py`). Marker-free shapes (pythonic,
+bare_pythonic, llama3_json, fenced tool_code, loose_keyed) are decided on the whole cleaned content
+at the end of the stream, and only when no marker recognizer produced a call (`_shapes.py`).
 
 Policies:
 
@@ -15,18 +15,30 @@ Policies:
   are such a failure (never a silently empty call).
 * Reasoning is separated before calls are looked for: a call drafted inside `<think>` is
   reasoning text.
-* Orphan `</think>`: content since the start of the output (or since the previous orphan closer)
-  up to a lone closer is reasoning, as long as no other region opened in between; a lone closer
-  after another region is dropped and reported in `errors`. A lone opener runs to the end.
+* Reasoning pre-opened by the prompt: when `prefix` (the prompt) ends, ignoring whitespace, with
+  a reasoning opener (`<think>`, `<thinking>`, `[THINK]`, `<|channel>thought`,
+  `<|channel|>analysis<|message|>`, `<|open|>think<|sep|>`), the output starts inside reasoning.
+* Orphan closers (`</think>`, `</thinking>`, `<|close|>think<|sep|>`): off by default
+  (`orphan_reasoning=False` for `detect`, `parse_message` and `AutoStream`), so prose streams as
+  it arrives and the streamed message equals `detect` for every chunking; a lone closer is then
+  dropped from the content and reported in `errors`. With `orphan_reasoning=True` (the default of
+  the non-streaming `local_fallback`), content since the start of the output (or since the
+  previous orphan closer) up to a lone closer is reasoning, as long as no other region opened in
+  between; that text is held back while it may still become reasoning. A lone opener runs to the
+  end.
+* Section and end-of-turn markers of the recognized families (`<｜tool▁calls▁begin｜>`,
+  `<｜DSML｜function_calls>`, `<|tool_calls_section_begin|>`, XTML `<|open|>tools<|sep|>`, ...) are
+  dropped from the content.
 * The first marker family that produces a call wins: calls of another marker family later in the
   same output are reported in `errors` and their text stays content (no merging across families).
 * Unknown tool names are surfaced (`unknown_tools` lists them when `tools=` is given).
 
 Streaming (`AutoStream`): the same message for every chunking. Content is released as the core
-releases it, except that text is held while (a) it may still turn out to be reasoning (the start
-of the output, or text after an orphan closer, until another region opens) and (b) while no call
-was found, nothing was released and the content so far could still be a marker-free whole-output
-shape (starts with `[`, `{`, a fence, `/`, `call:` or an offered tool name).
+releases it, except that text is held while (a) with `orphan_reasoning=True`, it may still turn
+out to be reasoning (the start of the output, or text after an orphan closer, until another region
+opens) and (b) while no call was found, nothing was released and the content so far could still
+be a marker-free whole-output shape (starts with `[`, `{`, a fence, `/`, `call:` or an offered
+tool name).
 """
 
 from __future__ import annotations
@@ -43,6 +55,8 @@ from ..tools import build_tool_table, coerce_tool_calls
 from . import _shapes
 from ._union import (
     ALIASES,
+    ORPHAN_FIELDS,
+    PREFIX_OPENERS,
     REASONING_RECOGNIZERS,
     TOOL_FIELDS,
     TOOL_RECOGNIZERS,
@@ -60,11 +74,16 @@ __all__ = [
 
 #: Call openers that a `max_tokens` cut-off can leave at the very end of the output.
 _CUT_OPENER = re.compile(
-    r"(?:\[TOOL_CALLS\]|<tool_call>|<\|tool_call>|<\|python_tag\|>|<\|python_start\|>|functools)\s*\Z"
+    r"(?:\[TOOL_CALLS\]|<tool_call>|<\|tool_call>|<\|python_tag\|>|<\|python_start\|>|functools"
+    r"|(?:<\|start\|>assistant)?\s*to=functions\.[^<]*(?:<\|channel\|>[^<]*(?:<\|constrain\|>[^<]*)?)?"
+    r"|<\|start\|>assistant(?:<\|channel\|>[^<]*(?:<\|constrain\|>[^<]*)?)?)\s*\Z"
 )
 
 #: Every recognizer name, tool families in the documented `auto` precedence, then reasoning.
 RECOGNIZERS: tuple[str, ...] = (*TOOL_RECOGNIZERS, *REASONING_RECOGNIZERS)
+
+#: Recognizers whose argument values are untyped text: typed by the offered schemas.
+_STRING_VALUED = frozenset({"qwen3_coder", "glm", "deepseek_dsml"})
 
 _NAMED = frozenset(
     n for n, spec in TOOL_FIELDS.items() if "transform" in spec and not spec.get("transform_each")
@@ -95,6 +114,17 @@ def _resolve(recognizers: str | Sequence[str] | None) -> tuple[str, ...]:
     if unknown:
         raise ValueError(f"unknown recognizer(s) {unknown}; available: {list(RECOGNIZERS)}")
     return tuple(n for n in RECOGNIZERS if n in names)
+
+
+def _prefix_opener(prefix: str | None, names: Sequence[str]) -> str | None:
+    """The reasoning opener that `prefix` (the prompt) ends with, if its family is enabled."""
+    if not prefix:
+        return None
+    tail = prefix.rstrip()
+    for opener, family in PREFIX_OPENERS.items():
+        if family in names and tail.endswith(opener):
+            return opener
+    return None
 
 
 def _random_id() -> str:
@@ -157,7 +187,8 @@ class AutoStream:
         tools: Sequence[dict | Callable] | None = None,
         recognizers: str | Sequence[str] | None = None,
         id_factory: Callable[[], str] | None = None,
-        orphan_reasoning: bool = True,
+        prefix: str | None = None,
+        orphan_reasoning: bool = False,
     ) -> None:
         self._names = _resolve(recognizers)
         self._table = build_tool_table(list(tools)) if tools else {}
@@ -165,7 +196,7 @@ class AutoStream:
         self._finish_reason = "stop"
         self._parser = ResponseParser(union_template(self._names), prefix="")
         self._ids = id_factory or _random_id
-        self._orphan = orphan_reasoning and "think_tag" in self._names
+        self._orphan = orphan_reasoning and any(f in self._names for f, _ in ORPHAN_FIELDS.values())
         self._raw: list[str] = []
         self._reasoning: list[str] = []
         self._reasoning_recs: list[str] = []
@@ -187,6 +218,10 @@ class AutoStream:
         self._body: list[str] = []
         self._finished = False
         self.result: DetectResult | None = None
+        opener = _prefix_opener(prefix, self._names)
+        if opener:  # the prompt pre-opened reasoning: the output starts inside it
+            for e in self._parser.feed(opener):
+                self._event(dict(e), [])
 
     # -- content -----------------------------------------------------------------------------
 
@@ -233,7 +268,7 @@ class AutoStream:
 
     def _accept(self, key: str, calls: list[dict[str, Any]], raw: str, out: list[dict]) -> None:
         rec = ALIASES.get(key, key)
-        if key == "qwen3_coder" and self._table:  # untyped XML values: typed by the offered schemas
+        if key in _STRING_VALUED and self._table:  # untyped XML values: typed by the offered schemas
             wrapped = [{"type": "function", "function": c} for c in calls]
             calls = [w["function"] for w in coerce_tool_calls(wrapped, self._table)]
         if self._recognizer is not None and self._recognizer != rec:
@@ -335,6 +370,8 @@ class AutoStream:
                     self._errors.append(
                         {"recognizer": rec, "error": "stray reasoning closer dropped", "text": ""}
                     )
+            elif name.startswith("marker_"):
+                pass
             elif name.startswith("content_"):
                 self._explicit_content = True
             elif name != "content":
@@ -352,12 +389,22 @@ class AutoStream:
                 self._add_reasoning(e["value"] or "", name[len("reasoning_") :], out)
             elif name.startswith("tool_calls_"):
                 self._tool_end(e["value"], True, e["complete"], "", e["end"], out)
+            elif name.startswith("drop_"):
+                self._errors.append(
+                    {
+                        "recognizer": name[len("drop_") :],
+                        "error": "message to a non-function recipient dropped",
+                        "text": self._parser.input_text[self._start : e["end"]],
+                    }
+                )
             elif name.startswith("orphan_") and self._errors and self._errors[-1]["text"] == "":
                 self._errors[-1]["text"] = self._parser.input_text[self._start : e["end"]]
             self._field = None
         elif kind == "region_malformed":
             if name.startswith("tool_calls_"):
                 self._tool_end(None, False, False, str(e["error"]).split("\n")[0], e["end"], out)
+            elif name.startswith("drop_"):
+                pass
             else:  # a text field cannot fail; keep its text as content to be safe
                 self._content(self._parser.input_text[self._start : e["end"]], out)
             self._field = None
@@ -459,6 +506,8 @@ def detect(
     *,
     tools: Sequence[dict | Callable] | None = None,
     recognizers: str | Sequence[str] | None = None,
+    prefix: str | None = None,
+    orphan_reasoning: bool = False,
 ) -> DetectResult:
     """Detect reasoning and tool calls in a complete model output.
 
@@ -466,7 +515,13 @@ def detect(
     >>> r.recognizer, r.calls, r.cleaned
     ('pythonic', [{'name': 'get_weather', 'arguments': {'city': 'SF'}}], '')
     """
-    s = AutoStream(tools=tools, recognizers=recognizers, id_factory=lambda: "")
+    s = AutoStream(
+        tools=tools,
+        recognizers=recognizers,
+        id_factory=lambda: "",
+        prefix=prefix,
+        orphan_reasoning=orphan_reasoning,
+    )
     s.feed(text)
     s.finish()
     assert s.result is not None
@@ -480,9 +535,17 @@ def parse_message(
     recognizers: str | Sequence[str] | None = None,
     finish_reason: str = "stop",
     id_factory: Callable[[], str] | None = None,
+    prefix: str | None = None,
+    orphan_reasoning: bool = False,
 ) -> tuple[dict, str]:
     """The Chat Completions message and finish_reason for a complete output (auto detection)."""
-    s = AutoStream(tools=tools, recognizers=recognizers, id_factory=id_factory)
+    s = AutoStream(
+        tools=tools,
+        recognizers=recognizers,
+        id_factory=id_factory,
+        prefix=prefix,
+        orphan_reasoning=orphan_reasoning,
+    )
     s.feed(text)
     message, _, reason = s.finish(finish_reason)
     return message, reason
@@ -494,6 +557,7 @@ def local_fallback(
     tools: Sequence[dict | Callable] | None = None,
     recognizers: str | Sequence[str] | None = None,
     id_factory: Callable[[], str] | None = None,
+    orphan_reasoning: bool = True,
 ) -> tuple[dict, DetectResult | None]:
     """Recover calls written as text by a provider with native tool calling (§9).
 
@@ -509,7 +573,9 @@ def local_fallback(
     content = provider_message.get("content")
     if provider_message.get("tool_calls") or not isinstance(content, str) or not content:
         return provider_message, None
-    s = AutoStream(tools=tools, recognizers=recognizers, id_factory=id_factory)
+    s = AutoStream(
+        tools=tools, recognizers=recognizers, id_factory=id_factory, orphan_reasoning=orphan_reasoning
+    )
     s.feed(content)
     message, _, _ = s.finish()
     result = s.result

@@ -33,6 +33,11 @@ Policies (keyword options, defaults first):
   one call was returned; `"length"` and others are passed through.
 * `reasoning_key="reasoning_content" | "reasoning" | "both"`: the key of reasoning in deltas and
   the message.
+* `auto=False`: with `auto=True` and neither `model=` nor `template=`, the family is detected from
+  the output itself (`chatparse.detect.AutoStream`, with the same `tools=`, `prefix=`,
+  `id_factory=` and finish semantics; the prompt as `prefix` lets a pre-opened `<think>` be seen).
+  Calls are then always sent complete (`stream_tool_calls="early"` behaves as `"complete"`), and
+  only `unknown_tools="surface"` is supported. With `model=` or `template=`, `auto` is ignored.
 
 The message: `role`, `content` (a string, or `None` when empty), the reasoning key (omitted when
 empty), `tool_calls` (omitted when none; `arguments` a JSON object text), and `chatparse` only when
@@ -90,6 +95,7 @@ class ChatParser:
         unknown_tools: str = "surface",
         reasoning_key: str = "reasoning_content",
         id_factory: Callable[[], str] | None = None,
+        auto: bool = False,
     ) -> None:
         if stream_tool_calls not in _STREAM_MODES:
             raise ValueError(f"stream_tool_calls must be one of {_STREAM_MODES}, got {stream_tool_calls!r}")
@@ -97,12 +103,21 @@ class ChatParser:
             raise ValueError(f"unknown_tools must be one of {_UNKNOWN_MODES}, got {unknown_tools!r}")
         if reasoning_key not in _REASONING_KEYS:
             raise ValueError(f"reasoning_key must be one of {_REASONING_KEYS}, got {reasoning_key!r}")
-        self._t, prefix = resolve_template(model, template, prefix)
-        tool_list = list(tools) if tools is not None else None
-        self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
         self._reasoning_keys = (
             ("reasoning_content", "reasoning") if reasoning_key == "both" else (reasoning_key,)
         )
+        self._auto: Any = None
+        self._finished = False
+        if auto and model is None and template is None:
+            if unknown_tools != "surface":
+                raise ValueError("auto=True supports unknown_tools='surface' only")
+            from ..detect import AutoStream
+
+            self._auto = AutoStream(tools=tools, id_factory=id_factory or random_call_id, prefix=prefix)
+            return
+        self._t, prefix = resolve_template(model, template, prefix)
+        tool_list = list(tools) if tools is not None else None
+        self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
         self._content = TextStream()
         self._reasoning = TextStream()
         self._calls = ToolCallAssembler(
@@ -127,6 +142,8 @@ class ChatParser:
         """Append model output; return the deltas it completes (possibly none)."""
         if self._finished:
             raise RuntimeError("ChatParser already finished")
+        if self._auto is not None:
+            return self._rekey(self._auto.feed(text))
         deltas = self._pending + self._process(self._parser.feed(text), truncated_drops=False)
         self._pending = []
         return deltas
@@ -140,6 +157,11 @@ class ChatParser:
         if self._finished:
             raise RuntimeError("ChatParser already finished")
         self._finished = True
+        if self._auto is not None:
+            message, last, reason = self._auto.finish(finish_reason)
+            if reason in ("stop", "tool_calls"):
+                reason = "tool_calls" if message.get("tool_calls") else "stop"
+            return self._rekey([message])[0], self._rekey(last), reason
         try:
             _, events = self._parser.finalize()
         except RequiredFieldsMissing as e:
@@ -155,6 +177,20 @@ class ChatParser:
         return message, deltas, finish_reason
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _rekey(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Auto mode: reasoning under the configured key(s)."""
+        if self._reasoning_keys == ("reasoning_content",):
+            return items
+        out = []
+        for d in items:
+            if "reasoning_content" in d:
+                d = dict(d)
+                text = d.pop("reasoning_content")
+                for k in self._reasoning_keys:
+                    d[k] = text
+            out.append(d)
+        return out
 
     def _drop_cut_opener(self, events: list[Any]) -> list[Any]:
         """Drop the start of a call opener that a cut-off output left at the end of a text region.
@@ -301,16 +337,18 @@ def parse_message(
     prefix: str | None = None,
     tools: Sequence[dict | Callable] | None = None,
     finish_reason: str = "stop",
+    auto: bool = False,
     **options: Any,
 ) -> dict[str, Any]:
     """The non-streaming assistant message for a complete output (what merging the deltas gives).
 
-    Takes `ChatParser`'s options; `finish_reason="length"` applies the cut-off policy.
+    Takes `ChatParser`'s options; `finish_reason="length"` applies the cut-off policy; `auto=True`
+    without `model=`/`template=` detects the family from the output (`chatparse.detect`).
 
     >>> tpl = {"start_anchor": "A", "fields": {"content": {"close": "<end>"}}}
     >>> parse_message(" Hello <end>", template=tpl)
     {'role': 'assistant', 'content': 'Hello'}
     """
-    parser = ChatParser(model=model, template=template, prefix=prefix, tools=tools, **options)
+    parser = ChatParser(model=model, template=template, prefix=prefix, tools=tools, auto=auto, **options)
     parser.feed(text)
     return parser.finish(finish_reason)[0]
