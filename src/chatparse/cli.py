@@ -254,6 +254,13 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         help="take the template from the catalog for this model id (e.g. Qwen/Qwen3-8B, "
         "unsloth/Qwen3-8B-GGUF) or a catalog name (e.g. mistral_v11_call_id); without --prefix the catalog's generation prompt is the prefix",
     )
+    source.add_argument(
+        "--auto",
+        action="store_true",
+        help="no template: detect reasoning and tool calls with chatparse.detect (recognizers for "
+        "every major family; marker-free call shapes only when the whole output has the shape or the "
+        "callee is an offered tool); prints the Chat Completions message with a 'chatparse' report",
+    )
     _prefix_options(parser)
     parser.add_argument(
         "--tools",
@@ -273,9 +280,21 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 # subcommands
 
 
+def _auto_prefix(args: argparse.Namespace) -> str | None:
+    return _load_prefix(args) if (args.prefix is not None or args.prefix_file is not None) else None
+
+
 def _cmd_parse(args: argparse.Namespace) -> int:
     from chatparse import parse_response
 
+    if args.auto:
+        from chatparse import detect
+
+        tools = _load_tools(args.tools)
+        text = _read_text(args.output, "output file")
+        message, _reason = detect.parse_message(text, tools=tools, prefix=_auto_prefix(args))
+        _write_json(message, indent=2)
+        return 0
     template, prefix = _template_and_prefix(args)
     tools = _load_tools(args.tools)
     text = _read_text(args.output, "output file")
@@ -324,6 +343,8 @@ def _cmd_stream(args: argparse.Namespace) -> int:
         raise CliError("--chunk-size must be at least 1")
     if args.delay is not None and args.delay < 0:
         raise CliError("--delay must not be negative")
+    if args.auto:
+        return _stream_auto(args)
     template, prefix = _template_and_prefix(args)
     tools = _load_tools(args.tools)
     if args.output == _STDIN:
@@ -364,6 +385,32 @@ def _cmd_stream(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    return 0
+
+
+def _stream_auto(args: argparse.Namespace) -> int:
+    """``stream --auto``: one Chat Completions delta per line as detection releases it, then the
+    message (``{"type": "message", "message": ..., "finish_reason": ...}``)."""
+    from chatparse import detect
+
+    tools = _load_tools(args.tools)
+    chunks = (
+        _stdin_reads()
+        if args.output == _STDIN
+        else _file_chunks(_read_text(args.output, "output file"), args.chunk_size)
+    )
+    stream = detect.AutoStream(tools=tools, prefix=_auto_prefix(args))
+    first = True
+    for chunk in chunks:
+        if args.delay and not first:
+            time.sleep(args.delay)
+        first = False
+        for delta in stream.feed(chunk):
+            _write_json({"type": "delta", "delta": delta})
+    message, deltas, reason = stream.finish("stop")
+    for delta in deltas:
+        _write_json({"type": "delta", "delta": delta})
+    _write_json({"type": "message", "message": message, "finish_reason": reason})
     return 0
 
 
