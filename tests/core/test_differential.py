@@ -414,6 +414,10 @@ def check_events(template, prefix, text, tools=None) -> str:
         )
     if ref.held_prefix and cp_view == held_view:
         return _count("D20")
+    if _implicit_zero_width_close(template, truncated_prefix(template, prefix) + text):
+        # D6: after a zero-width implicit close the reference stops routing text (it is lost from
+        # the events); chatparse routes it, so the events differ even when the messages agree.
+        return _count("D6")
     plen = len(truncated_prefix(template, prefix))
     if plen and _without_prefix_region_chunks(cp.events, plen, ref_view) == _without_prefix_region_chunks(
         cp.events, plen, cp_view

@@ -127,11 +127,13 @@ CASES: list[tuple[str, str | None, list[tuple[str, dict]], str, list[str]]] = [
         [],
     ),
     ('<call:echo{"text": "hi"}>', "gemma", [("echo", {"text": "hi"})], "", []),
+    # a truncated wrapped Gemma call is repaired and fires (runtime-contract §3.1); with
+    # finish_reason="length" it is dropped instead (test_gemma_forms.py)
     (
         '<|tool_call>call:get_weather{city:<|"|>Par',
-        None,
-        [],
-        '<|tool_call>call:get_weather{city:<|"|>Par',
+        "gemma",
+        [("get_weather", {"city": "Par"})],
+        "",
         [],
     ),
     # qwen3_coder with metacharacters

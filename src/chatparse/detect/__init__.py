@@ -3,9 +3,12 @@
 The marker-anchored recognizers (hermes, gemma, gpt_oss, phi, llama `<|python_tag|>`, mistral in
 both forms, qwen3_coder, glm, deepseek V3/V3.1, deepseek_dsml, kimi_k2, kimi_k3 XTML) and the
 reasoning recognizers (think_tag, harmony_analysis, gemma_channel, xtml_think) are fields of one
-union `response_template` run on the streaming core (`_union.py`). Marker-free shapes (pythonic,
-bare_pythonic, llama3_json, fenced tool_code, loose_keyed) are decided on the whole cleaned content
-at the end of the stream, and only when no marker recognizer produced a call (`_shapes.py`).
+union `response_template` run on the streaming core (`_union.py`). Marker-free shapes (Gemma's
+bare `call:NAME{…}` and, for an offered NAME, `NAME{…}`; pythonic, bare_pythonic, llama3_json,
+fenced tool_code, loose_keyed) are decided on the whole cleaned content at the end of the stream,
+and only when no marker recognizer produced a call (`_shapes.py`). Gemma payloads the JSON dialect
+rejects are repaired to JSON (`_gemma.py`); a wrapped Gemma call without its terminator is repaired
+and fires unless finish_reason is "length".
 
 Policies:
 
@@ -52,7 +55,7 @@ from typing import Any
 
 from .._parser import ResponseParser
 from ..tools import build_tool_table, coerce_tool_calls
-from . import _shapes
+from . import _gemma, _shapes
 from ._union import (
     ALIASES,
     ORPHAN_FIELDS,
@@ -84,6 +87,9 @@ RECOGNIZERS: tuple[str, ...] = (*TOOL_RECOGNIZERS, *REASONING_RECOGNIZERS)
 
 #: Recognizers whose argument values are untyped text: typed by the offered schemas.
 _STRING_VALUED = frozenset({"qwen3_coder", "glm", "deepseek_dsml"})
+
+#: Gemma fields whose failed or unterminated payload is repaired (runtime-contract §3.1), with their closers.
+_GEMMA = {"gemma": "<tool_call|>", "gemma_legacy": ">"}
 
 _NAMED = frozenset(
     n for n, spec in TOOL_FIELDS.items() if "transform" in spec and not spec.get("transform_each")
@@ -306,6 +312,8 @@ class AutoStream:
     def _tool_end(self, value: Any, ok: bool, complete: bool, error: str, end: int, out: list[dict]) -> None:
         rec = (self._field or "")[len("tool_calls_") :]
         raw = self._parser.input_text[self._start : end]
+        if rec in _GEMMA and (not ok or not complete) and self._gemma_repair(rec, end, out):
+            return
         if rec in UNTERMINATED and not ok:
             # No terminator of its own: cut the region at the end of its first JSON value.
             body = "".join(self._body)
@@ -354,6 +362,38 @@ class AutoStream:
             self._reject(rec, str(e), raw, out)
             return
         self._accept(rec, calls, raw, out)
+
+    def _gemma_repair(self, rec: str, end: int, out: list[dict]) -> bool:
+        """Repair a Gemma payload the JSON dialect rejected; True when the call was accepted.
+
+        The wrapped form takes `<tool_call|>` as the boundary even inside an unclosed string, and a
+        call without its terminator (cut off) is repaired and fires, except with
+        finish_reason="length" (left to the truncation rule). The older `<call:NAME{…}>` form is
+        repaired only when its payload is balanced.
+        """
+        text = self._parser.input_text
+        close = _GEMMA[rec]
+        body = "".join(self._body)
+        head_end = self._open_end + len(body)
+        terminated = text[head_end:end] == close and text[self._open_end : head_end] == body
+        rest = ""
+        cut = body.find(close) if rec == "gemma" else -1
+        if cut >= 0:
+            body, rest, terminated = body[:cut], body[cut + len(close) :], True
+            end = self._open_end + cut + len(close)
+        if not terminated and self._finish_reason == "length":
+            return False
+        try:
+            args, balanced = _gemma.repair(body)
+        except ValueError:
+            return False
+        if rec != "gemma" and not balanced:
+            return False
+        name = self._captures.get("name", "").strip()
+        self._accept(rec, [{"name": name, "arguments": args}], text[self._start : end], out)
+        if rest:
+            self._content(rest, out)
+        return True
 
     def _event(self, e: dict, out: list[dict]) -> None:
         kind, name = e["type"], e["field"]

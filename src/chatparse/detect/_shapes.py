@@ -8,6 +8,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from . import _gemma
+
 Call = dict[str, Any]
 
 _FENCE = re.compile(r"\A```([A-Za-z_]*)[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
@@ -160,7 +162,15 @@ def loose_keyed(text: str, tool_names: Sequence[str]) -> list[Call] | None:
 def whole_output(
     text: str, tool_names: Sequence[str], enabled: Sequence[str]
 ) -> tuple[str, list[Call]] | None:
-    """The first marker-free shape (documented precedence) that claims the whole `text`."""
+    """The first marker-free shape (documented precedence) that claims the whole `text`.
+
+    Gemma's bare forms (`call:NAME{…}`, and `NAME{…}` for an offered NAME) come first, as the
+    `gemma` family precedes the marker-free families.
+    """
+    if "gemma" in enabled:
+        gemma = _gemma.bare_calls(text, tuple(tool_names))
+        if gemma:
+            return "gemma", gemma
     for name in ("pythonic", "bare_pythonic", "llama3_json", "tool_code", "loose_keyed"):
         if name not in enabled:
             continue
