@@ -232,6 +232,13 @@ D17_TEMPLATE = {
 }
 
 
+def _d17_with(content_args: dict) -> dict:
+    """A copy of D17_TEMPLATE whose tool-call field has `content_args`."""
+    tpl = json.loads(json.dumps(D17_TEMPLATE))
+    tpl["fields"]["tool_calls"]["content_args"] = content_args
+    return tpl
+
+
 def test_d17_closer_inside_a_json_string_with_close_outside_strings() -> None:
     text = 'Hi\n<tool_call>{"name": "w", "arguments": {"s": "a</tool_call>b \\" </tool_call>"}}</tool_call><|im_end|>'
     # Reference and default chatparse: the literal closer inside the string ends the call.
@@ -239,8 +246,7 @@ def test_d17_closer_inside_a_json_string_with_close_outside_strings() -> None:
     with pytest.raises(ValueError, match="could not parse region as JSON"):
         chatparse.parse_response(text, D17_TEMPLATE, prefix="")
     # Extension: the field closes only outside JSON string literals.
-    tpl = json.loads(json.dumps(D17_TEMPLATE))
-    tpl["fields"]["tool_calls"]["content_args"] = {"close_outside_strings": True}
+    tpl = _d17_with({"close_outside_strings": True})
     expected = {
         "content": "Hi",
         "tool_calls": [{"name": "w", "arguments": {"s": 'a</tool_call>b " </tool_call>'}}],
@@ -286,8 +292,7 @@ def test_d17_custom_string_delimiters_are_respected() -> None:
     st.data(),
 )
 def test_d17_guarded_streaming_equals_one_shot(parts: list[str], data: st.DataObject) -> None:
-    tpl = json.loads(json.dumps(D17_TEMPLATE))
-    tpl["fields"]["tool_calls"]["content_args"] = {"close_outside_strings": True, "allow_non_json": True}
+    tpl = _d17_with({"close_outside_strings": True, "allow_non_json": True})
     text = "".join(parts)
     one = chatparse.parse_response(text, tpl, prefix="")
     cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=8)))

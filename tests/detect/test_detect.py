@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from chatparse.detect import AutoStream, detect, local_fallback, parse_message
 from chatparse.openai import merge_deltas
+from tests.detect import helpers
 
 TOOLS = [
     {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
@@ -344,18 +345,8 @@ CASES: list[tuple[str, str | None, list[tuple[str, dict]], str, list[str]]] = [
 ]
 
 
-def _ids() -> Callable[[], str]:
-    n = iter(range(10**6))
-    return lambda: f"call_{next(n)}"
-
-
 def _stream(chunks: Iterable[str], finish_reason: str = "stop") -> tuple[dict, list[dict], str, Any]:
-    s = AutoStream(tools=TOOLS, id_factory=_ids())
-    deltas: list[dict] = []
-    for c in chunks:
-        deltas += s.feed(c)
-    message, last, reason = s.finish(finish_reason)
-    return message, deltas + last, reason, s.result
+    return helpers.stream(chunks, TOOLS, finish_reason)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{i}-{c[1]}" for i, c in enumerate(CASES)])
@@ -518,7 +509,7 @@ def test_prose_streams_as_it_arrives() -> None:
     text = "Thinking aloud</think> then the answer."
     one = detect(text)
     for n in (1, 2, 3, 5):
-        s = AutoStream(id_factory=_ids())
+        s = AutoStream(id_factory=helpers.counter_ids())
         deltas = [d for i in range(0, len(text), n) for d in s.feed(text[i : i + n])]
         message, last, _ = s.finish()
         got = "".join(d.get("content", "") for d in deltas + last)

@@ -7,7 +7,7 @@ truncation, cross-family false positives, unicode/emoji).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from chatparse.detect import AutoStream, detect, parse_message
 from chatparse.detect._gemma import bare_calls, repair, scan
 from chatparse.openai import merge_deltas
+from tests.detect import helpers
 
 TOOLS = [
     {"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
@@ -134,18 +135,8 @@ CASES: list[tuple[str, str | None, list[tuple[str, dict]], str]] = [
 ]
 
 
-def _ids() -> Callable[[], str]:
-    n = iter(range(10**6))
-    return lambda: f"call_{next(n)}"
-
-
 def _stream(chunks: Iterable[str], finish_reason: str = "stop") -> tuple[dict, list[dict], str, Any]:
-    s = AutoStream(tools=TOOLS, id_factory=_ids())
-    deltas: list[dict] = []
-    for c in chunks:
-        deltas += s.feed(c)
-    message, last, reason = s.finish(finish_reason)
-    return message, deltas + last, reason, s.result
+    return helpers.stream(chunks, TOOLS, finish_reason)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{i}-{c[1]}" for i, c in enumerate(CASES)])
