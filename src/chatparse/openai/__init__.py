@@ -15,14 +15,20 @@ with stable indices), and `finish` gives the final message and `finish_reason`. 
 
 from ._calls import ToolCallAssembler, calls_from_value, random_call_id
 from ._chat import ChatParser, parse_message
+from ._request import InvalidRequest, validate_chat_request
+from ._responses import ResponsesStream, responses_to_chat
 from ._wire import merge_deltas, to_responses_output
 
 __all__ = [
     "ChatParser",
+    "InvalidRequest",
+    "ResponsesStream",
     "ToolCallAssembler",
     "calls_from_value",
     "merge_deltas",
     "parse_message",
     "random_call_id",
+    "responses_to_chat",
     "to_responses_output",
+    "validate_chat_request",
 ]

@@ -31,6 +31,9 @@ Policies (keyword options, defaults first):
   calls are typed by `tools=` here.
 * `finish_reason` becomes `"tool_calls"` only when it was `"stop"` (or `"tool_calls"`) and at least
   one call was returned; `"length"` and others are passed through.
+* `parse_tool_calls=True`: `False` (for `tool_choice="none"`) leaves the template's `tool_calls`
+  field out, so call markup the model writes anyway is returned as content, and `finish_reason` is
+  never `"tool_calls"`. Not available with `auto=True`.
 * `reasoning_key="reasoning_content" | "reasoning" | "both"`: the key of reasoning in deltas and
   the message.
 * `auto=False`: with `auto=True` and neither `model=` nor `template=`, the family is detected from
@@ -96,6 +99,7 @@ class ChatParser:
         reasoning_key: str = "reasoning_content",
         id_factory: Callable[[], str] | None = None,
         auto: bool = False,
+        parse_tool_calls: bool = True,
     ) -> None:
         if stream_tool_calls not in _STREAM_MODES:
             raise ValueError(f"stream_tool_calls must be one of {_STREAM_MODES}, got {stream_tool_calls!r}")
@@ -111,11 +115,13 @@ class ChatParser:
         if auto and model is None and template is None:
             if unknown_tools != "surface":
                 raise ValueError("auto=True supports unknown_tools='surface' only")
+            if not parse_tool_calls:
+                raise ValueError("auto=True cannot be combined with parse_tool_calls=False")
             from ..detect import AutoStream
 
             self._auto = AutoStream(tools=tools, id_factory=id_factory or random_call_id, prefix=prefix)
             return
-        self._t, prefix = resolve_template(model, template, prefix)
+        self._t, prefix = resolve_template(model, template, prefix, parse_tool_calls=parse_tool_calls)
         tool_list = list(tools) if tools is not None else None
         self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
         self._content = TextStream()

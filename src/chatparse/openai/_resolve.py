@@ -77,23 +77,50 @@ def _by_name(catalog: Any, name: str) -> Any:
     raise ValueError(f"chatparse.catalog cannot look up template {name!r} by name")
 
 
+def without_tool_calls(spec: Any) -> Any:
+    """`spec` without its `tool_calls` field (a copy), so that call markup stays in the text.
+
+    Used for `tool_choice="none"`: the model was asked not to call, and whatever call-like text it
+    writes is returned as content, never as a call (engines.md §3).
+    """
+    fields = spec.get("fields") if isinstance(spec, dict) else None
+    if not isinstance(fields, dict) or "tool_calls" not in fields:
+        return spec
+    out = dict(spec)
+    out["fields"] = {k: v for k, v in fields.items() if k != "tool_calls"}
+    return out
+
+
+def _load(spec: Any, parse_tool_calls: bool) -> Template:
+    if isinstance(spec, Template):
+        spec = spec.spec
+    if isinstance(spec, dict):
+        relaxed = relax_call_keys(spec)
+        spec = relaxed if parse_tool_calls else without_tool_calls(relaxed)
+    return load_response_template(spec)
+
+
 def resolve_template(
-    model: str | None, template: dict | Template | str | None, prefix: str | None
+    model: str | None,
+    template: dict | Template | str | None,
+    prefix: str | None,
+    *,
+    parse_tool_calls: bool = True,
 ) -> tuple[Template, str]:
     """The compiled template and the prefix for `ChatParser` / `parse_message`.
 
     `template` may be a dict, a `Template` or a catalog name; otherwise `model` is resolved through
     `chatparse.catalog.resolve(model=...)`. `prefix=None` means the catalog entry's
-    `generation_prompt` when the template came from the catalog, else `""`.
+    `generation_prompt` when the template came from the catalog, else `""`. With
+    `parse_tool_calls=False` the template's `tool_calls` field is left out.
     """
     if template is None and model is None:
         raise ValueError("ChatParser needs template= (a dict, Template or catalog name) or model=")
     if template is not None and not isinstance(template, str):
         spec = template.spec if isinstance(template, Template) else template
-        relaxed = relax_call_keys(spec) if isinstance(spec, dict) else spec
-        if relaxed is spec:
+        if isinstance(spec, dict) and relax_call_keys(spec) is spec and parse_tool_calls:
             return load_response_template(template), "" if prefix is None else prefix
-        return load_response_template(relaxed), "" if prefix is None else prefix
+        return _load(spec, parse_tool_calls), "" if prefix is None else prefix
     catalog = _catalog()
     name: str | None
     if isinstance(template, str):
@@ -105,4 +132,4 @@ def resolve_template(
         name = resolve_name(model=model) if callable(resolve_name) else None
     if prefix is None:
         prefix = _generation_prompt(catalog, name) if name else ""
-    return load_response_template(relax_call_keys(spec) if isinstance(spec, dict) else spec), prefix
+    return _load(spec, parse_tool_calls), prefix

@@ -1,0 +1,189 @@
+"""Server configuration and what is resolved from it once at startup (template, chat template, stops)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._template import Template, load_response_template
+from ._upstream import API_KINDS, PROMPT_KINDS, STRUCTURED_KINDS, base_url
+
+log = logging.getLogger("chatparse.server")
+
+REASONING_KEYS = ("reasoning_content", "reasoning", "both")
+
+
+class ServerConfigError(ValueError):
+    """The server cannot start with this configuration; the message says what to change."""
+
+
+@dataclass
+class ServerConfig:
+    """Everything `chatparse serve` needs; the CLI flags map one to one.
+
+    >>> ServerConfig(upstream="http://127.0.0.1:8000", model="Qwen/Qwen3-8B").upstream_api
+    'auto'
+    """
+
+    upstream: str
+    """The engine's base URL (`http://host:port`, with or without `/v1`)."""
+    model: str
+    """The model name clients send; also used to find the template and the chat template."""
+    upstream_model: str | None = None
+    """The model name the upstream knows (default: `model`)."""
+    upstream_api: str = "auto"
+    """One of `chatparse.server.API_KINDS`, or `auto`: `completions` when a chat template is found
+    locally, else `chat-raw`."""
+    template: str | None = None
+    """A catalog name or a JSON file (a bare `response_template` or a `tokenizer_config.json`)."""
+    tokenizer: str | None = None
+    """Where the chat template is: a folder, a file, or a model id in the local Hugging Face cache."""
+    api_key: str | None = None
+    """When set, requests need `Authorization: Bearer <api_key>`."""
+    upstream_api_key: str | None = None
+    reasoning_key: str = "reasoning_content"
+    """Key of reasoning in messages and deltas: `reasoning_content`, `reasoning` or `both`."""
+    max_body_bytes: int = 4 * 1024 * 1024
+    connect_timeout: float = 10.0
+    upstream_timeout: float = 600.0
+    """Seconds to wait for the upstream's next bytes (a whole non-streamed answer, or the next chunk)."""
+    extra_stop: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Resolved:
+    """The startup decisions, shown by `chatparse serve` and `GET /health`."""
+
+    api: str
+    template: Template | None
+    template_name: str | None
+    chat_template: Any  # _prompt.ChatTemplate | None
+    generation_prompt: str | None
+    stop: list[str]
+    upstream_url: str
+    upstream_model: str
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "upstream": self.upstream_url,
+            "upstream_api": self.api,
+            "upstream_model": self.upstream_model,
+            "template": self.template_name,
+            "chat_template": getattr(self.chat_template, "source", None),
+        }
+
+
+def _load_template_file(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ServerConfigError(f"--template {path}: cannot read a JSON template: {e}") from e
+    if isinstance(data, dict) and isinstance(data.get("response_template"), dict):
+        data = data["response_template"]
+    if not isinstance(data, dict):
+        raise ServerConfigError(f"--template {path}: expected a JSON object (a response_template)")
+    return data
+
+
+def _find_chat_template(config: ServerConfig, upstream_model: str) -> Any:
+    from ._prompt import ChatTemplate, ChatTemplateError
+
+    if config.tokenizer:
+        try:
+            return ChatTemplate.find(config.tokenizer)
+        except ChatTemplateError as e:
+            raise ServerConfigError(f"--tokenizer {config.tokenizer}: {e}") from e
+    for ref in dict.fromkeys((config.model, upstream_model)):
+        try:
+            return ChatTemplate.from_hf_cache(ref)
+        except (ChatTemplateError, OSError, ValueError):
+            continue
+    return None
+
+
+def _from_catalog(catalog: Any, model: str, sources: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    return catalog.resolve_name(model=model, **sources), catalog.resolve(model=model, **sources)
+
+
+def resolve_config(config: ServerConfig) -> Resolved:
+    """Decide the upstream API, the response template, the chat template and the stop strings.
+
+    Raises `ServerConfigError` with what to change when the server could not work.
+    """
+    from .. import catalog
+
+    if config.reasoning_key not in REASONING_KEYS:
+        raise ServerConfigError(f"--reasoning-key must be one of {', '.join(REASONING_KEYS)}")
+    if config.upstream_api != "auto" and config.upstream_api not in API_KINDS:
+        raise ServerConfigError(f"--upstream-api must be auto or one of {', '.join(API_KINDS)}")
+    try:
+        url = base_url(config.upstream)
+    except ValueError as e:
+        raise ServerConfigError(str(e)) from e
+    upstream_model = config.upstream_model or config.model
+    chat_template = _find_chat_template(config, upstream_model)
+    api = config.upstream_api
+    if api == "auto":
+        api = "completions" if chat_template is not None else "chat-raw"
+    if api in PROMPT_KINDS and chat_template is None:
+        raise ServerConfigError(
+            f"--upstream-api {api} sends a prompt, so chatparse must render the chat template itself, and "
+            f"none was found for {config.model!r}: pass --tokenizer DIR (a folder with tokenizer_config.json "
+            "or chat_template.jinja), or use --upstream-api chat-raw / chat"
+        )
+    template: Template | None = None
+    name: str | None = None
+    prompt: str | None = None
+    stop: list[str] = []
+    if api not in STRUCTURED_KINDS:
+        spec: Any
+        if config.template and os.path.exists(config.template):
+            spec, name = _load_template_file(config.template), config.template
+        elif config.template:
+            if config.template not in catalog.names():
+                raise ServerConfigError(
+                    f"--template {config.template!r} is neither a file nor a catalog template "
+                    f"(chatparse templates list): {', '.join(catalog.names())}"
+                )
+            name = config.template
+            spec = catalog.get(name)
+        else:
+            sources = {
+                "tokenizer_config": getattr(chat_template, "tokenizer_config", None) or None,
+                "chat_template": getattr(chat_template, "text", None),
+            }
+            try:
+                name, spec = _from_catalog(catalog, config.model, sources)
+            except ValueError as e:
+                try:
+                    name, spec = _from_catalog(catalog, upstream_model, sources)
+                except ValueError:
+                    raise ServerConfigError(
+                        f"no response template for {config.model!r}: {e}. Pass --template NAME|FILE, or use "
+                        "--upstream-api chat (the engine parses calls; chatparse only recovers missed ones)"
+                    ) from e
+            if name is None:
+                name = "tokenizer_config.json response_template"
+        try:
+            template = load_response_template(spec)
+        except ValueError as e:
+            raise ServerConfigError(f"template {name}: {e}") from e
+        if name in catalog.names():
+            info = catalog.describe(name)
+            prompt = info.get("generation_prompt")
+            stop = list(info.get("stop") or [])
+    stop = list(dict.fromkeys(stop + list(config.extra_stop)))
+    return Resolved(
+        api=api,
+        template=template,
+        template_name=name,
+        chat_template=chat_template,
+        generation_prompt=prompt,
+        stop=stop,
+        upstream_url=url,
+        upstream_model=upstream_model,
+    )
