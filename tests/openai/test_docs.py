@@ -12,6 +12,8 @@ MODULES = [
     "chatparse.openai._chat",
     "chatparse.openai._calls",
     "chatparse.openai._wire",
+    "chatparse.openai._request",
+    "chatparse.openai._responses",
 ]
 
 

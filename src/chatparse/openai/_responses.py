@@ -385,8 +385,9 @@ class ResponsesStream:
     `reasoning` item (a `reasoning_text` content part), content opens a `message` item (an
     `output_text` part), and each opening closes the other kind. A tool call (an entry with a new
     `index`, carrying `function.name`) closes the open text item and adds a `function_call` item
-    (`call_id` is the call's id); later entries with the same index and no new name are argument
-    fragments, and the call is done at the next delta that carries anything else, or at the end.
+    (`call_id` is the call's id); later entries with the same index are argument fragments (a
+    repeated id or name is ignored), and the call is done when text or another call arrives, or at
+    the end.
     A call announced and then reported dropped (`report["dropped"]`, `"streamed": True`) that is still
     open at `finish` ends `status: "incomplete"`; so does the open text item when the output was cut
     off. Malformed deltas (an entry without an integer index, a call's first entry without a name,

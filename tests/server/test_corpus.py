@@ -1,0 +1,123 @@
+"""The canitoolcall corpus through `chatparse serve` over real HTTP: every fixture, streamed and not.
+
+Each recorded model output is served by the test engine token by token (special tokens single
+tokens, other text in 1-4 character pieces) from `/v1/completions`; chatparse renders the prompt
+from a local chat template whose generation prompt is the fixture's, asks for raw text, parses it
+and answers through the real `openai` client. The answer must be the library's own
+`chatparse.openai.parse_message` result for the text the engine sent (conformance of that result is
+measured in tests/conformance), and the streamed answer must equal the non-streamed one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("canitoolcall", reason="canitoolcall (test extra) is not installed")
+
+from canitoolcall.fixtures import load_families, load_fixtures  # noqa: E402
+
+from chatparse import catalog  # noqa: E402
+from chatparse.openai import merge_deltas, parse_message  # noqa: E402
+
+from ..conformance import harness as H  # noqa: E402
+from .conftest import client, model_dir, running  # noqa: E402
+from .engine import Script, TestEngine  # noqa: E402
+
+# The generation prompt comes from the tokenizer config (as bos_token, the only free string a chat
+# template receives), after a plain rendering of the conversation.
+PROMPT_TEMPLATE = (
+    "{%- for m in messages %}{{ '[' + m.role + ']' + m.content + '\\n' }}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{ bos_token }}{%- endif %}"
+)
+
+
+def _cases() -> dict[tuple[str, str], list[tuple[Any, Any]]]:
+    layer = H.load_layer()
+    fams = load_families()
+    families = {f.name: f for f in fams} if isinstance(fams, list) else fams
+    groups: dict[tuple[str, str], list[tuple[Any, Any]]] = defaultdict(list)
+    for fx in load_fixtures():
+        try:
+            cfg = H.config_for(fx, layer, families)
+        except H.Unsupported:
+            continue
+        groups[(cfg.template_name, cfg.kwargs["prefix"])].append((fx, cfg))
+    return groups
+
+
+GROUPS = _cases()
+
+
+def _tools(fx: Any) -> list[dict[str, Any]]:
+    out = []
+    for t in fx.tools:
+        t = dict(t)
+        out.append(t if "function" in t else {"type": "function", "function": t})
+    return out
+
+
+def _cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
+    cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
+    return (text, False) if cut < 0 else (text[:cut], True)
+
+
+def _plain(message: dict[str, Any]) -> dict[str, Any]:
+    # (the first streamed chunk carries `content: ""` with the role, as OpenAI's does)
+    out = {
+        k: v for k, v in message.items() if v not in (None, "") and k not in ("refusal", "chatparse", "role")
+    }
+    if out.get("tool_calls"):
+        out["tool_calls"] = [(c["function"]["name"], c["function"]["arguments"]) for c in out["tool_calls"]]
+    return out
+
+
+@pytest.mark.parametrize(("template", "prefix"), sorted(GROUPS), ids=lambda v: repr(v)[:40])
+def test_corpus_through_the_server(engine: TestEngine, tmp_path: Path, template: str, prefix: str) -> None:
+    info = catalog.describe(template)
+    stops = list(info.get("stop") or [])
+    folder = model_dir(tmp_path / "model", PROMPT_TEMPLATE, bos_token=prefix)
+    cases = GROUPS[(template, prefix)]
+    with running(
+        upstream=engine.url,
+        model="corpus-model",
+        template=template,
+        tokenizer=str(folder),
+        upstream_api="completions",
+    ) as srv:
+        c = client(srv)
+        for fx, cfg in cases:
+            key = f"{template}/{fx.id}".replace(" ", "_")
+            engine.add(key, Script(text=fx.raw_output, finish_reason=cfg.finish_reason))
+            sent, stopped = _cut_at_stop(fx.raw_output, stops)
+            reason = "stop" if stopped else cfg.finish_reason
+            effective = (
+                prefix if catalog.load(template).anchor_re.search(prefix) else info.get("generation_prompt")
+            )
+            kwargs = {**cfg.kwargs, "prefix": effective}
+            expected = _plain(parse_message(sent, finish_reason=reason, **kwargs))
+            request = {
+                "model": "corpus-model",
+                "messages": [{"role": "user", "content": f"[case:{key}] go"}],
+                "tool_choice": "auto",
+            }
+            tools = _tools(fx)
+            if tools:
+                request["tools"] = tools
+            r = c.chat.completions.create(**request)
+            got = _plain(r.choices[0].message.model_dump())
+            assert got == expected, (fx.id, fx.raw_output)
+            chunks = list(c.chat.completions.create(**request, stream=True))
+            deltas = [ch.choices[0].delta.model_dump(exclude_none=True) for ch in chunks if ch.choices]
+            assert _plain(merge_deltas(deltas)) == got, fx.id
+            finals = [
+                ch.choices[0].finish_reason for ch in chunks if ch.choices and ch.choices[0].finish_reason
+            ]
+            assert finals == [r.choices[0].finish_reason], fx.id
+            if expected.get("tool_calls"):
+                for _, arguments in expected["tool_calls"]:
+                    assert isinstance(json.loads(arguments), dict)
