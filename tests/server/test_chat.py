@@ -27,9 +27,12 @@ def scripts(engine: TestEngine) -> None:
     engine.add("two-calls", Script(text=TWO_CALLS, prompt_tokens=21))
     engine.add("plain", Script(text="Hello there!<|im_end|>"))
     engine.add("think-plain", Script(text="<think>\nquick\n</think>\n\nHello!<|im_end|>"))
-    engine.add("marker-in-arg", Script(
-        text='<tool_call>\n{"name": "get_weather", "arguments": {"city": "a</tool_call>b"}}\n</tool_call><|im_end|>'
-    ))
+    engine.add(
+        "marker-in-arg",
+        Script(
+            text='<tool_call>\n{"name": "get_weather", "arguments": {"city": "a</tool_call>b"}}\n</tool_call><|im_end|>'
+        ),
+    )
     engine.add(
         "structured",
         Script(
@@ -37,14 +40,20 @@ def scripts(engine: TestEngine) -> None:
             reasoning="hm",
             content="Checking.",
             tool_calls=[
-                {"id": "call_n1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}},
+                {
+                    "id": "call_n1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'},
+                },
             ],
         ),
     )
     engine.add(
         "structured-missed",
-        Script(text="", content='Let me check. <tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>'),
+        Script(
+            text="",
+            content='Let me check. <tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>',
+        ),
     )
 
 
@@ -71,7 +80,8 @@ def plain(message: Any) -> dict[str, Any]:
     calls = d.get("tool_calls")
     if calls:
         d["tool_calls"] = [
-            {"name": t["function"]["name"], "arguments": json.loads(t["function"]["arguments"])} for t in calls
+            {"name": t["function"]["name"], "arguments": json.loads(t["function"]["arguments"])}
+            for t in calls
         ]
     return d
 
@@ -108,7 +118,10 @@ def test_reasoning_content_and_two_calls(server_factory: Any, api: str) -> None:
     # Text never leaks markers.
     for ch in chunks:
         if ch.choices:
-            for text in (ch.choices[0].delta.content, getattr(ch.choices[0].delta, "reasoning_content", None)):
+            for text in (
+                ch.choices[0].delta.content,
+                getattr(ch.choices[0].delta, "reasoning_content", None),
+            ):
                 assert not text or ("<" not in text and ">" not in text)
 
 

@@ -23,9 +23,13 @@ def scripts(engine: TestEngine) -> None:
     engine.add("error", Script(text="x", fault="error"))
     engine.add("bad-request", Script(text="x", fault="bad_request"))
     engine.add("die", Script(text="Hello there, this answer breaks off<|im_end|>", fault="die:4"))
-    engine.add("die-in-call", Script(
-        text='Sure. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>', fault="die:8"
-    ))
+    engine.add(
+        "die-in-call",
+        Script(
+            text='Sure. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+            fault="die:8",
+        ),
+    )
     engine.add("hang", Script(text="x", fault="hang"))
     engine.add("hang-mid", Script(text="Hello there, then silence<|im_end|>", fault="hang:3"))
     engine.add("garbage", Script(text="Hello there, all fine<|im_end|>", fault="garbage:3"))
@@ -86,8 +90,10 @@ def test_malformed_json_is_400(server_factory: Any) -> None:
         ({"stop": [1]}, "stop[0]"),
         ({"tools": [{"type": "function", "function": {"description": "no name"}}]}, "tools[0].function.name"),
         ({"tools": [WEATHER], "tool_choice": "sometimes"}, "tool_choice"),
-        ({"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "nope"}}},
-         "tool_choice.function.name"),
+        (
+            {"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "nope"}}},
+            "tool_choice.function.name",
+        ),
         ({"tools": [WEATHER], "tool_choice": "required"}, "tool_choice"),
         ({"model": 3}, "model"),
     ],
@@ -138,7 +144,9 @@ def test_api_key(engine: TestEngine, qwen_dir: Any) -> None:
         assert post(srv, body("ok"), headers={"Authorization": "Bearer wrong"}).status_code == 401
         assert httpx.get(srv.url + "/v1/models").status_code == 401
         with pytest.raises(openai.AuthenticationError):
-            client(srv, api_key="nope").chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
+            client(srv, api_key="nope").chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": "x"}]
+            )
         r = client(srv, api_key="s3cret").chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "[case:ok] x"}]
         )
@@ -242,7 +250,9 @@ def test_garbage_line_is_reported_not_fatal(server_factory: Any) -> None:
 def test_client_disconnect_cancels_the_upstream_stream(server_factory: Any, engine: TestEngine) -> None:
     srv = server_factory(upstream_api="completions")
     before = engine.cancelled
-    with httpx.stream("POST", srv.url + "/v1/chat/completions", json=body("slow", stream=True), timeout=10) as r:
+    with httpx.stream(
+        "POST", srv.url + "/v1/chat/completions", json=body("slow", stream=True), timeout=10
+    ) as r:
         lines = r.iter_lines()
         got = [next(lines) for _ in range(6)]
         assert any(line.startswith("data: ") for line in got)
@@ -264,5 +274,8 @@ def test_one_structured_log_line_per_request(server_factory: Any, caplog: pytest
         post(srv, body("ok"))
         post(srv, body("ok", model="gpt-9"))
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "chatparse.server"]
-    assert [(x["status"], x["path"]) for x in lines[-2:]] == [(200, "/v1/chat/completions"), (404, "/v1/chat/completions")]
+    assert [(x["status"], x["path"]) for x in lines[-2:]] == [
+        (200, "/v1/chat/completions"),
+        (404, "/v1/chat/completions"),
+    ]
     assert lines[-2]["finish_reason"] == "stop" and lines[-2]["model"] == MODEL and "duration_ms" in lines[-2]
