@@ -756,6 +756,7 @@ class ChatTemplate:
     def render(
         self,
         messages: Sequence[Mapping[str, Any]],
+        /,
         *,
         tools: list[dict[str, Any]] | None = None,
         documents: list[dict[str, Any]] | None = None,
@@ -773,9 +774,9 @@ class ChatTemplate:
         * the special tokens (``bos_token``, ``eos_token``...);
         * ``enable_thinking``, only when it is not None (so ``enable_thinking is defined`` checks in
           templates behave);
-        * the extra keyword arguments, which may replace special tokens but not ``messages``,
-          ``tools``, ``documents``, ``add_generation_prompt`` or ``continue_final_message``
-          (unsupported): passing one of those is a `ChatTemplateError`.
+        * the extra keyword arguments (e.g. a request's ``chat_template_kwargs``), which may replace
+          special tokens (as in transformers) but not the variables above: ``messages=`` or
+          ``continue_final_message=`` (unsupported) among them is a `ChatTemplateError`.
 
         Raises `ChatTemplateError` for invalid input, and for any failure of the template
         (``raise_exception()``, undefined values, sandbox violations, errors inside the template,
