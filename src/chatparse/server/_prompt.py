@@ -87,6 +87,7 @@ class _NoTemplateFound(ChatTemplateError):
 # jinja2 environment (configured like transformers' `_compile_jinja_template`)
 
 
+@functools.lru_cache(maxsize=1)
 def _jinja() -> Any:
     """Import jinja2, or fail with an install hint (it is an optional dependency)."""
     try:
@@ -319,12 +320,20 @@ def _plain(value: Any) -> Any:
     return f"<{type(value).__name__}>"
 
 
+def _plain_checked(value: Any, what: str) -> Any:
+    try:
+        return _plain(value)
+    except RecursionError:
+        raise ChatTemplateError(f"{what} is nested too deeply") from None
+
+
 def _prepare_message(index: int, message: Any) -> dict[str, Any]:
     if not isinstance(message, Mapping):
         raise ChatTemplateError(f"messages[{index}] must be an object, got {type(message).__name__}")
     # Keys set to None are dropped (OpenAI clients send `content: null`); templates handle a
     # missing key, but many render "None" or crash on a null one.
-    msg = {key: value for key, value in _plain(message).items() if value is not None}
+    plain = _plain_checked(message, f"messages[{index}]")
+    msg = {key: value for key, value in plain.items() if value is not None}
 
     content = msg.get("content")
     if isinstance(content, (list, tuple)):
@@ -372,7 +381,7 @@ def _object_list(value: Any, name: str) -> list[Any] | None:
     for i, item in enumerate(value):
         if not isinstance(item, Mapping):
             raise ChatTemplateError(f"{name}[{i}] must be an object, got {type(item).__name__}")
-    result: list[Any] = _plain(list(value))
+    result: list[Any] = _plain_checked(list(value), name)
     return result
 
 
@@ -678,8 +687,9 @@ class ChatTemplate:
         if snapshots.is_dir():
             main_ref = repo / "refs" / "main"
             preferred = None
-            if main_ref.is_file():
-                preferred = snapshots / _read_text(main_ref).strip()
+            revision = _read_text(main_ref).strip() if main_ref.is_file() else ""
+            if re.fullmatch(r"[\w.\-]+", revision) and revision not in (".", ".."):
+                preferred = snapshots / revision
                 if preferred.is_dir():
                     candidates.append(preferred)
             others = [p for p in snapshots.iterdir() if p.is_dir() and p != preferred]
@@ -790,7 +800,7 @@ class ChatTemplate:
         name = self.template_name(tools)
         origin = self.template_sources[name]
         template = _compile(self.templates[name], origin)
-        variables: dict[str, Any] = {**self.special_tokens, **_plain(kwargs)}
+        variables: dict[str, Any] = {**self.special_tokens, **_plain_checked(kwargs, "template variables")}
         if enable_thinking is not None:
             variables["enable_thinking"] = _plain(enable_thinking)
         variables.update(
