@@ -92,10 +92,12 @@ def running(**kwargs: Any) -> Iterator[LiveServer]:
         yield srv
 
 
-def client(srv: LiveServer, **kwargs: Any) -> openai.OpenAI:
+def client(srv: LiveServer | str, **kwargs: Any) -> openai.OpenAI:
+    """The real openai client for a server (or its base URL)."""
     kwargs.setdefault("api_key", "unused")
     kwargs.setdefault("max_retries", 0)
-    return openai.OpenAI(base_url=srv.url + "/v1", **kwargs)
+    url = srv if isinstance(srv, str) else srv.url
+    return openai.OpenAI(base_url=url + "/v1", **kwargs)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,125 @@
+"""`chatparse serve` as a real process: startup errors, then one request end to end and its log line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chatparse.cli import main
+
+from .conftest import MODEL, client
+from .engine import Script, TestEngine
+from .test_faults import free_port
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            [
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--model",
+                "no-such-model-xyz",
+                "--upstream-api",
+                "chat-raw",
+            ],
+            "no response template for 'no-such-model-xyz'",
+        ),
+        (["--upstream", "ftp://x", "--model", MODEL, "--upstream-api", "chat-raw"], "http:// or https://"),
+        (
+            [
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--model",
+                MODEL,
+                "--upstream-api",
+                "completions",
+                "--tokenizer",
+                "/nonexistent/dir",
+            ],
+            "--tokenizer /nonexistent/dir",
+        ),
+        (
+            [
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--model",
+                "no-such-model-xyz",
+                "--upstream-api",
+                "completions",
+            ],
+            "none was found for 'no-such-model-xyz'",
+        ),
+        (
+            [
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--model",
+                MODEL,
+                "--upstream-api",
+                "chat-raw",
+                "--template",
+                "nope",
+            ],
+            "neither a file nor a catalog template",
+        ),
+    ],
+)
+def test_startup_errors_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("chatparse: error: ") and message in err
+
+
+def test_serve_process(engine: TestEngine, qwen_dir: Path) -> None:
+    engine.add("cli", Script(text="<think>ok</think>Hi from the CLI.<|im_end|>"))
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chatparse.cli",
+            "serve",
+            "--upstream",
+            engine.url,
+            "--model",
+            MODEL,
+            "--tokenizer",
+            str(qwen_dir),
+            "--port",
+            str(port),
+            "--api-key",
+            "k",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                health = httpx.get(url + "/health", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        assert health["upstream_api"] == "completions" and health["template"] == "qwen3"
+        r = client(url, api_key="k").chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "[case:cli] hi"}]
+        )
+        assert r.choices[0].message.content == "Hi from the CLI."
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    chat = [x for x in lines if x["path"] == "/v1/chat/completions"]
+    assert len(chat) == 1 and chat[0]["status"] == 200 and chat[0]["finish_reason"] == "stop"
+    assert "127.0.0.1" in err.splitlines()[0]
