@@ -77,6 +77,8 @@ def plain(message: Any) -> dict[str, Any]:
     d = message.model_dump(exclude_none=True) if not isinstance(message, dict) else dict(message)
     d.pop("refusal", None)
     d.pop("chatparse", None)
+    if d.get("content") == "":  # the first streamed chunk carries `content: ""` with the role
+        del d["content"]
     calls = d.get("tool_calls")
     if calls:
         d["tool_calls"] = [
@@ -257,3 +259,54 @@ def test_models_and_health(server_factory: Any, engine: TestEngine) -> None:
 
     h = httpx.get(srv.url + "/health").json()
     assert h["status"] == "ok" and h["upstream_api"] == "completions" and h["template"] == "qwen3"
+
+
+def test_unknown_tool_is_sent_and_reported(server_factory: Any, engine: TestEngine) -> None:
+    engine.add(
+        "unknown-tool",
+        Script(text='<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call><|im_end|>'),
+    )
+    c = client(server_factory(upstream_api="completions"))
+    r = ask(c, "unknown-tool")
+    assert [t.function.name for t in r.choices[0].message.tool_calls] == ["get_time"]
+    assert r.choices[0].message.model_extra["chatparse"]["unknown_tools"]
+    merged, _, chunks = streamed(c, "unknown-tool")
+    assert plain(merged) == plain(r.choices[0].message)
+    assert chunks[-1].model_extra["chatparse"]["unknown_tools"]
+
+
+def test_malformed_call_text_is_reported_not_lost(server_factory: Any, engine: TestEngine) -> None:
+    engine.add(
+        "malformed",
+        Script(text='Trying. <tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call><|im_end|>'),
+    )
+    c = client(server_factory(upstream_api="completions"))
+    r = ask(c, "malformed")
+    assert r.choices[0].finish_reason == "stop" and r.choices[0].message.tool_calls is None
+    errors = r.choices[0].message.model_extra["chatparse"]["errors"]
+    assert errors[0]["field"] == "tool_calls" and '"city": }' in errors[0]["text"]
+    merged, _, chunks = streamed(c, "malformed")
+    assert plain(merged) == plain(r.choices[0].message)
+    assert chunks[-1].model_extra["chatparse"]["errors"] == errors
+
+
+def test_chat_raw_upstream_with_its_own_reasoning_parser(server_factory: Any, engine: TestEngine) -> None:
+    # vLLM run with --reasoning-parser but no tool parser: reasoning arrives separated, calls raw.
+    engine.add(
+        "raw-with-reasoning",
+        Script(
+            reasoning="pondering",
+            content='On it. <tool_call>\n{"name": "get_weather", "arguments": {"city": "Lima"}}\n</tool_call>',
+        ),
+    )
+    c = client(server_factory(upstream_api="chat-raw"))
+    r = ask(c, "raw-with-reasoning")
+    msg = plain(r.choices[0].message)
+    assert msg == {
+        "role": "assistant",
+        "content": "On it.",
+        "reasoning_content": "pondering",
+        "tool_calls": [{"name": "get_weather", "arguments": {"city": "Lima"}}],
+    }
+    merged, reason, _ = streamed(c, "raw-with-reasoning")
+    assert reason == "tool_calls" and plain(merged) == msg
