@@ -15,11 +15,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 pytest.importorskip("canitoolcall", reason="canitoolcall (test extra) is not installed")
 
-from canitoolcall.fixtures import load_families, load_fixtures  # noqa: E402
+from canitoolcall.fixtures import Fixture, load_families, load_fixtures  # noqa: E402
 
 from chatparse import catalog  # noqa: E402
 from chatparse.openai import merge_deltas, parse_message  # noqa: E402
@@ -37,11 +38,17 @@ PROMPT_TEMPLATE = (
 
 
 def _cases() -> dict[tuple[str, str], list[tuple[Any, Any]]]:
+    """Fixtures grouped by (template, generation prompt): the canitoolcall corpus and our own."""
+    from ..conformance.test_own_fixtures import FAMILY_OBJS, RECORDS
+
     layer = H.load_layer()
     fams = load_families()
-    families = {f.name: f for f in fams} if isinstance(fams, list) else fams
+    families = {f.name: f for f in fams} if isinstance(fams, list) else dict(fams)
+    fixtures = list(load_fixtures())
+    fixtures += [Fixture.from_dict(rec, source=path, line=line) for path, line, rec in RECORDS]
+    families.update(FAMILY_OBJS)
     groups: dict[tuple[str, str], list[tuple[Any, Any]]] = defaultdict(list)
-    for fx in load_fixtures():
+    for fx in fixtures:
         try:
             cfg = H.config_for(fx, layer, families)
         except H.Unsupported:
@@ -66,6 +73,34 @@ def _cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
     return (text, False) if cut < 0 else (text[:cut], True)
 
 
+def _responses_tools(tools: list[dict[str, Any]]) -> Any:
+    return [{"type": "function", **t["function"]} for t in tools] if tools else openai.omit
+
+
+def _items(resp: Any) -> list[tuple[str, Any]]:
+    """Reasoning and message texts (all items joined: text around a call is two message items) and calls."""
+    texts = {"reasoning": "", "content": ""}
+    calls = []
+    for item in resp.output:
+        if item.type == "reasoning":
+            texts["reasoning"] += "".join(c.text for c in item.content or [])
+        elif item.type == "message":
+            texts["content"] += "".join(c.text for c in item.content)
+        else:
+            calls.append(("call", (item.name, item.arguments)))
+    return [(k, v) for k, v in texts.items() if v] + calls
+
+
+def _items_of(expected: dict[str, Any]) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    if expected.get("reasoning_content"):
+        out.append(("reasoning", expected["reasoning_content"]))
+    if expected.get("content"):
+        out.append(("content", expected["content"]))
+    out += [("call", c) for c in expected.get("tool_calls") or ()]
+    return out
+
+
 def _plain(message: dict[str, Any]) -> dict[str, Any]:
     # (the first streamed chunk carries `content: ""` with the role, as OpenAI's does)
     out = {
@@ -76,8 +111,11 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.parametrize("api", ["completions", "ollama-generate"])
 @pytest.mark.parametrize(("template", "prefix"), sorted(GROUPS), ids=lambda v: repr(v)[:40])
-def test_corpus_through_the_server(engine: TestEngine, tmp_path: Path, template: str, prefix: str) -> None:
+def test_corpus_through_the_server(
+    engine: TestEngine, tmp_path: Path, template: str, prefix: str, api: str
+) -> None:
     info = catalog.describe(template)
     stops = list(info.get("stop") or [])
     folder = model_dir(tmp_path / "model", PROMPT_TEMPLATE, bos_token=prefix)
@@ -121,3 +159,14 @@ def test_corpus_through_the_server(engine: TestEngine, tmp_path: Path, template:
             if expected.get("tool_calls"):
                 for _, arguments in expected["tool_calls"]:
                     assert isinstance(json.loads(arguments), dict)
+            if api == "completions":  # the Responses API gives the same items
+                resp = c.responses.create(
+                    model="corpus-model",
+                    input=request["messages"][0]["content"],
+                    tools=_responses_tools(tools),
+                    tool_choice="auto",
+                )
+                assert _items(resp) == _items_of(expected), fx.id
+                assert resp.status == (
+                    "incomplete" if r.choices[0].finish_reason == "length" else "completed"
+                )
