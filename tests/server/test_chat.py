@@ -264,7 +264,9 @@ def test_models_and_health(server_factory: Any, engine: TestEngine) -> None:
 def test_unknown_tool_is_sent_and_reported(server_factory: Any, engine: TestEngine) -> None:
     engine.add(
         "unknown-tool",
-        Script(text='<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call><|im_end|>'),
+        Script(
+            text='<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call><|im_end|>'
+        ),
     )
     c = client(server_factory(upstream_api="completions"))
     r = ask(c, "unknown-tool")
@@ -278,7 +280,9 @@ def test_unknown_tool_is_sent_and_reported(server_factory: Any, engine: TestEngi
 def test_malformed_call_text_is_reported_not_lost(server_factory: Any, engine: TestEngine) -> None:
     engine.add(
         "malformed",
-        Script(text='Trying. <tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call><|im_end|>'),
+        Script(
+            text='Trying. <tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call><|im_end|>'
+        ),
     )
     c = client(server_factory(upstream_api="completions"))
     r = ask(c, "malformed")
@@ -310,3 +314,18 @@ def test_chat_raw_upstream_with_its_own_reasoning_parser(server_factory: Any, en
     }
     merged, reason, _ = streamed(c, "raw-with-reasoning")
     assert reason == "tool_calls" and plain(merged) == msg
+
+
+@pytest.mark.parametrize("api", ALL_APIS)
+def test_sampling_options_are_passed_upstream(server_factory: Any, engine: TestEngine, api: str) -> None:
+    c = client(server_factory(upstream_api=api))
+    ask(c, "plain", temperature=0.3, top_p=0.9, seed=7, stop=["END"], max_completion_tokens=50)
+    sent = [q for q in engine.requests if "[case:plain]" in json.dumps(q["body"])][-1]["body"]
+    if api.startswith("ollama"):
+        opts = sent["options"]
+        assert (opts["temperature"], opts["top_p"], opts["seed"], opts["num_predict"]) == (0.3, 0.9, 7, 50)
+        assert "END" in opts["stop"]
+    else:
+        assert (sent["temperature"], sent["top_p"], sent["seed"], sent["max_tokens"]) == (0.3, 0.9, 7, 50)
+        assert "END" in sent["stop"]
+    assert sent["model"] == MODEL
