@@ -155,7 +155,7 @@ def test_prompt_reasoning_and_special_tokens_kept(server_factory: Any, engine: T
         assert sent["skip_special_tokens"] is False
         assert sent["prompt"].endswith("<|im_start|>assistant\n")
         assert '"name": "get_weather"' in sent["prompt"]  # the tools were rendered into the prompt
-        assert "<|im_end|>" in sent["stop"]
+        assert "stop" not in sent  # engines stop on end-of-turn token ids; no text stop strings added
     elif api == "ollama-generate":
         assert sent["raw"] is True and sent["prompt"].endswith("<|im_start|>assistant\n")
     else:

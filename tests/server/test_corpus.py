@@ -20,7 +20,9 @@ import pytest
 
 pytest.importorskip("canitoolcall", reason="canitoolcall (test extra) is not installed")
 
+from canitoolcall import checks  # noqa: E402
 from canitoolcall.fixtures import Fixture, load_families, load_fixtures  # noqa: E402
+from canitoolcall.results import Observation, Status, worst_status  # noqa: E402
 
 from chatparse import catalog  # noqa: E402
 from chatparse.openai import merge_deltas, parse_message  # noqa: E402
@@ -37,7 +39,7 @@ PROMPT_TEMPLATE = (
 )
 
 
-def _cases() -> dict[tuple[str, str], list[tuple[Any, Any]]]:
+def _cases() -> dict[tuple[str, str], list[tuple[Any, Any, Any]]]:
     """Fixtures grouped by (template, generation prompt): the canitoolcall corpus and our own."""
     from ..conformance.test_own_fixtures import FAMILY_OBJS, RECORDS
 
@@ -47,13 +49,13 @@ def _cases() -> dict[tuple[str, str], list[tuple[Any, Any]]]:
     fixtures = list(load_fixtures())
     fixtures += [Fixture.from_dict(rec, source=path, line=line) for path, line, rec in RECORDS]
     families.update(FAMILY_OBJS)
-    groups: dict[tuple[str, str], list[tuple[Any, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = defaultdict(list)
     for fx in fixtures:
         try:
             cfg = H.config_for(fx, layer, families)
         except H.Unsupported:
             continue
-        groups[(cfg.template_name, cfg.kwargs["prefix"])].append((fx, cfg))
+        groups[(cfg.template_name, cfg.kwargs["prefix"])].append((fx, cfg, families.get(fx.family)))
     return groups
 
 
@@ -66,11 +68,6 @@ def _tools(fx: Any) -> list[dict[str, Any]]:
         t = dict(t)
         out.append(t if "function" in t else {"type": "function", "function": t})
     return out
-
-
-def _cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
-    cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
-    return (text, False) if cut < 0 else (text[:cut], True)
 
 
 def _responses_tools(tools: list[dict[str, Any]]) -> Any:
@@ -117,7 +114,6 @@ def test_corpus_through_the_server(
     engine: TestEngine, tmp_path: Path, template: str, prefix: str, api: str
 ) -> None:
     info = catalog.describe(template)
-    stops = list(info.get("stop") or [])
     folder = model_dir(tmp_path / "model", PROMPT_TEMPLATE, bos_token=prefix)
     cases = GROUPS[(template, prefix)]
     with running(
@@ -128,11 +124,10 @@ def test_corpus_through_the_server(
         upstream_api="completions",
     ) as srv:
         c = client(srv)
-        for fx, cfg in cases:
+        for fx, cfg, family in cases:
             key = f"{template}/{fx.id}".replace(" ", "_")
             engine.add(key, Script(text=fx.raw_output, finish_reason=cfg.finish_reason))
-            sent, stopped = _cut_at_stop(fx.raw_output, stops)
-            reason = "stop" if stopped else cfg.finish_reason
+            sent, reason = fx.raw_output, cfg.finish_reason
             effective = (
                 prefix if catalog.load(template).anchor_re.search(prefix) else info.get("generation_prompt")
             )
@@ -149,6 +144,16 @@ def test_corpus_through_the_server(
             r = c.chat.completions.create(**request)
             got = _plain(r.choices[0].message.model_dump())
             assert got == expected, (fx.id, fx.raw_output)
+            # canitoolcall's own verdict on the server's answer (expected message, no marker leakage,
+            # JSON-object arguments matching the schema, call order; soft = whitespace only).
+            rows = checks.run_checks(
+                fx, family, Observation(nonstream=H.as_result(r.choices[0].message.model_dump()), streams={})
+            )
+            verdict = worst_status(row.status for row in rows)
+            assert verdict in (Status.PASS, Status.SOFT_PASS), (
+                fx.id,
+                [str(row) for row in rows if row.status is not Status.PASS],
+            )
             chunks = list(c.chat.completions.create(**request, stream=True))
             deltas = [ch.choices[0].delta.model_dump(exclude_none=True) for ch in chunks if ch.choices]
             assert _plain(merge_deltas(deltas)) == got, fx.id

@@ -133,7 +133,7 @@ class _Chat:
                 prefix = r.generation_prompt
                 self.note = "the rendered prompt does not contain the response template's start anchor"
         self.prefix = prefix
-        stop = list(dict.fromkeys((req.get("stop") or []) + (r.stop if r.template is not None else [])))
+        stop = list(dict.fromkeys((req.get("stop") or []) + r.stop))
         self.call = build_call(
             r.api, req, model=r.upstream_model, prompt=prompt, stop=stop or None, stream=req["stream"]
         )

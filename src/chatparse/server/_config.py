@@ -138,7 +138,6 @@ def resolve_config(config: ServerConfig) -> Resolved:
     template: Template | None = None
     name: str | None = None
     prompt: str | None = None
-    stop: list[str] = []
     if api not in STRUCTURED_KINDS:
         spec: Any
         if config.template and os.path.exists(config.template):
@@ -173,10 +172,10 @@ def resolve_config(config: ServerConfig) -> Resolved:
         except ValueError as e:
             raise ServerConfigError(f"template {name}: {e}") from e
         if name in catalog.names():
-            info = catalog.describe(name)
-            prompt = info.get("generation_prompt")
-            stop = list(info.get("stop") or [])
-    stop = list(dict.fromkeys(stop + list(config.extra_stop)))
+            prompt = catalog.describe(name).get("generation_prompt")
+    # Only the operator's stop strings: engines stop on the model's end-of-turn token ids themselves,
+    # and a text stop string would also cut an argument that mentions the marker literally.
+    stop = list(dict.fromkeys(config.extra_stop))
     return Resolved(
         api=api,
         template=template,
