@@ -14,7 +14,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -256,18 +256,36 @@ def _finish_chunk(prefix: bytes, reason: str, report: dict[str, Any] | None) -> 
     return prefix + b"{}" + tail + b"}\n\n"
 
 
+async def _upstream_failed(send: Send, info: dict[str, Any], e: UpstreamError) -> None:
+    """The upstream failed before the answer started: an HTTP error with an OpenAI error object."""
+    info.update(status=e.status, error=str(e), upstream_status=e.upstream_status)
+    await _send_json(send, e.status, error_body(e.status, str(e), kind=e.kind))
+
+
+async def _open_stream(
+    state: _State, plan: _Chat, info: dict[str, Any], send: Send
+) -> AsyncGenerator[list[tuple[Any, ...]], None] | None:
+    """The upstream event stream once the upstream accepted the request; None after answering its error."""
+    agen = state.upstream().stream(plan.call)
+    try:
+        await agen.__anext__()
+    except UpstreamError as e:
+        await agen.aclose()
+        await _upstream_failed(send, info, e)
+        return None
+    except BaseException:
+        await agen.aclose()
+        raise
+    return agen
+
+
 async def _chat_stream(state: _State, plan: _Chat, info: dict[str, Any], send: Send) -> None:
     req = plan.req
     pipe = plan.pipeline()
-    upstream = state.upstream()
-    agen = upstream.stream(plan.call)
+    agen = await _open_stream(state, plan, info, send)
+    if agen is None:
+        return
     try:
-        try:
-            await agen.__anext__()
-        except UpstreamError as e:
-            info.update(status=e.status, error=str(e), upstream_status=e.upstream_status)
-            await _send_json(send, e.status, error_body(e.status, str(e), kind=e.kind))
-            return
         cid = f"chatcmpl-{secrets.token_hex(12)}"
         prefix = _chunk_prefix(cid, int(time.time()), state.config.model)
         tail = b',"logprobs":null,"finish_reason":null}]}\n\n'
@@ -324,8 +342,7 @@ async def _chat_json(state: _State, plan: _Chat, info: dict[str, Any], send: Sen
     try:
         pipe, _ = await _chat_once(state, plan, info)
     except UpstreamError as e:
-        info.update(status=e.status, error=str(e), upstream_status=e.upstream_status)
-        await _send_json(send, e.status, error_body(e.status, str(e), kind=e.kind))
+        await _upstream_failed(send, info, e)
         return
     message = pipe.message()
     message.setdefault("refusal", None)
@@ -401,8 +418,7 @@ async def _responses_work(
         try:
             pipe, deltas = await _chat_once(state, plan, info)
         except UpstreamError as e:
-            info.update(status=e.status, error=str(e), upstream_status=e.upstream_status)
-            await _send_json(send, e.status, error_body(e.status, str(e), kind=e.kind))
+            await _upstream_failed(send, info, e)
             return
         rs.start()
         for d in deltas:
@@ -412,14 +428,10 @@ async def _responses_work(
         await _send_json(send, 200, rs.response)
         return
     pipe = plan.pipeline()
-    agen = state.upstream().stream(plan.call)
+    agen = await _open_stream(state, plan, info, send)
+    if agen is None:
+        return
     try:
-        try:
-            await agen.__anext__()
-        except UpstreamError as e:
-            info.update(status=e.status, error=str(e), upstream_status=e.upstream_status)
-            await _send_json(send, e.status, error_body(e.status, str(e), kind=e.kind))
-            return
         await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
 
         async def emit(events: list[dict[str, Any]], more: bool = True) -> None:
