@@ -299,8 +299,10 @@ async def _chat_stream(state: _State, plan: _Chat, info: dict[str, Any], send: S
         await emit([{"role": "assistant", "content": ""}])
         try:
             async for events in agen:
+                out: list[dict[str, Any]] = []
                 for event in events:
-                    await emit(pipe.feed(event))
+                    out += pipe.feed(event)
+                await emit(out)
         except UpstreamError as e:
             await emit(pipe.abort())
             info.update(error=str(e), upstream_status=e.upstream_status, stream_error=True)
@@ -444,11 +446,11 @@ async def _responses_work(
         await emit(rs.start())
         try:
             async for batch in agen:
+                out = []
                 for event in batch:
-                    out = []
                     for d in pipe.feed(event):
                         out.extend(rs.feed(d))
-                    await emit(out)
+                await emit(out)
         except UpstreamError as e:
             out = []
             for d in pipe.abort():

@@ -421,6 +421,30 @@ class Upstream:
         reader.end(out)
         return out
 
+    def _line(self, raw: bytes, reader: _ChoiceReader, out: list[tuple[Any, ...]]) -> bool:
+        """Handle one line of the upstream's answer; True at its end (`[DONE]`, Ollama's `done`)."""
+        if self.ollama:
+            payload = raw.strip()
+            if not payload:
+                return False
+        else:
+            if not raw.startswith(b"data:"):
+                return False  # SSE comments, event names, blank separators
+            payload = raw[5:].strip()
+            if payload == b"[DONE]":
+                return True
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            text = payload.decode("utf-8", "replace")
+            out.append(("warning", f"the upstream sent a line that is not JSON: {text[:200]!r}"))
+            return False
+        if self.ollama:
+            reader.ollama(data, out)
+            return reader.finish is not None
+        reader.openai(data, out, streamed=True)
+        return False
+
     async def stream(self, call: UpstreamCall) -> AsyncGenerator[list[tuple[Any, ...]], None]:
         """Yields `[("open",)]` once the upstream accepted the request, then event batches per line."""
         url = self.url + call.path
@@ -430,34 +454,30 @@ class Upstream:
                 if resp.status_code >= 400:
                     raise status_error(resp.status_code, await resp.aread())
                 yield [("open",)]
-                async for line in resp.aiter_lines():
-                    out: list[tuple[Any, ...]] = []
-                    if self.ollama:
-                        if not line.strip():
-                            continue
-                        payload = line
-                    else:
-                        if not line.startswith("data:"):
-                            continue  # SSE comments, event names, blank separators
-                        payload = line[5:].strip()
-                        if payload == "[DONE]":
-                            break
-                    try:
-                        data = json.loads(payload)
-                    except ValueError:
-                        out.append(
-                            ("warning", f"the upstream sent a line that is not JSON: {payload[:200]!r}")
-                        )
-                        yield out
+                # Lines are split here from the raw bytes, and every line of one network read is
+                # handled as one batch (one write to the client), which matters under load.
+                pending = b""
+                done = False
+                async for data in resp.aiter_bytes():
+                    pending += data
+                    if b"\n" not in data:
                         continue
-                    if self.ollama:
-                        reader.ollama(data, out)
-                    else:
-                        reader.openai(data, out, streamed=True)
+                    lines = pending.split(b"\n")
+                    pending = lines.pop()
+                    out: list[tuple[Any, ...]] = []
+                    for line in lines:
+                        done = self._line(line, reader, out)
+                        if done:
+                            break
                     if out:
                         yield out
-                    if self.ollama and reader.finish is not None:
+                    if done:
                         break
+                if not done and pending.strip():
+                    out = []
+                    self._line(pending, reader, out)
+                    if out:
+                        yield out
         except httpx.HTTPError as e:
             raise _translate(e, url, self.read_timeout) from e
         out = []
