@@ -329,3 +329,26 @@ def test_sampling_options_are_passed_upstream(server_factory: Any, engine: TestE
         assert (sent["temperature"], sent["top_p"], sent["seed"], sent["max_tokens"]) == (0.3, 0.9, 7, 50)
         assert "END" in sent["stop"]
     assert sent["model"] == MODEL
+
+
+def test_chat_raw_without_a_chat_template_uses_the_catalog_prompt(
+    server_factory: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # No tokenizer files anywhere (an empty Hugging Face cache): the catalog's generation prompt is
+    # the parser's prefix.
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    srv = server_factory(upstream_api="chat-raw", tokenizer=None)
+    import httpx
+
+    assert httpx.get(srv.url + "/health").json()["chat_template"] is None
+    c = client(srv)
+    r = ask(c, "two-calls")
+    assert plain(r.choices[0].message)["reasoning_content"] == "let me see"
+    assert len(r.choices[0].message.tool_calls) == 2
+
+
+def test_upstream_model_name(server_factory: Any, engine: TestEngine) -> None:
+    c = client(server_factory(upstream_api="ollama-generate", upstream_model="qwen3:8b"))
+    ask(c, "plain")
+    sent = [q for q in engine.requests if "[case:plain]" in json.dumps(q["body"])][-1]["body"]
+    assert sent["model"] == "qwen3:8b"
