@@ -361,7 +361,7 @@ async def _chat_json(state: _State, plan: _Chat, info: dict[str, Any], send: Sen
     await _send_json(send, 200, body)
 
 
-async def _prepare_chat(state: _State, request: Request, body: Any, info: dict[str, Any]) -> _Chat:
+def _prepare_chat(state: _State, body: Any, info: dict[str, Any]) -> _Chat:
     try:
         req = validate_chat_request(body)
     except InvalidRequest as e:
@@ -398,7 +398,7 @@ async def chat_completions(request: Request) -> Any:
     info = _info(request)
     _check_auth(state, request)
     body = await _read_json(state, request)
-    plan = await _prepare_chat(state, request, body, info)
+    plan = _prepare_chat(state, body, info)
     work = _chat_stream if plan.req["stream"] else _chat_json
     return _Exchange(lambda send: work(state, plan, info, send), info)
 
@@ -473,7 +473,7 @@ async def responses(request: Request) -> Any:
         chat_body = responses_to_chat(body)
     except InvalidRequest as e:
         raise HTTPError(400, str(e), e.param) from e
-    plan = await _prepare_chat(state, request, chat_body, info)
+    plan = _prepare_chat(state, chat_body, info)
     return _Exchange(lambda send: _responses_work(state, plan, body, info, send), info)
 
 

@@ -138,6 +138,10 @@ def resolve_config(config: ServerConfig) -> Resolved:
     template: Template | None = None
     name: str | None = None
     prompt: str | None = None
+    if api in STRUCTURED_KINDS and config.template:
+        log.warning(
+            "--template %s is not used with --upstream-api %s (the engine parses calls)", config.template, api
+        )
     if api not in STRUCTURED_KINDS:
         spec: Any
         if config.template and os.path.exists(config.template):
