@@ -20,8 +20,6 @@ from typing import Any
 from .._template import Template
 from ..openai import ChatParser, merge_deltas
 
-_TEXT_KEYS = ("content", "reasoning_content", "reasoning")
-
 
 class Pipeline:
     """Feeds upstream events (see `_upstream`) and returns the deltas to send."""

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import secrets
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from ..openai import random_call_id
 
 API_KINDS = ("completions", "ollama-generate", "chat-raw", "chat", "ollama-chat")
 """`completions` and `ollama-generate` take a prompt chatparse renders (mode a); `chat-raw` is a chat
@@ -212,19 +213,24 @@ def _ollama_usage(data: dict[str, Any]) -> dict[str, int] | None:
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
 
-def _error_message(raw: bytes) -> str:
-    text = raw.decode("utf-8", "replace").strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:500] or "(empty body)"
+def _error_text(data: Any) -> str | None:
+    """The message of an error object (OpenAI `{"error": {"message"}}`, Ollama `{"error"}`, FastAPI `detail`)."""
     if isinstance(data, dict):
         err = data.get("error", data.get("detail", data.get("message")))
         if isinstance(err, dict):
             err = err.get("message", err)
         if err is not None:
             return str(err)[:500]
-    return text[:500]
+    return None
+
+
+def _error_message(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:500] or "(empty body)"
+    return _error_text(data) or text[:500]
 
 
 def status_error(status: int, raw: bytes) -> UpstreamError:
@@ -253,7 +259,7 @@ class _ChoiceReader:
         if "error" in data and not data.get("choices"):
             raise UpstreamError(
                 502,
-                f"the upstream reported an error: {_error_message(json.dumps(data).encode())}",
+                f"the upstream reported an error: {_error_text(data) or json.dumps(data)[:500]}",
                 "upstream_error",
             )
         usage = _usage(data.get("usage"))
@@ -329,7 +335,7 @@ class _ChoiceReader:
                     args = fn.get("arguments", {})
                     entry = {
                         "index": self._ollama_index,
-                        "id": call.get("id") or f"call_{secrets.token_hex(12)}",
+                        "id": call.get("id") or random_call_id(),
                         "type": "function",
                         "function": {
                             "name": fn.get("name"),
