@@ -311,7 +311,7 @@ async def _chat_stream(state: _State, plan: _Chat, info: dict[str, Any], send: S
             await send({"type": "http.response.body", "body": body, "more_body": False})
             return
         reason = pipe.finish_reason or "stop"
-        info.update(finish_reason=reason, tool_calls=len(pipe.message().get("tool_calls") or ()))
+        info.update(finish_reason=reason, tool_calls=pipe.calls_sent)
         body = _finish_chunk(prefix, reason, pipe.report)
         if (req.get("stream_options") or {}).get("include_usage"):
             usage = {

@@ -92,6 +92,11 @@ class Pipeline:
         """The upstream failed mid-answer: release held text, keep only finished calls."""
         return self._record(self._finish("length", aborted=True))
 
+    @property
+    def calls_sent(self) -> int:
+        """How many calls got an index (were sent)."""
+        return self._next
+
     def message(self) -> dict[str, Any]:
         """The assistant message the sent deltas add up to, with the report when there is one."""
         message = merge_deltas(self.sent)
