@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import time
 from typing import Any
 
 import httpx
@@ -270,10 +271,20 @@ def test_client_disconnect_cancels_a_non_streamed_request(server_factory: Any, e
 
 def test_one_structured_log_line_per_request(server_factory: Any, caplog: pytest.LogCaptureFixture) -> None:
     srv = server_factory(upstream_api="completions")
+
+    def records() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "chatparse.server"]
+
     with caplog.at_level(logging.INFO, logger="chatparse.server"):
+        before = len(records())
         post(srv, body("ok"))
         post(srv, body("ok", model="gpt-9"))
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "chatparse.server"]
+        # The line is written once the answer is sent, so it can follow the client's last byte.
+        deadline = time.monotonic() + 5
+        while len(records()) < before + 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    lines = [json.loads(r.getMessage()) for r in records()]
+    assert len(lines) == before + 2
     assert [(x["status"], x["path"]) for x in lines[-2:]] == [
         (200, "/v1/chat/completions"),
         (404, "/v1/chat/completions"),
