@@ -117,8 +117,27 @@ class ResponseParser:
             self._buf = ""
             buf += text
             self._buf = buf
+            sc = self._scanner
+            if sc is not None:
+                # The per-token path: a hold inside an open region is one chunk event.
+                decision = sc.decide(buf, False, self._zw)
+                if type(decision) is Hold:
+                    pos = self._pos
+                    at = decision.at
+                    if at <= pos:
+                        return []
+                    name = self._current
+                    if self._opened and name is not None and pos >= self._emit_from:
+                        self._pos = at
+                        return [
+                            {"type": "region_chunk", "field": name, "text": buf[pos:at], "dirty": self._dirty}
+                        ]
+                del buf
+                events: list[Event] = []
+                self._process(events, False, decision)
+                return events
             del buf
-        events: list[Event] = []
+        events = []
         self._process(events, eos=False)
         return events
 
@@ -162,7 +181,9 @@ class ResponseParser:
             return self._t.fields[cur].watch
         return self._t.watch
 
-    def _process(self, events: list[Event], eos: bool) -> None:
+    def _process(self, events: list[Event], eos: bool, decision: Hold | Commit | None = None) -> None:
+        """Route text and regions until the scanner holds (`decision`: the scanner's first answer,
+        when the caller already asked for it)."""
         buf = self._buf
         while True:
             scanner = self._scanner
@@ -174,7 +195,8 @@ class ResponseParser:
                     if delims is not None:
                         guard = StringGuard(self._body_start, delims)
                 scanner = self._scanner = self._watch().scanner(self._pos, self._states, guard)
-            decision = scanner.decide(buf, eos, self._zw)
+            if decision is None:
+                decision = scanner.decide(buf, eos, self._zw)
             if type(decision) is Hold:
                 at = decision.at
                 if eos:
@@ -233,6 +255,7 @@ class ResponseParser:
                 self._captures.update(caps)
                 self._close(events, start, end, True)
             self._scanner = None
+            decision = None
 
     def _route(self, events: list[Event], buf: str, a: int, b: int) -> None:
         name = self._current

@@ -650,6 +650,8 @@ class Run:
         n = len(buf)
         key = id(self)
         got = cache.get(key)
+        if got is not None and pos < got[0] and self._reaches(buf, pos, got[0]):
+            got = cache[key] = (pos, *got[1:])  # entered just before the known run: same end
         if got is not None and got[0] <= pos <= got[1]:
             lo, e, n_at, opened = got
             if opened and n > n_at:
@@ -670,6 +672,19 @@ class Run:
         if hi is not None and e >= pos + hi:
             return pos + hi, False
         return e, opened
+
+    def _reaches(self, buf: str, pos: int, lo: int) -> bool:
+        """Whether the run from `pos` goes on at least to `lo` (where a known run starts)."""
+        lit = self.tempered
+        if lit is None:
+            test = self.test
+            if test is None:
+                return True
+            m = test.run_re.match(buf, pos, lo)
+            return m is not None and m.end() == lo
+        if buf.find(lit, pos, lo + len(lit) - 1) >= 0:
+            return False
+        return self.dotall or buf.find("\n", pos, lo) < 0
 
     def _extend(self, buf: str, pos: int) -> tuple[int, bool]:
         """The maximal run from `pos` in `buf`: its end, and whether more text could move it. For a
@@ -1124,7 +1139,10 @@ class Attempt:
                                     _conts_failed(runs, pc, pos + arg.lo, e)
                         else:
                             first = pos + arg.lo
-                            x = self._viable(arg, buf, first, e, more) if first <= e else e + 1
+                            lo = first
+                            if iv is not None and iv[0] <= lo <= iv[1]:
+                                lo = iv[1] + 1  # skip the continuations known to fail
+                            x = self._viable(arg, buf, lo, e, more) if lo <= e else e + 1
                             if iv is not None and iv[0] <= x <= iv[1]:
                                 x = self._viable(arg, buf, iv[1] + 1, e, more) if iv[1] < e else e + 1
                             if x <= e:
@@ -1235,7 +1253,10 @@ class Attempt:
                 del path[entry[4] :]
                 iv = runs.get(spec_pc)
                 if kind == _BT_GREEDY:
-                    p = self._prev_viable(spec, buf, start + spec.lo, entry[3])
+                    hi = entry[3]
+                    if iv is not None and iv[0] < hi <= iv[1] + 1:
+                        hi = iv[0]  # skip the continuations known to fail
+                    p = self._prev_viable(spec, buf, start + spec.lo, hi)
                     if iv is not None and iv[0] <= p <= iv[1]:
                         p = self._prev_viable(spec, buf, start + spec.lo, iv[0])
                     if p >= 0:
@@ -1247,6 +1268,8 @@ class Attempt:
                 # _BT_LAZY
                 e, more = spec.end(buf, start, eos, run_ends)
                 lo = entry[3]
+                if iv is not None and iv[0] <= lo <= iv[1]:
+                    lo = iv[1] + 1
                 p = self._viable(spec, buf, lo, e, more) if lo <= e else e + 1
                 if iv is not None and iv[0] <= p <= iv[1]:
                     p = self._viable(spec, buf, iv[1] + 1, e, more) if iv[1] < e else e + 1

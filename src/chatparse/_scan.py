@@ -530,22 +530,52 @@ def _first_node(node: Node, out: _First, at0: bool) -> bool:
 
 def _lead_literal(items: list[Node]) -> str:
     """Literal text that every match of the sequence `items` starts with (possibly empty)."""
-    out = []
+    leads = _leads(items)
+    return _common_prefix(leads) if leads else ""
+
+
+_MAX_LEADS = 8
+
+
+def _leads(items: list[Node], limit: int = _MAX_LEADS) -> list[str]:
+    """Literal prefixes such that every match of `items` starts with one of them (an optional
+    character or an alternation of literals branches the set; at most `limit` prefixes)."""
+    out = [""]
     for node in items:
         node = _unwrap(node)
         if node.op is Op.LIT:
-            out.append(node.args[0])
+            out = [x + node.args[0] for x in out]
             continue
+        alts: list[str] | None = None
         if node.op is Op.ALT:
-            out.append(_common_prefix([_lead_literal(_flatten(k)) for k in node.kids]))
+            kid_leads = [_leads(_flatten(k), limit) for k in node.kids]
+            full = all(len(kl) == 1 and _is_literal_seq(_flatten(k)) for kl, k in zip(kid_leads, node.kids))
+            flat = [x for kl in kid_leads for x in kl]
+            if full and len(flat) * len(out) <= limit and all(flat):
+                alts = flat
+            else:
+                common = _common_prefix(flat) if flat and all(flat) else ""
+                return [x + common for x in out]
+        elif (
+            node.op is Op.REP
+            and node.args[0] == 0
+            and node.args[1] == 1
+            and _unwrap(node.kids[0]).op is Op.LIT
+        ):
+            alts = ["", _unwrap(node.kids[0]).args[0]]
+            if len(out) * 2 > limit:
+                return out
         elif node.op is Op.CAT:
-            out.append(_lead_literal(_flatten(node)))
-        elif node.op is Op.REP and node.args[0] >= 1:
-            out.append(
-                _lead_literal(_flatten(node.kids[0]))[:1] if _unwrap(node.kids[0]).op is Op.LIT else ""
-            )
-        break
-    return "".join(out)
+            sub = _leads(_flatten(node), limit)
+            return [x + y for x in out for y in sub][:limit] if len(sub) * len(out) <= limit else out
+        if alts is None:
+            return out
+        out = [x + a for x in out for a in alts]
+    return out
+
+
+def _is_literal_seq(items: list[Node]) -> bool:
+    return all(_unwrap(n).op is Op.LIT for n in items)
 
 
 def _common_prefix(strings: list[str]) -> str:
@@ -576,9 +606,11 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
     head = _unwrap(items[0])
     if head.op is Op.ASSERT and head.args[0] == "bos":
         return AnchorSearch()
-    lead = _lead_literal(items)
-    if lead:
-        return PrefixSearch(lead)
+    leads = [x for x in _leads(items) if x]
+    if leads and len(leads) == len(_leads(items)):
+        if len(leads) == 1:
+            return PrefixSearch(leads[0])
+        return UnionSearch([PrefixSearch(x) for x in dict.fromkeys(leads)])
     if (
         head.op is Op.REP
         and head.args[2] in ("greedy", "lazy", "possessive")
@@ -999,6 +1031,9 @@ class Scanner:
         "_hold",
         "live",
         "lit",
+        "_char",
+        "_maxlen",
+        "_loop_any",
     )
 
     def __init__(
@@ -1013,6 +1048,13 @@ class Scanner:
         self._pre = watch.prefilter if guard is None else None
         self.lit = watch.lit if guard is None else None
         self._searched = q  # the prefilter searched buf[q:_searched] and found no lead
+        pre = self._pre
+        # The inlined per-token path of `decide`: one lead character, no `^` to care about.
+        self._char = pre.char if pre is not None and self.lit is None and not pre.at0 else None
+        self._maxlen = pre.maxlen - 1 if pre is not None else 0
+        if self.lit is not None:
+            self._maxlen = len(self.lit)
+        self._loop_any = pre.loop_any if pre is not None else None
         self._tails: list[_RunTail] = []
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
@@ -1036,24 +1078,6 @@ class Scanner:
 
     # -- the fast paths -----------------------------------------------------------------------
 
-    def _literal(self, buf: str, lit: str, eos: bool) -> Hold | Commit:
-        """A watch list of one literal: the leftmost occurrence is final at once; otherwise hold
-        the longest tail that begins the literal."""
-        n = len(buf)
-        q = self.q
-        i = buf.find(lit, max(q, self._searched - len(lit) + 1))
-        if i >= 0:
-            return Commit(self.entries[0], i, i + len(lit), {})
-        self._searched = n
-        if eos:
-            return self._hold_at(n)
-        j = buf.find(lit[0], max(q, n - len(lit) + 1))
-        while j >= 0:
-            if lit.startswith(buf[j:]):
-                return self._hold_at(j)
-            j = buf.find(lit[0], j + 1)
-        return self._hold_at(n)
-
     def _trailing(self, buf: str, pre: Prefilter) -> int:
         """Start of the earliest trailing run of a leading loop class (>= q), over new text only."""
         tails = self._tails
@@ -1068,47 +1092,99 @@ class Scanner:
         return max(self.q, h)
 
     def _prefiltered(self, buf: str, pre: Prefilter) -> int:
-        """-1 when a lead occurs (or begins) in the unresolved text; else the hold point."""
+        """-1 when a lead occurs in the unresolved text (the cursors must look); else the hold
+        point: the start of a tail of the buffer that begins a lead, or of a leading loop's run
+        before it (the trailing run when there is no such tail), or the end of the buffer."""
         n = len(buf)
         q = self.q
-        start = max(q, self._searched - pre.maxlen + 1)
+        start = self._searched - pre.maxlen + 1
+        if start < q:
+            start = q
         if pre.char is not None:
             if buf.find(pre.char, start) >= 0:
                 return -1
-        else:
-            if pre.search_re.search(buf, start) is not None:
-                return -1
-            # a tail that begins a literal lead
-            lo = max(start, n - pre.maxlen + 1)
-            m = pre.tail_re.search(buf, lo)
-            while m is not None:
-                tail = buf[m.start() :]
-                if any(x.startswith(tail) for x in pre.literals):
-                    return -1
-                m = pre.tail_re.search(buf, m.start() + 1)
+            self._searched = n
+            return self._trailing(buf, pre) if pre.loops else n
+        if pre.search_re.search(buf, start) is not None:
+            return -1
         self._searched = n
-        if pre.loops:
-            return self._trailing(buf, pre)
-        return n
+        # A tail that begins a literal lead: nothing can start before it (or before a loop run
+        # that reaches it), so hold from there without asking the cursors.
+        lo = n - pre.maxlen + 1
+        m = pre.tail_re.search(buf, lo if lo > start else start)
+        while m is not None:
+            j = m.start()
+            tail = buf[j:]
+            if any(x.startswith(tail) for x in pre.literals):
+                h = j
+                for loop in pre.loops:
+                    r = run_start(loop, buf, q, j)
+                    if r < h:
+                        h = r
+                return h
+            m = pre.tail_re.search(buf, j + 1)
+        return self._trailing(buf, pre) if pre.loops else n
 
     def decide(self, buf: str, eos: bool, zw_forbid: int = -1) -> Hold | Commit:
         """The decision for the buffer `buf` (see the class docstring)."""
+        char = self._char
+        if char is not None and not eos and self.live is None:
+            # The per-token path, inlined: no lead character in the new text, and the last
+            # character cannot continue a leading loop (or there is none): release everything.
+            q = self.q
+            n = len(buf)
+            start = self._searched - self._maxlen
+            if n > q and buf.find(char, start if start > q else q) < 0:
+                self._searched = n
+                la = self._loop_any
+                if la is not None:
+                    last = buf[n - 1]
+                    hit = la.cache.get(last)
+                    if hit is None:
+                        hit = la(last)
+                    if hit:
+                        n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+                self.q = n
+                h = self._hold
+                h.at = n
+                return h
         lit = self.lit
         if lit is not None:
-            return self._literal(buf, lit, eos)
-        n = len(buf)
+            # A watch list of one literal (most explicit regions): the leftmost occurrence is final
+            # at once; otherwise hold the longest tail that begins the literal.
+            n = len(buf)
+            q = self.q
+            k = self._maxlen
+            start = self._searched - k + 1
+            i = buf.find(lit, start if start > q else q)
+            if i >= 0:
+                return Commit(self.entries[0], i, i + k, {})
+            self._searched = n
+            h = self._hold
+            if not eos:
+                start = n - k + 1
+                j = buf.find(lit[0], start if start > q else q)
+                while j >= 0:
+                    if lit.startswith(buf[j:]):
+                        self.q = h.at = j
+                        return h
+                    j = buf.find(lit[0], j + 1)
+            self.q = h.at = n
+            return h
         q = self.q
         live = self.live
-        if live is not None and not eos:
-            self.live = None
-            if live.q == q and live.resume(buf, zw_forbid):
-                self.live = live
-                return self._hold_at(q)
-        pre = self._pre
-        if pre is not None and not eos and q < n and (q or not pre.at0) and self.live is None:
-            h = self._prefiltered(buf, pre)
-            if h >= 0:
-                return self._hold_at(h)
+        if live is not None:
+            if not eos:
+                self.live = None
+                if live.q == q and live.resume(buf, zw_forbid):
+                    self.live = live
+                    return self._hold_at(q)
+        elif not eos:
+            pre = self._pre
+            if pre is not None and q < len(buf) and (q or not pre.at0):
+                h2 = self._prefiltered(buf, pre)
+                if h2 >= 0:
+                    return self._hold_at(h2)
         return self._scan(buf, eos, zw_forbid)
 
     def _scan(self, buf: str, eos: bool, zw_forbid: int) -> Hold | Commit:

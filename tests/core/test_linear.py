@@ -6,7 +6,8 @@ prose with no marker, runs of `<`, the template's own delimiters cut one charact
 repeated, long arguments, long reasoning), fed one character at a time and in token-sized chunks:
 doubling the input must at most multiply the scanner's operation count by 2.3 (plus a small
 constant). The count covers every scanner call (decisions, finders, cursors, attempts, runs,
-character tests, the JSON string guard) and every branch point the matcher enters or resumes.
+character tests, the JSON string guard), every branch point the matcher enters or resumes, and
+the characters covered by the C-speed scans that have no cache of their own (runs, run starts).
 
 The adversarial shapes of spec D1/D2 (unbounded prefix-less openers, many delimiters) and hostile
 patterns (nested quantifiers, lookaheads over the whole text) are checked the same way.
@@ -52,7 +53,6 @@ _COUNTED: list[tuple[Any, str]] = [
     (_scan.Scanner, "_scan"),
     (_scan.Scanner, "_prefiltered"),
     (_scan.Scanner, "_trailing"),
-    (_scan.Scanner, "_literal"),
     (_scan._RunTail, "start"),
     (_scan.LiteralCursor, "advance"),
     (_scan.LiteralCursor, "_first"),
@@ -94,14 +94,43 @@ def counting() -> Iterator[collections.Counter]:
         patched.append((owner, name, original))
         setattr(owner, name, counted)
 
+    def wrap_span(owner: Any, name: str, span: Callable[[tuple, Any], int]) -> None:
+        # C-speed scans count by the characters they cover, so a quadratic scan in C shows too.
+        original = vars(owner)[name]
+        is_static = isinstance(original, staticmethod)
+        fn = original.__func__ if is_static else original
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            result = fn(*args, **kwargs)
+            counts["span:" + name] += max(0, span(args, result))
+            return result
+
+        patched.append((owner, name, original))
+        setattr(owner, name, staticmethod(counted) if is_static else counted)
+
     for owner, name in _COUNTED:
         wrap(owner, name)
+    wrap_span(_rx.Run, "_extend", lambda a, r: r[0] - a[2])
+    wrap_span(_rx.Run, "_reaches", lambda a, r: a[3] - a[2])
+    wrap_span(_scan._LoopFinder, "failed", lambda a, r: r - a[2])
+    wrap_span(_rx.Attempt, "_viable", lambda a, r: r - a[2])
+    wrap_span(_rx.Attempt, "_prev_viable", lambda a, r: a[3] - max(r, a[2]))
+
+    original_run_start = _scan.run_start
+
+    def run_start(loop: Any, buf: str, lo: int, hi: int) -> int:
+        r = original_run_start(loop, buf, lo, hi)
+        counts["span:run_start"] += hi - r
+        return r
+
+    _scan.run_start = run_start  # type: ignore[assignment]
     steps0 = _rx.STEPS[0]
     try:
         yield counts
     finally:
         counts["steps"] = _rx.STEPS[0] - steps0
-        for owner, name, original in patched:
+        _scan.run_start = original_run_start  # type: ignore[assignment]
+        for owner, name, original in reversed(patched):
             setattr(owner, name, original)
 
 
@@ -213,6 +242,7 @@ def shapes(t: Any) -> dict[str, Callable[[int], str]]:
     k_open = _field_sample(t, CALLS, "opener")
     k_close = _field_sample(t, CALLS, "closer") or ""
     out["prose"] = _words
+    out["prose-sentence"] = lambda n: ("The answer is simple. " * (n // 22 + 1))[:n]
     if c_open is not None:
         out["content-spaces"] = lambda n: c_open + "Hi" + " " * n + "ok"
         out["content-newlines"] = lambda n: c_open + "Hi" + "\n" * n + "ok"

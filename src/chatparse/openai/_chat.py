@@ -126,6 +126,12 @@ class ChatParser:
         self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
         self._content = TextStream()
         self._reasoning = TextStream()
+        # Fields whose clean chunks are content or reasoning text (the per-token path of `feed`).
+        self._text_fields: dict[str, TextStream] = {
+            name: s
+            for name, f in self._t.fields.items()
+            if (s := self._stream(name)) is not None and not f.dirty
+        }
         self._calls = ToolCallAssembler(
             stream=stream_tool_calls,
             offered=build_tool_table(tool_list) if tool_list is not None else None,
@@ -150,7 +156,33 @@ class ChatParser:
             raise RuntimeError("ChatParser already finished")
         if self._auto is not None:
             return self._rekey(self._auto.feed(text))
-        deltas = self._pending + self._process(self._parser.feed(text), truncated_drops=False)
+        events = self._parser.feed(text)
+        if len(events) == 1 and not self._pending:
+            # The per-token path: one clean text chunk of content or reasoning.
+            e = events[0]
+            if e["type"] == "region_chunk" and not e["dirty"] and self._region_pos >= self._emit_from:
+                s = self._text_fields.get(e["field"])
+                if s is not None:
+                    chunk = e["text"]
+                    self._region_pos += len(chunk)
+                    piece = s.piece(chunk)
+                    if piece is not None:
+                        if not piece:
+                            return []
+                        if s is self._content:
+                            return [{"content": piece}]
+                        return [dict.fromkeys(self._reasoning_keys, piece)]
+                    pieces: list[str] = []
+                    s.chunk(chunk, pieces)
+                    if not pieces:
+                        return []
+                    keys = ("content",) if s is self._content else self._reasoning_keys
+                    if len(pieces) == 1:
+                        return [dict.fromkeys(keys, pieces[0])]
+                    deltas: list[dict[str, Any]] = []
+                    self._text_deltas(e["field"], pieces, deltas)
+                    return deltas
+        deltas = self._pending + self._process(events, truncated_drops=False)
         self._pending = []
         return deltas
 
@@ -249,7 +281,7 @@ class ChatParser:
         keys = ("content",) if name == "content" else self._reasoning_keys
         for piece in pieces:
             last = deltas[-1] if deltas else None
-            if last is not None and set(last) == set(keys):
+            if last is not None and len(last) == len(keys) and all(k in last for k in keys):
                 for k in keys:  # coalesce with the previous delta of the same kind
                     last[k] += piece
             else:
