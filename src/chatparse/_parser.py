@@ -87,6 +87,7 @@ class ResponseParser:
         self._malformed: set[str] = set()
         self._zw = -1  # position of the last zero-width commit: no second zero-width match there
         self._states: dict[int, Any] = {}  # per delimiter: its finder, kept across region visits
+        self._cut_off: list[dict[str, Any]] = []
         self._scanner: Scanner | None = None
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
         self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
@@ -153,9 +154,21 @@ class ResponseParser:
 
     # -- internals --------------------------------------------------------------------------
 
+    @property
+    def cut_off(self) -> list[dict[str, Any]]:
+        """After `finalize`: the delimiters that were still being written when the stream ended
+        (their match was undecided at the end of the text), as `{"field", "opener", "start"}`,
+        `start` an offset into `input_text`. A tool-call opener here is a call that a `max_tokens`
+        cut-off left unwritten (its text was released as text of the region)."""
+        return [dict(c) for c in self._cut_off]
+
     def _end(self) -> list[Event]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
+        sc = self._scanner
+        if sc is not None and self._pos < len(self._buf):
+            watches, at = sc.undecided(self._buf, self._zw)
+            self._cut_off = [{"field": w.field, "opener": w.is_open, "start": at} for w in watches]
         events: list[Event] = []
         self._process(events, eos=True)
         return events
@@ -282,7 +295,17 @@ class ResponseParser:
             value = self._value(f, self._buf[self._body_start : start])
         except _MALFORMED as e:
             self._malformed.add(name)
-            events.append({"type": "region_malformed", "field": name, "start": start, "end": end, "error": e})
+            events.append(
+                {
+                    "type": "region_malformed",
+                    "field": name,
+                    "start": start,
+                    "end": end,
+                    "error": e,
+                    "body_start": self._body_start,
+                    "body_end": start,
+                }
+            )
             self._reset()
             return
         events.append(
@@ -293,6 +316,8 @@ class ResponseParser:
                 "start": start,
                 "end": end,
                 "complete": complete,
+                "body_start": self._body_start,
+                "body_end": start,
             }
         )
         self._reset()

@@ -645,6 +645,15 @@ def pattern_strategy(tree: Node) -> Strategy:
 # Delimiters
 
 
+def _look_captures(prog: _rx.Program) -> bool:
+    for op, arg in prog.code:
+        if op == _rx.LOOKAHEAD and arg.captures:
+            return True
+        if op == _rx.ATOMIC and _look_captures(arg):
+            return True
+    return False
+
+
 class Delimiter:
     """A compiled opener, closer or anchor: literal list or regex, with its search strategy."""
 
@@ -661,6 +670,10 @@ class Delimiter:
             assert self.prog.tree is not None
             self.strategy = pattern_strategy(self.prog.tree)
         self.group_names = dict(self.prog.names)
+        # Scanning runs the program with captures when no group sits inside a lookahead (captures
+        # never change which path matches): the committed match then has its slots at once.
+        cap = self.prog.capture
+        self.scan_prog = cap if cap is not None and not _look_captures(cap) else self.prog
 
     @property
     def loop_test(self) -> _rx.CharTest | None:
@@ -697,12 +710,13 @@ class Cursor:
     fails and `q` is past `limit` or the end of the text, `(MATCH, start, end)` for a certain
     match and `(LIVE, start, 0)` when the outcome at `start` is still undecided."""
 
-    __slots__ = ("d", "q", "found")
+    __slots__ = ("d", "q", "found", "slots")
 
     def __init__(self, d: Delimiter) -> None:
         self.d = d
         self.q = 0
         self.found: tuple[int, int] | None = None
+        self.slots: list[int] | None = None  # the found match's capture slots, when known
 
     def peek(self, buf: str, eos: bool) -> int:
         """The next position this cursor would examine (cheap: no attempt is run)."""
@@ -714,6 +728,7 @@ class Cursor:
     def reject(self, pos: int) -> None:
         """The match at `pos` was refused (inside a JSON string): look again from `pos + 1`."""
         self.found = None
+        self.slots = None
         self.q = pos + 1
 
     def resume(self, buf: str, zw_forbid: int) -> bool:
@@ -724,7 +739,9 @@ class Cursor:
         names = self.d.group_names
         if not names:
             return {}
-        slots = _rx.capture(self.d.prog, buf, start, eos)
+        slots = self.slots
+        if slots is None:
+            slots = _rx.capture(self.d.prog, buf, start, eos)
         caps = {}
         for g, slot in names.items():
             s, e = slots[slot], slots[slot + 1]
@@ -862,7 +879,7 @@ class PatternCursor(Cursor):
                 # Like the reference, a match starting at the very end of the text is never taken.
                 if q > limit or q >= n:
                     return (NONE, q, 0)
-                att = self.att = _rx.Attempt(self.d.prog, q, self.ctx)
+                att = self.att = _rx.Attempt(self.d.scan_prog, q, self.ctx)
             try:
                 r = att.run(buf, eos)
             except TimeoutError as e:
@@ -874,6 +891,8 @@ class PatternCursor(Cursor):
             self.att = None
             if r is not None and not (r[0] == att.start == zw_forbid):
                 self.found = (att.start, r[0])
+                if att.prog is not self.d.prog:  # the scan ran with captures
+                    self.slots = r[1]
                 return (MATCH, att.start, r[0])
             if r is not None:  # a refused zero-width match: its path is not a failure
                 self.ctx = _rx.MatchContext()
@@ -887,6 +906,7 @@ class PatternCursor(Cursor):
 
 
 _STRING_STOP = regex.compile(r'["\\]')
+_GUARD_OPENERS: dict[tuple[tuple[str, str], ...], Any] = {}
 
 
 class StringGuard:
@@ -906,8 +926,11 @@ class StringGuard:
         self._i = start
         self._close: str | None = None  # the text that ends the current string, or None
         self._escape = False
-        srcs = ['"'] + [regex.escape(o) for o, _ in delims]
-        self._opener_re = regex.compile("|".join(srcs))
+        opener = _GUARD_OPENERS.get(delims)
+        if opener is None:
+            srcs = ['"'] + [regex.escape(o) for o, _ in delims]
+            opener = _GUARD_OPENERS[delims] = regex.compile("|".join(srcs))
+        self._opener_re = opener
 
     def inside(self, buf: str, p: int) -> bool:
         if p < self._i:
@@ -1031,6 +1054,7 @@ class Scanner:
         "_hold",
         "live",
         "lit",
+        "pending",
         "_char",
         "_maxlen",
         "_loop_any",
@@ -1058,6 +1082,7 @@ class Scanner:
         self._tails: list[_RunTail] = []
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
+        self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
 
     @property
     def cursors(self) -> list[Cursor]:
@@ -1077,6 +1102,14 @@ class Scanner:
         return h
 
     # -- the fast paths -----------------------------------------------------------------------
+
+    def undecided(self, buf: str, zw_forbid: int) -> tuple[list[Watch], int]:
+        """The delimiters whose match at the hold point is still undecided, and that point (asks
+        every cursor; for the end of the stream, where such a match is cut off)."""
+        self.pending = ([], -1)
+        self.live = None
+        self._scan(buf, False, zw_forbid)
+        return self.pending
 
     def _trailing(self, buf: str, pre: Prefilter) -> int:
         """Start of the earliest trailing run of a leading loop class (>= q), over new text only."""
@@ -1203,6 +1236,7 @@ class Scanner:
         best: tuple | None = None
         e_pos = n + 1
         live = False
+        pending: list[Watch] = []
         live_cursor: Cursor | None = None
         while True:
             j = -1
@@ -1230,7 +1264,9 @@ class Scanner:
             if status == LIVE:
                 if not live:
                     live_cursor = cur
+                    pending = []
                 live = True
+                pending.append(self.entries[j])
             elif not live:
                 w = self.entries[j]
                 key = (-(end - pos), 0 if w.is_open else 1, w.field)
@@ -1238,6 +1274,7 @@ class Scanner:
                     best = (key, j, end)
         if live:
             self.live = live_cursor
+            self.pending = (pending, e_pos)
             return self._hold_at(e_pos)
         if best is not None:
             j, end = best[1], best[2]

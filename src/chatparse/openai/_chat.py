@@ -61,8 +61,6 @@ from ._resolve import resolve_template
 from ._text import TextStream
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
-_CUT_WINDOW = 512  # how far back a cut-off call opener is looked for
-_CUT_TIMEOUT = 1.0
 _STREAM_MODES = ("early", "complete")
 _UNKNOWN_MODES = ("surface", "drop")
 _REASONING_KEYS = ("reasoning_content", "reasoning", "both")
@@ -139,7 +137,6 @@ class ChatParser:
             id_factory=id_factory or random_call_id,
         )
         self._errors: list[dict[str, Any]] = []
-        self._body_start = 0
         self._region_pos = 0  # end of the current region's text seen so far
         self._finished = False
         self._emit_from = 0
@@ -238,8 +235,6 @@ class ChatParser:
         (`<tool_call>` with its `<function=...>` never written, a bare `[TOOL_CALLS]`) is the start
         of a call that was never written, not text: it is removed from the final text chunks.
         """
-        f = self._t.fields.get("tool_calls")
-        rx = getattr(f.opener, "module_re", None) if f is not None and f.opener is not None else None
         buf = self._parser.input_text
         # the text chunks that end the output, as (event index, start in buf)
         tail: list[tuple[int, int]] = []
@@ -252,16 +247,13 @@ class ChatParser:
                 break
             end -= len(e["text"])
             tail.append((i, end))
-        if rx is None or not tail:
+        if not tail:
             return events
-        cut = None
-        for q in range(max(end, len(buf) - _CUT_WINDOW), len(buf)):
-            if buf[q].isspace():
-                continue
-            m = rx.match(buf, q, partial=True, timeout=_CUT_TIMEOUT)
-            if m is not None and m.partial:
-                cut = q
-                break
+        # The core reports the delimiters that were still being written when the output ended.
+        starts = [c["start"] for c in self._parser.cut_off if c["field"] == "tool_calls" and c["opener"]]
+        cut = min(starts) if starts else None
+        if cut is not None and cut < end:
+            cut = None  # an opener that began before the final text chunks: not cut off there
         if cut is None:
             return events
         out = list(events)
@@ -308,7 +300,7 @@ class ChatParser:
                     elif (s := self._stream(name)) is not None and not f.dirty:
                         s.chunk(fill, pieces)
             if kind == "region_open":
-                self._body_start = self._region_pos = e["end"]
+                self._region_pos = e["end"]
                 if name == "tool_calls":
                     calls.open(f, e.get("captures") or {}, e["end"], entries)
                 elif (s := self._stream(name)) is not None:
@@ -321,12 +313,12 @@ class ChatParser:
                     s.chunk(e["text"], pieces)
             elif kind == "region_close":
                 if name == "tool_calls":
-                    body = self._parser.input_text[self._body_start : e["start"]]
+                    body = self._parser.input_text[e["body_start"] : e["body_end"]]
                     calls.close(e["value"], e["complete"], truncated_drops, body, entries)
                 elif (s := self._stream(name)) is not None:
                     s.close(e["value"], f.dirty, pieces)
             elif kind == "region_malformed":
-                text = self._parser.input_text[self._body_start : e["start"]]
+                text = self._parser.input_text[e["body_start"] : e["body_end"]]
                 if name == "tool_calls":
                     calls.malformed(e["error"], text, truncated_drops)
                 else:
