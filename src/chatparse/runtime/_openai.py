@@ -55,7 +55,8 @@ class OpenAIRuntime(Runtime):
 
     `client` / `async_client` may be given (`openai.OpenAI` / `openai.AsyncOpenAI`); otherwise
     they are made from `base_url`, `api_key` (default `$OPENAI_API_KEY`, else a placeholder for
-    local servers) and `timeout`. `send_reasoning=True` keeps `reasoning_content` on assistant
+    local servers), `timeout` and `max_retries` (the client's default retries a failed request
+    twice, with backoff). `send_reasoning=True` keeps `reasoning_content` on assistant
     messages of the history (vLLM and SGLang accept it; hosted APIs may not). `include_usage`
     asks streams for a usage chunk (`stream_options`).
     """
@@ -72,6 +73,7 @@ class OpenAIRuntime(Runtime):
         client: Any = None,
         async_client: Any = None,
         timeout: float | None = None,
+        max_retries: int | None = None,
         local_tool_call_parser: LocalParser = None,
         chat_template_kwargs: bool = True,
         send_reasoning: bool = False,
@@ -90,6 +92,8 @@ class OpenAIRuntime(Runtime):
         }
         if timeout is not None:
             self._client_args["timeout"] = timeout
+        if max_retries is not None:
+            self._client_args["max_retries"] = max_retries
         self._client = client
         self._async_client = async_client
         self._owns: list[Any] = []
@@ -188,7 +192,10 @@ class OpenAIRuntime(Runtime):
     def _error(self, e: Exception) -> GenerationError:
         openai = _import_openai()
         if isinstance(e, openai.APIStatusError):
-            detail = f"HTTP {e.status_code}: {e.message}"
+            body = e.body
+            error = body.get("error", body) if isinstance(body, dict) else None
+            message = error.get("message") if isinstance(error, dict) else None
+            detail = f"HTTP {e.status_code}: {message if isinstance(message, str) and message else e.message}"
         elif isinstance(e, openai.APIConnectionError):
             detail = f"cannot reach {self._client_args.get('base_url') or 'the server'}: {e}"
         else:
