@@ -122,6 +122,38 @@ class _QueueStreamer:
             self.out.put(("text", text))
 
 
+class _StopCut:
+    """Cut the text at the first stop string, as servers do (generate()'s `stop_strings` only stops
+    generating: the text it returns still holds the stop string). Text that may be the start of a
+    stop string is held back until it is known not to be one."""
+
+    def __init__(self, stops: tuple[str, ...]) -> None:
+        self.stops = stops
+        self.buf = ""
+        self.hit = False
+
+    def feed(self, text: str) -> str:
+        if self.hit or not self.stops:
+            return "" if self.hit else text
+        self.buf += text
+        found = [i for i in (self.buf.find(s) for s in self.stops) if i >= 0]
+        if found:
+            out, self.buf, self.hit = self.buf[: min(found)], "", True
+            return out
+        hold = 0
+        for stop in self.stops:
+            for k in range(min(len(self.buf), len(stop) - 1), hold, -1):
+                if self.buf.endswith(stop[:k]):
+                    hold = k
+                    break
+        out, self.buf = self.buf[: len(self.buf) - hold], self.buf[len(self.buf) - hold :]
+        return out
+
+    def flush(self) -> str:
+        out, self.buf = self.buf, ""
+        return "" if self.hit else out
+
+
 def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
     ids: set[int] = set()
     config = getattr(model, "generation_config", None)
@@ -305,23 +337,33 @@ class TransformersRuntime(Runtime):
             else:
                 out.put(("end", None))
 
+        cut = _StopCut(p.options.stop)
         thread = threading.Thread(target=work, name="chatparse-transformers", daemon=True)
         thread.start()
         try:
             while True:
                 kind, value = out.get()
                 if kind == "text":
-                    yield ("text", value)
+                    text = cut.feed(value)
+                    if cut.hit:
+                        cancel.set()  # generate() stops at its next step
+                    if text:
+                        yield ("text", text)
                 elif kind == "error":
                     raise value
                 else:
                     break
+            rest = cut.flush()
+            if rest:
+                yield ("text", rest)
         finally:
             cancel.set()
             thread.join()
         n = len(streamer.ids)
         finish = "stop"
-        if n and streamer.ids[-1] not in _eos_ids(self.hf_model, tok) and n >= kwargs["max_new_tokens"]:
+        if cut.hit:
+            pass
+        elif n and streamer.ids[-1] not in _eos_ids(self.hf_model, tok) and n >= kwargs["max_new_tokens"]:
             finish = "length"
         prompt_tokens = int(inputs["input_ids"].shape[-1])
         yield (
