@@ -18,8 +18,9 @@ A step with no calls ends the turn (`finish_reason` is the generation's: `"stop"
 `"length"` when it was cut off). A call to a tool that has no handler ends the turn after the
 step's other calls ran, with the call in `TurnResult.pending` (`finish_reason="tool_calls"`), for
 the caller to execute. Tool-call markup that did not parse (a malformed call) is never run; with
-`malformed_calls="feedback"` (the default) the model is told, in a user message, what could not be
-parsed and why, and gets another step; with `"stop"` the turn ends there. When `max_steps`
+`malformed_calls="feedback"` (the default) the assistant message keeps the call text as its content
+(chat templates and APIs want text there), the model is told in a user message what could not be
+parsed and why, and it gets another step; with `"stop"` the turn ends there. When `max_steps`
 generations all called tools, the turn ends with `finish_reason="max_steps"`.
 
 `run_turn` / `arun_turn` return the `TurnResult`; `stream_turn` / `astream_turn` yield the events
