@@ -97,9 +97,8 @@ class LlamaCppRuntime(Runtime):
         hooks: Any = None,
     ) -> None:
         is_path = isinstance(model, (str, os.PathLike))
-        name = model_id or (
-            Path(model).name if is_path else getattr(model, "model_path", None) or "llama.cpp"
-        )
+        path_of = model if is_path else getattr(model, "model_path", None)
+        name = model_id or (Path(path_of).name if path_of else "llama.cpp")
         super().__init__(model=str(name), options=options, hooks=hooks)
         if is_path:
             llama_cpp = _import_llama_cpp()
