@@ -60,3 +60,15 @@ def test_stop_cut_equals_cutting_the_whole_text(pieces: list[str], stops: list[s
     hits = [i for i in (whole.find(s) for s in stops) if i >= 0]
     assert out == (whole[: min(hits)] if hits else whole)
     assert cut.hit == bool(hits)
+
+
+def test_download_progress_bar_reports_fractions() -> None:
+    from chatparse.runtime._transformers import _progress_bar
+
+    seen: list[tuple[float, Any]] = []
+    bar_class = _progress_bar(lambda fraction, raw: seen.append((fraction, raw)))
+    with bar_class(total=200, desc="model.safetensors") as bar:  # what huggingface_hub does with tqdm_class
+        bar.update(50)
+        bar.update(150)
+    assert [f for f, _ in seen] == [0.25, 1.0]
+    assert seen[-1][1] == {"n": 200, "total": 200, "desc": "model.safetensors"}
