@@ -644,7 +644,10 @@ def case_whitespace(ours: Impl, args: argparse.Namespace, report: Report) -> Non
     big = "Hi" + " " * big_n + "there"
     big_chunks = [big[i : i + 65536] for i in range(0, len(big), 65536)]
     t_big = timed(lambda: ours.stream(qwen3, "", big_chunks), repeat=3)
-    t_big_ref = timed(lambda: REF.stream(qwen3, "", big_chunks), repeat=1, min_total=0)
+    # The reference's `\s*` closer search restarts at every position of the run: quadratic inside
+    # one regex call, so it is measured on 64 KB only (one chunk).
+    small_ref = "Hi" + " " * 65_536 + "there"
+    t_big_ref = timed(lambda: REF.stream(qwen3, "", [small_ref]), repeat=1, min_total=0)
     print("\n[whitespace] qwen3, a run of n spaces in content, one character per feed")
     rows = []
     for n, t in zip(sizes, t_ours):
@@ -660,18 +663,19 @@ def case_whitespace(ours: Impl, args: argparse.Namespace, report: Report) -> Non
     table(["n", "chatparse", "transformers", "speedup"], rows)
     print(f"  reference measured at n={fmt_n(ref_n)}: {fmt_time(t_ref)}")
     print(
-        f"  {big_n / 1e6:.1f} MB of spaces in 64 KB chunks: chatparse {fmt_time(t_big)}, "
-        f"transformers {fmt_time(t_big_ref)} ({t_big_ref / t_big:.0f}x)"
+        f"  {big_n / 1e6:.1f} MB of spaces in 64 KB chunks: chatparse {fmt_time(t_big)}; "
+        f"transformers on 64 KB of spaces in one feed: {fmt_time(t_big_ref)}"
     )
     worst = ("", 0.0)
     from chatparse import catalog
 
+    n_ops = 500 if args.quick else 2_000
     for name in catalog.names():
         spec = catalog.get(name)
-        r = _doubling_ops(lambda n, spec=spec: _per_char(ours, spec, "", text(n)), 2_000)
+        r = _doubling_ops(lambda n, spec=spec: _per_char(ours, spec, "", text(n)), n_ops)
         if r > worst[1]:
             worst = (name, r)
-    r_q = _doubling_ops(lambda n: _per_char(ours, qwen3, "", text(n)), 4_000)
+    r_q = _doubling_ops(lambda n: _per_char(ours, qwen3, "", text(n)), 1_000 if args.quick else 4_000)
     report.target(
         "whitespace: qwen3 spaces, operations per doubling <= 2.3 (one char per feed)",
         r_q <= 2.3,
@@ -683,9 +687,9 @@ def case_whitespace(ours: Impl, args: argparse.Namespace, report: Report) -> Non
         f"worst {worst[0]} {worst[1]:.2f}x",
     )
     report.target(
-        f"whitespace: {big_n / 1e6:.1f} MB in 64 KB chunks faster than transformers",
+        f"whitespace: {big_n / 1e6:.1f} MB in 64 KB chunks faster than transformers on 64 KB",
         t_big < t_big_ref,
-        f"{fmt_time(t_big)} vs {fmt_time(t_big_ref)} (before: 11 s for 3.2 MB)",
+        f"{fmt_time(t_big)} vs {fmt_time(t_big_ref)} (before: 11 s for 3.2 MB, 16.2 s measured here)",
     )
 
 

@@ -1176,7 +1176,13 @@ class Scanner:
                     if hit is None:
                         hit = la(last)
                     if hit:
-                        n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+                        # Hold the trailing run of a leading loop class; usually just the last
+                        # character ("word "), found without a call.
+                        prev = buf[n - 2] if n >= 2 else ""
+                        if prev and q < n - 1 and la.cache.get(prev) is False:
+                            n -= 1
+                        else:
+                            n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
                 self.q = n
                 h = self._hold
                 h.at = n

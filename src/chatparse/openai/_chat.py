@@ -137,6 +137,13 @@ class ChatParser:
             id_factory=id_factory or random_call_id,
         )
         self._errors: list[dict[str, Any]] = []
+        # Fields whose chunks produce no delta (the per-token path of `feed` skips them).
+        self._silent_fields = frozenset(
+            name
+            for name in self._t.fields
+            if (name == "tool_calls" and stream_tool_calls != "early")
+            or (name != "tool_calls" and self._stream(name) is None)
+        )
         self._region_pos = 0  # end of the current region's text seen so far
         self._finished = False
         self._emit_from = 0
@@ -157,8 +164,12 @@ class ChatParser:
         if len(events) == 1 and not self._pending:
             # The per-token path: one clean text chunk of content or reasoning.
             e = events[0]
-            if e["type"] == "region_chunk" and not e["dirty"] and self._region_pos >= self._emit_from:
-                s = self._text_fields.get(e["field"])
+            if e["type"] == "region_chunk" and self._region_pos >= self._emit_from:
+                if e["field"] in self._silent_fields:
+                    # a call body while calls are sent complete, or a field that is not mapped
+                    self._region_pos += len(e["text"])
+                    return []
+                s = self._text_fields.get(e["field"]) if not e["dirty"] else None
                 if s is not None:
                     chunk = e["text"]
                     self._region_pos += len(chunk)
