@@ -7,8 +7,9 @@ side the rest of the output as it was written, call markup included. The splitte
 `ResponseParser` with the whole template and routes its events by their offsets into
 `input_text`: the bodies of reasoning regions become reasoning text (edges stripped, as the
 message's reasoning is), everything else (content, tool-call regions with their delimiters) is
-passed through raw. Reasoning delimiters are consumed. Text of the prompt (the prefix) is never
-passed on.
+passed through raw, except that leading whitespace of the normal text is dropped (the message's
+content is stripped anyway, and it is the separator after `</think>`). Reasoning delimiters are
+consumed. Text of the prompt (the prefix) is never passed on.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class ReasoningSplitter:
     >>> from chatparse import catalog, load_response_template
     >>> s = ReasoningSplitter(load_response_template(catalog.get("qwen3")), prefix="<|im_start|>assistant\\n")
     >>> s.feed("<think>\\nhm\\n</think>\\n\\nHi <tool_call>")
-    ('hm', '\\n\\nHi <tool_call>')
+    ('hm', 'Hi <tool_call>')
     >>> s.feed('{"name": "f"}</tool_call>')
     ('', '{"name": "f"}</tool_call>')
     >>> s.finish()
@@ -41,6 +42,7 @@ class ReasoningSplitter:
         self._started = False  # some reasoning text was committed
         self._hold = ""  # trailing whitespace of the reasoning, not yet known to be inside it
         self._finished = False
+        self._normal_started = False  # leading whitespace of the normal text is dropped
         self.reasoning_ended = False
         """A reasoning region closed (or a non-reasoning region opened after one)."""
         self.reasoning_seen = False
@@ -56,7 +58,14 @@ class ReasoningSplitter:
         reasoning: list[str] = []
         normal: list[str] = []
         self._route(self._parser.feed(text), reasoning, normal)
-        return "".join(reasoning), "".join(normal)
+        return "".join(reasoning), self._normal(normal)
+
+    def _normal(self, pieces: list[str]) -> str:
+        text = "".join(pieces)
+        if not self._normal_started:
+            text = text.lstrip()
+            self._normal_started = bool(text)
+        return text
 
     def finish(self) -> tuple[str, str]:
         """End of the output: what was still held."""
@@ -74,7 +83,7 @@ class ReasoningSplitter:
         if self._pos < len(buf) and not self._in_reasoning:
             normal.append(buf[self._pos :])
             self._pos = len(buf)
-        return "".join(reasoning), "".join(normal)
+        return "".join(reasoning), self._normal(normal)
 
     def _reasoning_text(self, text: str, out: list[str]) -> None:
         if not self._started:

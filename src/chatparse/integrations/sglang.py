@@ -68,9 +68,8 @@ except ImportError as e:  # pragma: no cover - exercised only without SGLang
     ) from e
 
 from .._parser import ResponseParser
-from ..errors import RequiredFieldsMissing
 from ..openai import ChatParser
-from ._common import PARSER_NAME, Policy, Resolved, describe, resolve, tool_dicts
+from ._common import PARSER_NAME, REASONING_FIELDS, Policy, Resolved, describe, resolve, tool_dicts
 from ._split import ReasoningSplitter
 
 __all__ = ["ChatparseDetector", "ChatparseReasoningDetector", "register", "request_context"]
@@ -105,14 +104,43 @@ def _prefix_now() -> str:
 # reasoning
 
 
+class _CleanSplit:
+    """Reasoning and clean content (no tool parser follows): a `ChatParser` without tool parsing,
+    so call markup stays in the content verbatim and content framing (channels) is removed."""
+
+    def __init__(self, resolved: Resolved, prefix: str) -> None:
+        template = resolved.variant(reasoning=True, tools=False) or resolved.template
+        self._parser = ChatParser(
+            template=template, prefix=prefix, parse_tool_calls=template is not resolved.template
+        )
+        self.in_reasoning = False
+
+    def _split(self, deltas: list[dict[str, Any]]) -> tuple[str, str]:
+        reasoning = "".join(d.get("reasoning_content", "") for d in deltas)
+        content = "".join(d.get("content", "") for d in deltas)
+        if content:
+            self.in_reasoning = False
+        elif reasoning:
+            self.in_reasoning = True
+        return reasoning, content
+
+    def feed(self, text: str) -> tuple[str, str]:
+        return self._split(self._parser.feed(text))
+
+    def finish(self) -> tuple[str, str]:
+        return self._split(self._parser.finish("stop")[1])
+
+
 class ChatparseReasoningDetector(BaseReasoningFormatDetector):
-    """Reasoning out, the rest of the output verbatim (for the tool-call parser after it)."""
+    """Reasoning out; the rest verbatim for the tool-call parser after it, or clean content when
+    no tool-call parser runs for the request (SGLang's `tool_call_parser_active`)."""
 
     def __init__(
         self,
         stream_reasoning: bool = True,
         force_reasoning: bool = False,
         tokenizer: Any = None,
+        tool_call_parser_active: bool = False,
         **_kwargs: Any,
     ) -> None:
         self._resolved: Resolved = resolve(tokenizer, model=None)
@@ -122,7 +150,8 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         closer = f.closer.literals[0] if f is not None and f.closer is not None and f.closer.literals else ""
         super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
         self._opener = opener
-        self._splitter: ReasoningSplitter | None = None
+        self._verbatim = tool_call_parser_active
+        self._splitter: ReasoningSplitter | _CleanSplit | None = None
         self._held = ""  # reasoning held back when stream_reasoning is False
 
     def _prefix(self) -> str:
@@ -133,8 +162,10 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
             prefix = anchors[0] + self._opener
         return prefix
 
-    def _new(self) -> ReasoningSplitter:
-        return ReasoningSplitter(self._resolved.template, prefix=self._prefix())
+    def _new(self) -> ReasoningSplitter | _CleanSplit:
+        if self._verbatim:
+            return ReasoningSplitter(self._resolved.template, prefix=self._prefix())
+        return _CleanSplit(self._resolved, self._prefix())
 
     def detect_and_parse(self, text: str) -> ReasoningResult:
         splitter = self._new()
@@ -198,28 +229,61 @@ class ChatparseDetector(BaseFormatDetector):
         self._template = template if template is not None else self._resolved.template
         self._stream: ChatParser | None = None
         self._done = False
+        self._tools_seen: list[Any] | None = None  # FunctionCallParser passes tools to the parse calls only
+
+    def _prefix(self) -> str:
+        """The prompt without the reasoning regions it writes or leaves open (`<think>`, or an
+        empty `<think></think>` when thinking is disabled).
+
+        The reasoning parser runs first and consumes reasoning, so that text is not this parser's:
+        kept, it would read as content (the template used here has no reasoning field). Every other
+        region the prompt opens (a pre-opened answer section, a call) stays in view.
+        """
+        prompt = _prefix_now()
+        if not prompt or self._resolved.reasoning_field is None:
+            return prompt
+        probe = ResponseParser(self._resolved.template, prefix=prompt)
+        base = len(prompt) - len(probe.input_text)
+        spans: list[tuple[int, int]] = []
+        start: int | None = None
+        for e in probe.initial_events:
+            if e["field"] not in REASONING_FIELDS:
+                continue
+            if e["type"] == "region_open":
+                start = e["start"]
+            elif e["type"] in ("region_close", "region_malformed") and start is not None:
+                spans.append((start, e["end"]))
+                start = None
+        if start is not None:
+            spans.append((start, len(probe.input_text)))
+        if not spans:
+            return prompt
+        out, pos = [prompt[:base]], 0
+        for a, b in spans:
+            out.append(probe.input_text[pos:a])
+            pos = b
+        out.append(probe.input_text[pos:])
+        return "".join(out)
 
     def _parser(self, tools: list[Any] | None) -> ChatParser:
         return ChatParser(
             template=self._template,
-            prefix=_prefix_now(),
+            prefix=self._prefix(),
             tools=tool_dicts(tools) or None,
             stream_tool_calls=self._policy.stream_tool_calls,
             unknown_tools=self._policy.unknown_tools,
         )
 
     def has_tool_call(self, text: str) -> bool:
-        """Whether `text` opens a tool-call region (the parse decides whether it is a valid call)."""
-        parser = ResponseParser(self._template, prefix=_prefix_now())
-        events = parser.initial_events + parser.feed(text)
-        if not any(e["type"] == "region_open" and e["field"] == "tool_calls" for e in events):
-            try:
-                events = parser.finalize()[1]
-            except RequiredFieldsMissing as e:
-                events = e.events
-        return any(e["type"] == "region_open" and e["field"] == "tool_calls" for e in events)
+        """Whether the parse changes `text`: it holds a call (complete or not), or template framing
+        around the content (Harmony channels, Kimi K3 sections, a cut-off call opener) that the
+        parse removes. SGLang's non-streaming path returns the text untouched when this is False
+        (and logs that no complete call was found when it is True and no call parses)."""
+        result = self.detect_and_parse(text, self._tools_seen)
+        return bool(result.calls) or result.normal_text != text
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
+        self._tools_seen = tools
         parser = self._parser(tools)
         deltas = parser.feed(text)
         _, last, _ = parser.finish(_finish_type(request_context().get("finish_reason")))
