@@ -158,6 +158,7 @@ def vllm_parser_cls(su: Setup, tool: str | None, reasoning: str | None) -> Any:
         reasoning_parser_name=reasoning,
         enable_auto_tools=True,
         model_name=su.fixture.reference_model,
+        is_harmony=su.fixture.family == "gpt-oss",  # as serving: hf_config.model_type == "gpt_oss"
         tokenizer=su.tokenizer,
     )
 
@@ -321,11 +322,31 @@ def sglang_stream(su: Setup, tool: str | None, reasoning: str | None, strategy: 
             acc.add_content(t or None)
             for c in calls:
                 acc.add_tool_call(c.tool_index, c.name, c.parameters)
+            if last:
+                rest = _unstreamed_args(fp.detector)
+                if rest is not None:
+                    acc.add_tool_call(rest[0], None, rest[1])
     except Exception as e:
         return acc.result(exception=f"{type(e).__name__}: {e}")
     finally:
         _REQUEST.reset(token)
     return acc.result()
+
+
+def _unstreamed_args(detector: Any) -> tuple[int, str] | None:
+    """`OpenAIServingChat._check_for_unstreamed_tool_args`: the arguments a detector parsed for its
+    last call but did not stream (the server sends them after the final step)."""
+    prev = getattr(detector, "prev_tool_call_arr", None)
+    sent = getattr(detector, "streamed_args_for_tool", None)
+    if not prev or not sent:
+        return None
+    i = len(prev) - 1
+    if i >= len(sent):
+        return None
+    expected = prev[i].get("arguments", {})
+    expected = expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
+    rest = expected[len(sent[i]) :] if expected.startswith(sent[i]) else ""
+    return (i, rest) if rest else None
 
 
 def sglang_nonstream(su: Setup, tool: str | None, reasoning: str | None) -> ParseResult:

@@ -279,7 +279,7 @@ class ChatparseDetector(BaseFormatDetector):
         around the content (Harmony channels, Kimi K3 sections, a cut-off call opener) that the
         parse removes. SGLang's non-streaming path returns the text untouched when this is False
         (and logs that no complete call was found when it is True and no call parses)."""
-        result = self.detect_and_parse(text, self._tools_seen)
+        result = self.detect_and_parse(text, self._tools_seen or [])
         return bool(result.calls) or result.normal_text != text
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:

@@ -153,6 +153,13 @@ class ChatparseReasoningParser(ReasoningParser):
     state (one instance per request, as vLLM creates them).
     """
 
+    chatparse_plugin = True
+
+    @staticmethod
+    def unified_parser(**options: Any) -> type[Parser]:
+        """The unified parser class that selecting this parser stands for."""
+        return _unified_parser(**options)
+
     def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(tokenizer, *args, **kwargs)
         self._resolved = _resolve(tokenizer, kwargs.get("model_config"))
@@ -278,6 +285,12 @@ class ChatparseToolParser(ToolParser):
     """
 
     supports_required_and_named = False  # required/named are refused, never parsed as plain JSON
+    chatparse_plugin = True
+
+    @staticmethod
+    def unified_parser(**options: Any) -> type[Parser]:
+        """The unified parser class that selecting this parser stands for."""
+        return _unified_parser(**options)
 
     def __init__(self, tokenizer: Any, tools: list[Any] | None = None) -> None:
         super().__init__(tokenizer, tools)
@@ -543,7 +556,8 @@ class ChatparseParser(Parser):
     def _finish_reason(self, request: Any, all_ids: Sequence[int], generated: int) -> str:
         extra = getattr(request, "stop_token_ids", None) or ()
         stops = stop_token_ids(self.model_tokenizer, self._resolved, extra)
-        max_tokens = getattr(request, "max_completion_tokens", None) or getattr(request, "max_tokens", None)
+        fields = getattr(request, "__dict__", {})  # plain reads: `max_tokens` warns as deprecated
+        max_tokens = fields.get("max_completion_tokens") or fields.get("max_tokens")
         max_model_len = getattr(self._model_config, "max_model_len", None)
         return recover_finish_reason(
             last_ids=list(all_ids[-1:]),
@@ -615,39 +629,27 @@ class ChatparseParser(Parser):
 # registration
 
 
-def _composed(reasoning: bool, tool: bool, strict_level: Any, enable_auto_tools: bool) -> type[Parser]:
-    return type(
-        "ChatparseParser",
-        (ChatparseParser,),
-        {
-            "reasoning_parser_cls": ChatparseReasoningParser if reasoning else None,
-            "tool_parser_cls": ChatparseToolParser if tool else None,
-            "tool_strict_level": strict_level,
-            "_enable_auto_tools": enable_auto_tools,
-            "__module__": __name__,
-        },
-    )
-
-
-def _is_ours(manager: Any, name: str | None, base: type) -> bool:
+def _registered(manager: Any, name: str | None) -> Any:
+    """The class registered under `name` when it is a chatparse class (any copy of this module)."""
     if name != PARSER_NAME:
-        return False
+        return None
     try:
-        cls = (
-            manager.get_tool_parser(name)
-            if manager is ToolParserManager
-            else manager.get_reasoning_parser(name)
-        )
+        cls = manager.get_tool_parser(name) if manager is ToolParserManager else manager.get_reasoning_parser(name)
     except Exception:
-        return False
-    return isinstance(cls, type) and issubclass(cls, base)
+        return None
+    return cls if getattr(cls, "chatparse_plugin", False) else None
 
 
 def _install_composer() -> None:
+    """Make `ParserManager` compose `ChatparseParser` for the name `chatparse` (idempotent).
+
+    The wrapper looks the classes up in vLLM's registries on every call, so it never holds on to
+    classes of a stale copy of this module.
+    """
     original = ParserManager.__dict__["_compose_parser"]
-    if getattr(original, "__func__", None) is None or getattr(original.__func__, "_chatparse", False):
+    func = getattr(original, "__func__", None)
+    if func is None or getattr(func, "_chatparse", False):
         return
-    compose = original.__func__
 
     def _compose_parser(
         cls: Any,
@@ -659,19 +661,22 @@ def _install_composer() -> None:
         tool_strict_level: str | None,
         tokenizer: Any,
     ) -> Any:
-        tool_ours = _is_ours(ToolParserManager, tool_parser_name, ChatparseToolParser)
-        reasoning_ours = _is_ours(ReasoningParserManager, reasoning_parser_name, ChatparseReasoningParser)
-        if tool_ours and reasoning_parser_name and not reasoning_ours:
+        tool_cls = _registered(ToolParserManager, tool_parser_name)
+        reasoning_cls = _registered(ReasoningParserManager, reasoning_parser_name)
+        if tool_cls is not None and reasoning_parser_name and reasoning_cls is None:
             raise TypeError(
                 f"--reasoning-parser {reasoning_parser_name} and --tool-call-parser {PARSER_NAME} cannot be "
                 f"combined: the chatparse parser parses reasoning itself (use --reasoning-parser {PARSER_NAME})"
             )
-        if tool_ours or (reasoning_ours and not tool_parser_name):
-            from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
-
-            level = None if tool_strict_level is None else ToolStrictLevel.from_name(tool_strict_level)
-            return _composed(reasoning_ours, tool_ours and enable_auto_tools, level, enable_auto_tools)
-        return compose(
+        if tool_cls is not None or (reasoning_cls is not None and not tool_parser_name):
+            owner = tool_cls or reasoning_cls
+            return owner.unified_parser(
+                reasoning=reasoning_cls is not None,
+                tools=tool_cls is not None and enable_auto_tools,
+                tool_strict_level=tool_strict_level,
+                enable_auto_tools=enable_auto_tools,
+            )
+        return func(
             cls,
             tool_parser_name,
             reasoning_parser_name,
@@ -684,6 +689,26 @@ def _install_composer() -> None:
 
     _compose_parser._chatparse = True  # type: ignore[attr-defined]
     ParserManager._compose_parser = classmethod(_compose_parser)
+
+
+def _unified_parser(
+    *, reasoning: bool, tools: bool, tool_strict_level: str | None, enable_auto_tools: bool
+) -> type[Parser]:
+    """A `ChatparseParser` class for the selected parsers, as `ParserManager` composes one."""
+    from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
+
+    level = None if tool_strict_level is None else ToolStrictLevel.from_name(tool_strict_level)
+    return type(
+        "ChatparseParser",
+        (ChatparseParser,),
+        {
+            "reasoning_parser_cls": ChatparseReasoningParser if reasoning else None,
+            "tool_parser_cls": ChatparseToolParser if tools else None,
+            "tool_strict_level": level,
+            "_enable_auto_tools": enable_auto_tools,
+            "__module__": __name__,
+        },
+    )
 
 
 def register() -> None:
