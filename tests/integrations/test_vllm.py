@@ -37,7 +37,11 @@ TOOLS = [
         "type": "function",
         "function": {
             "name": "get_weather",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
         },
     }
 ]
@@ -61,7 +65,9 @@ def ids(tok: Any, text: str) -> list[int]:
     return [int(i) for i in tok.encode(text, add_special_tokens=False)]
 
 
-def parser_cls(tok: Any, tool: str | None = "chatparse", reasoning: str | None = "chatparse", auto: bool = True) -> Any:
+def parser_cls(
+    tok: Any, tool: str | None = "chatparse", reasoning: str | None = "chatparse", auto: bool = True
+) -> Any:
     return ParserManager.get_parser(
         tool_parser_name=tool,
         reasoning_parser_name=reasoning,
@@ -105,7 +111,11 @@ def stream(
         shown = [t for t in group if not (last and stop and t == group[-1])] if last and stop else group
         deltas.append(
             parser.parse_delta(
-                tok.decode(shown, skip_special_tokens=False), group, req, prompt_token_ids=prompt_ids, finished=last
+                tok.decode(shown, skip_special_tokens=False),
+                group,
+                req,
+                prompt_token_ids=prompt_ids,
+                finished=last,
             )
         )
     return deltas, merge(deltas)
@@ -129,7 +139,9 @@ def merge(deltas: Sequence[Any]) -> dict[str, Any]:
     return msg
 
 
-def one_shot(tok: Any, cls: Any, text: str, *, prompt: str = PROMPT, req: Any = None, stop: bool = True) -> Any:
+def one_shot(
+    tok: Any, cls: Any, text: str, *, prompt: str = PROMPT, req: Any = None, stop: bool = True
+) -> Any:
     req = req if req is not None else request()
     parser = cls(tok, req.tools, chat_template_kwargs={}, model_config=None)
     req = parser.adjust_request(req)
@@ -150,7 +162,9 @@ def test_registered_under_the_name_chatparse() -> None:
 
 
 def test_vllm_general_plugins_entry_point_registers() -> None:
-    eps = [ep for ep in importlib.metadata.entry_points(group="vllm.general_plugins") if ep.name == "chatparse"]
+    eps = [
+        ep for ep in importlib.metadata.entry_points(group="vllm.general_plugins") if ep.name == "chatparse"
+    ]
     assert [ep.value for ep in eps] == ["chatparse.integrations.vllm:register"]
     import vllm.plugins
 
@@ -187,7 +201,9 @@ def test_get_parser_composes_one_unified_parser(tok: Any) -> None:
     assert cls.reasoning_parser_cls is plugin.ChatparseReasoningParser
     assert cls.tool_parser_cls is plugin.ChatparseToolParser
     only_tools = parser_cls(tok, reasoning=None)
-    assert only_tools.reasoning_parser_cls is None and only_tools.tool_parser_cls is plugin.ChatparseToolParser
+    assert (
+        only_tools.reasoning_parser_cls is None and only_tools.tool_parser_cls is plugin.ChatparseToolParser
+    )
     only_reasoning = parser_cls(tok, tool=None)
     assert only_reasoning.tool_parser_cls is None
     no_auto = parser_cls(tok, auto=False)
@@ -217,7 +233,9 @@ def test_chatparse_tools_with_another_reasoning_parser_is_refused(tok: Any) -> N
 
 
 def test_startup_fails_with_one_line_when_no_template_applies() -> None:
-    unknown = build_tokenizer(["<x>"], ["plain text"] * 4, stop=["</s>"], vocab_size=300, name_or_path="acme/unheard-of")
+    unknown = build_tokenizer(
+        ["<x>"], ["plain text"] * 4, stop=["</s>"], vocab_size=300, name_or_path="acme/unheard-of"
+    )
     with pytest.raises(TypeError) as err:
         parser_cls(unknown)
     message = str(err.value)
@@ -238,7 +256,9 @@ def test_stream_equals_parse(tok: Any, per: int) -> None:
     reasoning, content, calls = one_shot(tok, cls, OUTPUT)
     assert msg["reasoning"] == msg["reasoning_content"] == reasoning == "The user wants the weather."
     assert msg["content"] == content == "Let me check."
-    assert [(c["name"], json.loads(c["arguments"])) for c in msg["tool_calls"]] == [("get_weather", {"city": "Paris"})]
+    assert [(c["name"], json.loads(c["arguments"])) for c in msg["tool_calls"]] == [
+        ("get_weather", {"city": "Paris"})
+    ]
     assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", {"city": "Paris"})]
     assert msg["tool_calls"][0]["id"].startswith("call_") and len(msg["tool_calls"][0]["id"]) == 29
 
@@ -255,7 +275,9 @@ def test_prompt_that_opens_a_call(tok: Any) -> None:
     cls = parser_cls(tok)
     text = '\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
     _, msg = stream(tok, cls, text, prompt=PROMPT + "<tool_call>")
-    assert [(c["name"], json.loads(c["arguments"])) for c in msg["tool_calls"]] == [("get_weather", {"city": "Oslo"})]
+    assert [(c["name"], json.loads(c["arguments"])) for c in msg["tool_calls"]] == [
+        ("get_weather", {"city": "Oslo"})
+    ]
 
 
 def test_adjust_request_keeps_special_tokens_and_their_spacing(tok: Any) -> None:
@@ -267,9 +289,13 @@ def test_adjust_request_keeps_special_tokens_and_their_spacing(tok: Any) -> None
 
 
 @pytest.mark.parametrize(
-    "choice", ["required", {"type": "function", "function": {"name": "get_weather"}}], ids=["required", "named"]
+    "choice",
+    ["required", {"type": "function", "function": {"name": "get_weather"}}],
+    ids=["required", "named"],
 )
-def test_required_and_named_tool_choice_are_refused_with_vllms_validation_error(tok: Any, choice: Any) -> None:
+def test_required_and_named_tool_choice_are_refused_with_vllms_validation_error(
+    tok: Any, choice: Any
+) -> None:
     req = request(tool_choice=choice)
     parser = parser_cls(tok)(tok, req.tools)
     with pytest.raises(VLLMValidationError) as err:
@@ -288,7 +314,9 @@ def test_required_and_named_tool_choice_are_refused_with_vllms_validation_error(
     ],
     ids=["tool_choice-none", "no-tools", "no-auto-tool-choice"],
 )
-def test_call_markup_passes_through_as_content_when_calls_are_not_parsed(tok: Any, req: Any, cls_kw: Any) -> None:
+def test_call_markup_passes_through_as_content_when_calls_are_not_parsed(
+    tok: Any, req: Any, cls_kw: Any
+) -> None:
     cls = parser_cls(tok, **cls_kw)
     _, msg = stream(tok, cls, OUTPUT, req=req())
     assert msg["tool_calls"] == []
@@ -365,12 +393,22 @@ def test_unknown_tools_are_surfaced_by_default_and_dropped_on_request(tok: Any) 
 
 @pytest.mark.parametrize(
     "key, fields",
-    [("reasoning", {"reasoning"}), ("reasoning_content", {"reasoning_content"}), ("both", {"reasoning", "reasoning_content"})],
+    [
+        ("reasoning", {"reasoning"}),
+        ("reasoning_content", {"reasoning_content"}),
+        ("both", {"reasoning", "reasoning_content"}),
+    ],
 )
 def test_reasoning_key(tok: Any, key: str, fields: set[str]) -> None:
     with environ(CHATPARSE_REASONING_KEY=key):
         deltas, _ = stream(tok, parser_cls(tok), OUTPUT)
-    seen = {k for d in deltas if d is not None for k in d.model_dump(exclude_none=True) if k.startswith("reasoning")}
+    seen = {
+        k
+        for d in deltas
+        if d is not None
+        for k in d.model_dump(exclude_none=True)
+        if k.startswith("reasoning")
+    }
     assert seen == fields
 
 
@@ -396,9 +434,15 @@ def test_parsers_keep_per_request_state_only(tok: Any) -> None:
     out_a, out_b = [], []
     for i in range(max(len(first), len(second))):  # interleaved, like concurrent requests
         if i < len(first):
-            out_a.append(a.parse_delta(tok.decode([first[i]]), [first[i]], req, prompt, finished=i == len(first) - 1))
+            out_a.append(
+                a.parse_delta(tok.decode([first[i]]), [first[i]], req, prompt, finished=i == len(first) - 1)
+            )
         if i < len(second):
-            out_b.append(b.parse_delta(tok.decode([second[i]]), [second[i]], req, prompt, finished=i == len(second) - 1))
+            out_b.append(
+                b.parse_delta(
+                    tok.decode([second[i]]), [second[i]], req, prompt, finished=i == len(second) - 1
+                )
+            )
     assert merge(out_b)["content"] == "Sunny." and merge(out_b)["tool_calls"] == []
     assert merge(out_a)["content"] == "Let me check." and len(merge(out_a)["tool_calls"]) == 1
 

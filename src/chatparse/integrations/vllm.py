@@ -35,6 +35,10 @@ no reasoning parser selected, reasoning markup stays in the content verbatim; wi
 off for the request (`tool_choice="none"`, no tools, or no `--enable-auto-tool-choice`) so does
 call markup.
 
+Deltas: for steps of one token, each `DeltaMessage` carries one kind (reasoning, content, or one
+call; what a token completes beyond that goes out with the next step); a step of several tokens,
+and the final step, carry everything they completed.
+
 Finish reasons: vLLM does not tell parsers why generation ended, and chatparse never returns a call
 the model did not finish. A stop token id (EOS, the template's end-of-turn markers, the request's
 `stop_token_ids`) at the end of the final delta means `"stop"`; otherwise `max_tokens` (or the
@@ -405,6 +409,32 @@ def _delta_message(
     return DeltaMessage(**fields) if fields else None
 
 
+def _kind(delta: dict[str, Any], reasoning_as_content: bool) -> Any:
+    if "tool_calls" in delta:
+        return delta["tool_calls"][0]["index"]
+    if "reasoning_content" in delta and not reasoning_as_content:
+        return "reasoning"
+    return "content"
+
+
+def _one_kind(
+    queue: list[dict[str, Any]], reasoning_as_content: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The leading deltas of one kind (reasoning, content, or one call), and the rest.
+
+    For steps of one token, vLLM's delta conventions hold: a delta carries reasoning, content or
+    one call, never two of them. What a token completes beyond that (the text before a call, a
+    second call of a list) goes out with the next step, or with the final one.
+    """
+    if not queue:
+        return [], []
+    first = _kind(queue[0], reasoning_as_content)
+    n = 1
+    while n < len(queue) and _kind(queue[n], reasoning_as_content) == first:
+        n += 1
+    return queue[:n], queue[n:]
+
+
 class _ReasoningTokenCounter:
     """Counts generated tokens whose text is reasoning; each token is decoded and parsed once."""
 
@@ -494,6 +524,7 @@ class ChatparseParser(Parser):
         self._generated = 0
         self._last_ids: list[int] = []
         self._done = False
+        self._pending: list[dict[str, Any]] = []  # deltas held for the next single-token step
         self._counter: _ReasoningTokenCounter | None = None
 
     # -- request ---------------------------------------------------------------------------------
@@ -617,11 +648,14 @@ class ChatparseParser(Parser):
             reason = self._finish_reason(request, self._last_ids, self._generated)
             _, last, _ = self._stream.finish(reason)
             deltas = deltas + last
+        include = self._include_reasoning(request) or self._reasoning_as_content
+        queue = self._pending + [d for d in deltas if include or "reasoning_content" not in d]
+        if finished or len(delta_token_ids) > 1:
+            out, self._pending = queue, []
+        else:
+            out, self._pending = _one_kind(queue, self._reasoning_as_content)
         return _delta_message(
-            deltas,
-            self._policy,
-            include_reasoning=self._include_reasoning(request) or self._reasoning_as_content,
-            reasoning_as_content=self._reasoning_as_content,
+            out, self._policy, include_reasoning=include, reasoning_as_content=self._reasoning_as_content
         )
 
 
@@ -634,7 +668,11 @@ def _registered(manager: Any, name: str | None) -> Any:
     if name != PARSER_NAME:
         return None
     try:
-        cls = manager.get_tool_parser(name) if manager is ToolParserManager else manager.get_reasoning_parser(name)
+        cls = (
+            manager.get_tool_parser(name)
+            if manager is ToolParserManager
+            else manager.get_reasoning_parser(name)
+        )
     except Exception:
         return None
     return cls if getattr(cls, "chatparse_plugin", False) else None
