@@ -138,6 +138,19 @@ def plugin_env(su: Setup) -> contextlib.AbstractContextManager[None]:
 # --------------------------------------------------------------------------------------------------
 # vLLM
 
+_VLLM_TOKENIZERS: dict[str, Any] = {}
+
+
+def vllm_tok(su: Setup) -> Any:
+    """The family tokenizer wrapped as vLLM's server wraps every HF tokenizer (`get_cached_tokenizer`:
+    vocabulary, special ids and length computed once)."""
+    fam = su.fixture.family
+    if fam not in _VLLM_TOKENIZERS:
+        from vllm.tokenizers.hf import get_cached_tokenizer
+
+        _VLLM_TOKENIZERS[fam] = get_cached_tokenizer(su.tokenizer)
+    return _VLLM_TOKENIZERS[fam]
+
 
 def vllm_request(su: Setup, *, stream: bool) -> Any:
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
@@ -159,7 +172,7 @@ def vllm_parser_cls(su: Setup, tool: str | None, reasoning: str | None) -> Any:
         enable_auto_tools=True,
         model_name=su.fixture.reference_model,
         is_harmony=su.fixture.family == "gpt-oss",  # as serving: hf_config.model_type == "gpt_oss"
-        tokenizer=su.tokenizer,
+        tokenizer=vllm_tok(su),
     )
 
 
@@ -167,10 +180,10 @@ def vllm_prepare(su: Setup, parser_cls: Any, *, stream: bool) -> tuple[Any, Any]
     """The adjusted request and the per-request parser, as the renderer and serving build them."""
     request = vllm_request(su, stream=stream)
     ctk = dict(request.chat_template_kwargs or {})
-    adjuster = parser_cls(su.tokenizer, request.tools, model_config=None, chat_template_kwargs=ctk)
+    adjuster = parser_cls(vllm_tok(su), request.tools, model_config=None, chat_template_kwargs=ctk)
     adjuster.set_prompt_token_ids(su.prompt_ids)
     request = adjuster.adjust_request(request=request)
-    return request, parser_cls(su.tokenizer, request.tools, chat_template_kwargs=ctk, model_config=None)
+    return request, parser_cls(vllm_tok(su), request.tools, chat_template_kwargs=ctk, model_config=None)
 
 
 def vllm_detokenize(su: Setup, request: Any, id_groups: Sequence[Sequence[int]]) -> list[str]:
@@ -181,7 +194,7 @@ def vllm_detokenize(su: Setup, request: Any, id_groups: Sequence[Sequence[int]])
     engine_request = SimpleNamespace(
         request_id="replay", sampling_params=params, prompt_token_ids=list(su.prompt_ids), prompt_embeds=None
     )
-    det = IncrementalDetokenizer.from_new_request(su.tokenizer, engine_request)
+    det = IncrementalDetokenizer.from_new_request(vllm_tok(su), engine_request)
     out: list[str] = []
     for i, g in enumerate(id_groups):
         last = i == len(id_groups) - 1

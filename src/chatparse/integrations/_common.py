@@ -143,6 +143,8 @@ class Resolved:
     """`override`, `tokenizer`, `catalog (model id)`, `catalog (chat template)` or `environment`."""
     stop: tuple[str, ...] = ()
     """End-of-turn markers from the catalog entry (used to recognise a stop token id)."""
+    policies: dict[str, Policy] = field(default_factory=dict, compare=False)
+    """`Policy.from_env` per engine, read from the same environment as the template."""
     _variants: dict[tuple[bool, bool], Template | None] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -262,8 +264,10 @@ def _catalog_stop(name: str) -> tuple[str, ...]:
 def _resolve(tokenizer: Any, model: str | None, env: Mapping[str, str]) -> Resolved:
     from .. import catalog
 
+    policies = {engine: Policy.from_env(env, engine=engine) for engine in ("vllm", "sglang")}
+
     def finish(spec: dict[str, Any], name: str, source: str) -> Resolved:
-        resolved = Resolved(spec, name, source, _catalog_stop(name))
+        resolved = Resolved(spec, name, source, _catalog_stop(name), policies)
         try:
             resolved.template  # noqa: B018 - validate and compile now, not on the first request
         except ValueError as e:

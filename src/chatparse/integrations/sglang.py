@@ -69,7 +69,7 @@ except ImportError as e:  # pragma: no cover - exercised only without SGLang
 
 from .._parser import ResponseParser
 from ..openai import ChatParser
-from ._common import PARSER_NAME, REASONING_FIELDS, Policy, Resolved, describe, resolve, tool_dicts
+from ._common import PARSER_NAME, REASONING_FIELDS, Resolved, describe, resolve, tool_dicts
 from ._split import ReasoningSplitter
 
 __all__ = ["ChatparseDetector", "ChatparseReasoningDetector", "register", "request_context"]
@@ -224,7 +224,7 @@ class ChatparseDetector(BaseFormatDetector):
     def __init__(self, tokenizer: Any = None) -> None:
         super().__init__()
         self._resolved: Resolved = resolve(tokenizer, model=None)
-        self._policy = Policy.from_env(engine="sglang")
+        self._policy = self._resolved.policies["sglang"]
         template = self._resolved.variant(reasoning=False, tools=True)
         self._template = template if template is not None else self._resolved.template
         self._stream: ChatParser | None = None

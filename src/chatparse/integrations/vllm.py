@@ -47,6 +47,7 @@ context length) reached means `"length"`; anything else (a stop string) counts a
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
@@ -164,18 +165,28 @@ class ChatparseReasoningParser(ReasoningParser):
         """The unified parser class that selecting this parser stands for."""
         return _unified_parser(**options)
 
-    def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, tokenizer: Any, *args: Any, chatparse_resolved: Resolved | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(tokenizer, *args, **kwargs)
-        self._resolved = _resolve(tokenizer, kwargs.get("model_config"))
+        self._resolved = chatparse_resolved or _resolve(tokenizer, kwargs.get("model_config"))
         ctk = kwargs.get("chat_template_kwargs") or {}
         self._thinking_disabled = ctk.get("enable_thinking", True) is False or ctk.get("thinking") is False
         field_name = self._resolved.reasoning_field
         f = self._resolved.template.fields.get(field_name) if field_name else None
         self._field = f
-        closers = f.closer.literals if f is not None and f.closer is not None else None
-        self._end_ids = _literal_id_sequences(tokenizer, closers) if closers else None
+        self._closers = f.closer.literals if f is not None and f.closer is not None else None
+        self._end_ids_cache: list[list[int]] | None | bool = False  # computed on first use
         self._prompt_ids: list[int] | None = None
         self._splitter: ReasoningSplitter | None = None
+
+    @property
+    def _end_ids(self) -> list[list[int]] | None:
+        """Token ids of each literal reasoning closer (None for a pattern closer)."""
+        if self._end_ids_cache is False:
+            closers = self._closers
+            self._end_ids_cache = _literal_id_sequences(self.model_tokenizer, closers) if closers else None
+        return self._end_ids_cache  # type: ignore[return-value]
 
     @property
     def reasoning_start_str(self) -> str | None:
@@ -298,10 +309,22 @@ class ChatparseToolParser(ToolParser):
 
     def __init__(self, tokenizer: Any, tools: list[Any] | None = None) -> None:
         super().__init__(tokenizer, tools)
-        self._resolved = _resolve(tokenizer, None)
-        self._policy = Policy.from_env(engine="vllm")
-        self._tool_list = tool_dicts(tools)
+        # Nothing is resolved here: in the serving path this object only stands for the name
+        # (`ChatparseParser` parses), and vLLM creates one per request.
+        self._raw_tools = tools
         self._stream: ChatParser | None = None
+
+    @functools.cached_property
+    def _resolved(self) -> Resolved:
+        return _resolve(self.model_tokenizer, None)
+
+    @property
+    def _policy(self) -> Policy:
+        return self._resolved.policies["vllm"]
+
+    @functools.cached_property
+    def _tool_list(self) -> list[dict[str, Any]]:
+        return tool_dicts(self._raw_tools)
 
     def adjust_request(self, request: Any) -> Any:
         return _adjust_request(request)
@@ -367,6 +390,15 @@ def _chat_parser(template: Any, prefix: str, tools: list[dict[str, Any]], policy
         unknown_tools=policy.unknown_tools,
         id_factory=make_tool_call_id if policy.call_ids == "engine" else None,
     )
+
+
+def _reasoning_message(text: str, policy: Policy) -> DeltaMessage:
+    key = policy.reasoning_key
+    if key == "both":
+        return DeltaMessage(reasoning=text, reasoning_content=text)
+    if key == "reasoning":
+        return DeltaMessage(reasoning=text)
+    return DeltaMessage(reasoning_content=text)
 
 
 def _delta_message(
@@ -513,10 +545,14 @@ class ChatparseParser(Parser):
         **kwargs: Any,
     ) -> None:
         self._resolved = _resolve(tokenizer, model_config)
+        if self.reasoning_parser_cls is not None and issubclass(
+            self.reasoning_parser_cls, ChatparseReasoningParser
+        ):
+            kwargs["chatparse_resolved"] = self._resolved
         super().__init__(tokenizer, tools, *args, model_config=model_config, **kwargs)
         self._model_config = model_config
-        self._policy = Policy.from_env(engine="vllm")
-        self._tool_list = tool_dicts(tools)
+        self._policy = self._resolved.policies["vllm"]
+        self._tools = tools  # converted to dicts once, when the stream starts (`model_dump` is costly)
         self._prompt_ids: list[int] | None = None
         self._prefix = ""
         self._stream: ChatParser | None = None
@@ -525,6 +561,7 @@ class ChatparseParser(Parser):
         self._last_ids: list[int] = []
         self._done = False
         self._pending: list[dict[str, Any]] = []  # deltas held for the next single-token step
+        self._include = True  # reasoning goes out (decided per request, with the stream)
         self._counter: _ReasoningTokenCounter | None = None
 
     # -- request ---------------------------------------------------------------------------------
@@ -581,7 +618,8 @@ class ChatparseParser(Parser):
                 reasoning=True, tools=self._parses_tools(request, enable_auto_tools)
             )
             assert template is not None
-        tools = tool_dicts(getattr(request, "tools", None)) or self._tool_list
+        offered = getattr(request, "tools", None)
+        tools = tool_dicts(offered if offered is not None else self._tools)
         return _chat_parser(template, self._prefix, tools, self._policy)
 
     def _finish_reason(self, request: Any, all_ids: Sequence[int], generated: int) -> str:
@@ -635,20 +673,37 @@ class ChatparseParser(Parser):
     ) -> DeltaMessage | None:
         if self._done:
             return None
-        if self._prompt_ids is None and prompt_token_ids is not None:
-            self.set_prompt_token_ids(prompt_token_ids)
-        if self._stream is None:
-            self._stream = self._new_stream(request, self._enable_auto_tools)
-        deltas = self._stream.feed(delta_text) if delta_text else []
+        stream = self._stream
+        if stream is None:
+            if self._prompt_ids is None and prompt_token_ids is not None:
+                self.set_prompt_token_ids(prompt_token_ids)
+            stream = self._stream = self._new_stream(request, self._enable_auto_tools)
+            self._include = self._include_reasoning(request) or self._reasoning_as_content
+        deltas = stream.feed(delta_text) if delta_text else []
         self._generated += len(delta_token_ids)
         if delta_token_ids:
-            self._last_ids = list(delta_token_ids[-1:])
+            self._last_ids = delta_token_ids[-1:]
+        if not finished and not self._pending:
+            # The common steps: nothing released (text held, a call being written), or one delta.
+            if not deltas:
+                return None
+            if len(deltas) == 1 and len(deltas[0]) == 1:
+                d = deltas[0]
+                if "content" in d:
+                    return DeltaMessage(content=d["content"])
+                if "reasoning_content" in d:
+                    text = d["reasoning_content"]
+                    if self._reasoning_as_content:
+                        return DeltaMessage(content=text)
+                    if not self._include:
+                        return None
+                    return _reasoning_message(text, self._policy)
         if finished:
             self._done = True
             reason = self._finish_reason(request, self._last_ids, self._generated)
-            _, last, _ = self._stream.finish(reason)
+            _, last, _ = stream.finish(reason)
             deltas = deltas + last
-        include = self._include_reasoning(request) or self._reasoning_as_content
+        include = self._include
         queue = self._pending + [d for d in deltas if include or "reasoning_content" not in d]
         if finished or len(delta_token_ids) > 1:
             out, self._pending = queue, []
