@@ -61,25 +61,34 @@ def sglang_turn(tool: str, reasoning: str | None) -> Callable[[R.Setup, list[str
 
     def turn(su: R.Setup, texts: list[str], groups: list[list[int]]) -> float:
         tools = su.bench_tools  # type: ignore[attr-defined]
-        token = _REQUEST.set({"prefix": su.prefix, "finish_reason": None})
+        token = _REQUEST.set(None)
         try:
             t0 = time.perf_counter()
-            fp = FunctionCallParser(tools, tool, tokenizer=su.tokenizer) if tools else None
-            rp = (
-                ReasoningParser(
-                    reasoning, True, False, None, tokenizer=su.tokenizer, tool_call_parser_active=bool(fp)
-                )
-                if reasoning
-                else None
-            )
+            fp = rp = None
             last = len(texts) - 1
             for i, text in enumerate(texts):
+                finish = {"type": "stop"} if i == last else None
                 normal = text
-                if rp is not None:
+                if reasoning:
+                    R.reasoning_context(su, tool, tools, finish)  # what the serving hooks publish
+                    if rp is None:
+                        rp = ReasoningParser(
+                            reasoning,
+                            True,
+                            False,
+                            None,
+                            tokenizer=su.tokenizer,
+                            tool_call_parser_active=bool(tools),
+                        )
                     _, normal = rp.parse_stream_chunk(text)
                     if i == last:
-                        normal = (normal or "") + (rp.parse_stream_end()[1] or "")
-                if fp is not None:
+                        end = rp.parse_stream_end()[1]
+                        if end:
+                            normal = (normal or "") + end
+                if tools:
+                    R.tool_context(su, finish)
+                    if fp is None:
+                        fp = FunctionCallParser(tools, tool, tokenizer=su.tokenizer)
                     fp.parse_stream_chunk(normal or "")
                     if i == last:
                         fp.parse_stream_end()

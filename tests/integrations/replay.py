@@ -297,37 +297,42 @@ def sglang_stream(su: Setup, tool: str | None, reasoning: str | None, strategy: 
     from chatparse.integrations.sglang import _REQUEST
 
     acc = StreamAccumulator()
-    token = _REQUEST.set({"prefix": su.prefix, "finish_reason": None})
+    token = _REQUEST.set(None)
     try:
         tools = _sglang_tools(su)
-        fp = FunctionCallParser(tools, tool, tokenizer=su.tokenizer) if tool and tools else None
-        rp = (
-            ReasoningParser(
-                reasoning,
-                True,
-                _force_reasoning(su),
-                None,
-                tokenizer=su.tokenizer,
-                tool_call_parser_active=fp is not None,
-            )
-            if reasoning
-            else None
-        )
+        fp_active = bool(tool and tools)
+        rp: Any = None
+        fp: Any = None
         id_groups = groups(su.ids, strategy)
         for i, text in enumerate(sglang_texts(su, id_groups)):
             last = i == len(id_groups) - 1
-            if last:
-                _REQUEST.set({"prefix": su.prefix, "finish_reason": _sglang_finish(su)})
+            finish = _sglang_finish(su) if last else None
             normal = text
-            if rp is not None:
+            if reasoning:
+                reasoning_context(su, tool, tools, finish)
+                if rp is None:  # created inside `_process_reasoning_stream`, on its first call
+                    rp = ReasoningParser(
+                        reasoning,
+                        True,
+                        _force_reasoning(su),
+                        None,
+                        tokenizer=su.tokenizer,
+                        tool_call_parser_active=fp_active,
+                    )
                 r, normal = rp.parse_stream_chunk(text)
                 if last:
                     r2, n2 = rp.parse_stream_end()
-                    r, normal = (r or "") + (r2 or ""), (normal or "") + (n2 or "")
+                    if r2:
+                        r = (r or "") + r2
+                    if n2:
+                        normal = (normal or "") + n2
                 acc.add_reasoning(r or None)
-            if fp is None:
+            if not fp_active:
                 acc.add_content(normal or None)
                 continue
+            tool_context(su, finish)
+            if fp is None:  # created inside `_process_tool_call_stream`
+                fp = FunctionCallParser(tools, tool, tokenizer=su.tokenizer)
             t, calls = fp.parse_stream_chunk(normal or "")
             if last:
                 t2, c2 = fp.parse_stream_end()
@@ -344,6 +349,30 @@ def sglang_stream(su: Setup, tool: str | None, reasoning: str | None, strategy: 
     finally:
         _REQUEST.reset(token)
     return acc.result()
+
+
+def reasoning_context(su: Setup, tool: str | None, tools: list[Any], finish: Any) -> None:
+    """What `chatparse.integrations.sglang._hook_reasoning_stream` publishes for one step."""
+    from chatparse.integrations.sglang import _REQUEST
+
+    previous = _REQUEST.get() or {}
+    _REQUEST.set(
+        {
+            "prefix": su.prefix,
+            "finish_reason": finish,
+            "tool_parser": tool,
+            "tools": tools,
+            "handoff": previous.get("handoff"),
+        }
+    )
+
+
+def tool_context(su: Setup, finish: Any) -> None:
+    """What `chatparse.integrations.sglang._hook_tool_stream` publishes for one step."""
+    from chatparse.integrations.sglang import _REQUEST
+
+    previous = _REQUEST.get() or {}
+    _REQUEST.set({"prefix": su.prefix, "finish_reason": finish, "handoff": previous.get("handoff")})
 
 
 def _unstreamed_args(detector: Any) -> tuple[int, str] | None:

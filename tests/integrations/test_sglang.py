@@ -174,6 +174,52 @@ def test_reasoning_then_tools_pipeline(tok: Any, chunk: int) -> None:
     assert [(c.name, json.loads(c.parameters)) for c in calls] == [("get_weather", {"city": "Paris"})]
 
 
+@pytest.mark.parametrize("chunk", [1, 4, 10_000])
+def test_one_parse_when_both_parsers_are_chatparse(tok: Any, chunk: int) -> None:
+    """As the serving hooks publish it (the tool parser's name and tools), the reasoning parser
+    parses once and hands each step's content and calls to the tool-call parser."""
+    from types import SimpleNamespace as NS
+
+    from .replay import reasoning_context, tool_context
+
+    su = NS(prefix=PROMPT)
+    offered = tools()
+    token = plugin._REQUEST.set(None)
+    try:
+        pieces = [OUTPUT[i : i + chunk] for i in range(0, len(OUTPUT), chunk)]
+        rp = fp = None
+        msg: dict[str, Any] = {"reasoning": "", "content": "", "calls": []}
+        for n, piece in enumerate(pieces):
+            last = n == len(pieces) - 1
+            finish = {"type": "stop"} if last else None
+            reasoning_context(su, "chatparse", offered, finish)
+            rp = rp or ReasoningParser(
+                "chatparse", True, False, None, tokenizer=tok, tool_call_parser_active=True
+            )
+            r, normal = rp.parse_stream_chunk(piece)
+            if last:
+                r2, n2 = rp.parse_stream_end()
+                r, normal = r + r2, normal + n2 if n2 else normal
+            tool_context(su, finish)
+            fp = fp or FunctionCallParser(offered, "chatparse", tokenizer=tok)
+            t, calls = fp.parse_stream_chunk(normal)
+            if last:
+                t2, c2 = fp.parse_stream_end()
+                t, calls = t + t2, calls + c2
+            msg["reasoning"] += r
+            msg["content"] += t
+            msg["calls"] += [(c.name, json.loads(c.parameters)) for c in calls]
+    finally:
+        plugin._REQUEST.reset(token)
+    assert isinstance(rp.detector._splitter, plugin._OneParse)
+    assert fp.detector._handoff_mode and fp.detector._stream is None  # the tool side never parsed
+    assert msg == {
+        "reasoning": "The user wants the weather.",
+        "content": "Let me check.",
+        "calls": [("get_weather", {"city": "Paris"})],
+    }
+
+
 def test_prompt_that_opens_reasoning(tok: Any) -> None:
     msg = pipeline(tok, "hm, Paris.\n</think>\n\nSunny.", prompt=PROMPT + "<think>\n")
     assert (msg["reasoning"], msg["content"], msg["calls"]) == ("hm, Paris.", "Sunny.", [])

@@ -131,6 +131,55 @@ class _CleanSplit:
         return self._split(self._parser.finish("stop")[1])
 
 
+class _OneParse:
+    """Reasoning, content and calls in one parse, when the chatparse tool parser follows.
+
+    SGLang runs the reasoning parser and then the tool-call parser on its normal text, each its own
+    object. When both are chatparse, parsing twice would double the cost: this parses once with
+    the whole template and hands the content and call deltas of each step to the tool parser,
+    which receives this step's normal text (the very string object returned here) and uses the
+    handed-over deltas instead of parsing that text. Anything else reaching the tool parser (a
+    different string) is parsed by it as usual.
+    """
+
+    def __init__(self, resolved: Resolved, prefix: str, tools: Any) -> None:
+        policy = resolved.policies["sglang"]
+        self._parser = ChatParser(
+            template=resolved.template,
+            prefix=prefix,
+            tools=tool_dicts(tools) or None,
+            stream_tool_calls=policy.stream_tool_calls,
+            unknown_tools=policy.unknown_tools,
+        )
+        self.in_reasoning = False
+        self._last: Any = None  # this step's normal text, as handed over
+
+    def _split(self, deltas: list[dict[str, Any]], end: bool) -> tuple[str, str]:
+        reasoning = "".join(d["reasoning_content"] for d in deltas if "reasoning_content" in d)
+        rest = [d for d in deltas if "reasoning_content" not in d]
+        if rest:
+            self.in_reasoning = False
+        elif reasoning:
+            self.in_reasoning = True
+        ctx = _REQUEST.get()
+        if ctx is None:
+            return reasoning, ""
+        if end and self._last is not None and ctx.get("handoff") and ctx["handoff"][0] is self._last:
+            ctx["handoff"][1].extend(rest)  # the final step: same normal text, more deltas
+            return reasoning, ""
+        normal = "".join(d.get("content", "") for d in rest)
+        ctx["handoff"] = (normal, rest)
+        self._last = normal
+        return reasoning, normal
+
+    def feed(self, text: str) -> tuple[str, str]:
+        return self._split(self._parser.feed(text), end=False)
+
+    def finish(self) -> tuple[str, str]:
+        reason = _finish_type(request_context().get("finish_reason"))
+        return self._split(self._parser.finish(reason)[1], end=True)
+
+
 class ChatparseReasoningDetector(BaseReasoningFormatDetector):
     """Reasoning out; the rest verbatim for the tool-call parser after it, or clean content when
     no tool-call parser runs for the request (SGLang's `tool_call_parser_active`)."""
@@ -151,7 +200,7 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
         self._opener = opener
         self._verbatim = tool_call_parser_active
-        self._splitter: ReasoningSplitter | _CleanSplit | None = None
+        self._splitter: ReasoningSplitter | _CleanSplit | _OneParse | None = None
         self._held = ""  # reasoning held back when stream_reasoning is False
 
     def _prefix(self) -> str:
@@ -162,7 +211,10 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
             prefix = anchors[0] + self._opener
         return prefix
 
-    def _new(self) -> ReasoningSplitter | _CleanSplit:
+    def _new(self) -> ReasoningSplitter | _CleanSplit | _OneParse:
+        ctx = request_context()
+        if self._verbatim and ctx.get("tool_parser") == PARSER_NAME and "tools" in ctx:
+            return _OneParse(self._resolved, self._prefix(), ctx["tools"])
         if self._verbatim:
             return ReasoningSplitter(self._resolved.template, prefix=self._prefix())
         return _CleanSplit(self._resolved, self._prefix())
@@ -230,6 +282,7 @@ class ChatparseDetector(BaseFormatDetector):
         self._stream: ChatParser | None = None
         self._done = False
         self._tools_seen: list[Any] | None = None  # FunctionCallParser passes tools to the parse calls only
+        self._handoff_mode = False  # the chatparse reasoning parser hands over each step's deltas
 
     def _prefix(self) -> str:
         """The prompt without the reasoning regions it writes or leaves open (`<think>`, or an
@@ -296,9 +349,24 @@ class ChatparseDetector(BaseFormatDetector):
                 merged[c.tool_index] = c.model_copy()
         return StreamingParseResult(normal_text=normal, calls=list(merged.values()))
 
+    def _handed_over(self, new_text: str) -> list[dict[str, Any]] | None:
+        ctx = _REQUEST.get()
+        handoff = ctx.get("handoff") if ctx else None
+        if handoff is None or handoff[0] is not new_text or self._stream is not None:
+            return None
+        ctx["handoff"] = None  # type: ignore[index]
+        self._handoff_mode = True
+        return handoff[1]
+
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
         if self._done:
             return StreamingParseResult()
+        handed = self._handed_over(new_text) if (self._handoff_mode or self._stream is None) else None
+        if handed is not None:
+            normal, calls = _items(handed)
+            return StreamingParseResult(normal_text=normal, calls=calls)
+        if self._handoff_mode:
+            return StreamingParseResult()  # the reasoning parser parsed this output already
         if self._stream is None:
             self._stream = self._parser(tools)
         normal, calls = _items(self._stream.feed(new_text))
@@ -308,7 +376,7 @@ class ChatparseDetector(BaseFormatDetector):
         if self._done:
             return StreamingParseResult()
         self._done = True
-        if self._stream is None:
+        if self._stream is None:  # nothing parsed here (or everything handed over)
             return StreamingParseResult()
         _, last, _ = self._stream.finish(_finish_type(request_context().get("finish_reason")))
         normal, calls = _items(last)
