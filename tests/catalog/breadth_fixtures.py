@@ -1,0 +1,358 @@
+"""Own fixtures for the breadth formats of the catalog, rendered through the models' real chat templates.
+
+Run ``python -m tests.catalog.breadth_fixtures`` to rewrite ``tests/data/own_fixtures/<slug>.jsonl``
+for every family in ``breadth_specs.FAMILIES``; ``--check`` only compares (``tests/catalog/test_breadth.py``
+runs the same comparison, so a fixture can never drift from its template).
+
+Where the fixtures come from (canitoolcall spec v0.1 provenance kinds):
+
+* ``template_render``: the conversation ``[system?, user, (assistant, tool)*]`` plus the case's
+  assistant message is rendered with the publisher's chat template (stored under
+  ``tests/data/chat_templates/real/``, sources in that folder's README) by transformers'
+  ``render_jinja_template``; ``raw_output`` is what follows the rendered generation prompt, up to the
+  turn's stop token. The expected message is the assistant message itself, so the fixture says what
+  the model was trained to write and what a parser must return for it. "Formats are never typed by
+  hand."
+* truncated cases are renders cut at a point inside the output (``cut_before``): the generation
+  hit ``max_tokens`` there;
+* ``engine_test``: outputs the engines' own test suites feed their parsers for shapes the template
+  cannot render (a model that skips a wrapper, text after a call, ...), with a line-anchored URL.
+
+Every family also names the markers the leakage check looks for and its stop tokens
+(``breadth_specs.FAMILY_META``, used by ``tests/conformance/test_own_fixtures.py``). The family
+specs themselves are data, in ``tests/catalog/breadth_specs.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES = ROOT / "tests" / "data" / "chat_templates" / "real"
+OUT = ROOT / "tests" / "data" / "own_fixtures"
+GENERATOR = "tests/catalog/breadth_fixtures.py"
+
+LLAMA_CPP = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+"""The llama.cpp commit vendored in llama-cpp-python 0.3.36 (its ``models/templates`` copies)."""
+LLAMA_CPP_TEMPLATES = f"https://github.com/ggml-org/llama.cpp/blob/{LLAMA_CPP}/models/templates/"
+LLAMA_CPP_TESTS = f"https://github.com/ggml-org/llama.cpp/blob/{LLAMA_CPP}/tests/test-chat.cpp"
+
+
+# --------------------------------------------------------------------------------------------------
+# tools offered in every fixture
+
+
+def _tool(
+    name: str, description: str, properties: dict[str, Any], required: Sequence[str] = ()
+) -> dict[str, Any]:
+    params: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        params["required"] = list(required)
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": params}}
+
+
+TOOLS: list[dict[str, Any]] = [
+    _tool(
+        "get_weather",
+        "Current weather for a city",
+        {"city": {"type": "string"}, "days": {"type": "integer"}},
+        ["city"],
+    ),
+    _tool(
+        "get_time",
+        "Current time in a time zone",
+        {"timezone": {"type": "string"}, "utc": {"type": "boolean"}},
+        ["timezone"],
+    ),
+    _tool(
+        "send_message",
+        "Send a chat message",
+        {"to": {"type": "string"}, "text": {"type": "string"}},
+        ["to", "text"],
+    ),
+    _tool("list_alarms", "List the alarms", {}),
+    _tool(
+        "create_event",
+        "Create a calendar event",
+        {
+            "title": {"type": "string"},
+            "attendees": {"type": "array", "items": {"type": "string"}},
+            "options": {"type": "object"},
+        },
+        ["title"],
+    ),
+]
+
+# The tools of llama.cpp's tests/test-chat.cpp, for the outputs copied from it.
+LLAMA_CPP_TOOLS: tuple[dict[str, Any], ...] = (
+    _tool(
+        "special_function", "I'm special", {"arg1": {"type": "integer", "description": "The arg."}}, ["arg1"]
+    ),
+    _tool(
+        "special_function_with_opt",
+        "I'm special but have optional stuff",
+        {"arg1": {"type": "integer"}, "arg2": {"type": "integer"}},
+        ["arg1"],
+    ),
+    _tool("empty_args", "A tool that takes no arguments", {}),
+    _tool("todo_list", "Create or update the todo list", {"todos": {"type": "array"}}, ["todos"]),
+    _tool(
+        "magic",
+        "Magic tool that takes a hash",
+        {"name": {"type": "string"}, "ref": {"type": "string"}},
+        ["name", "ref"],
+    ),
+)
+
+USER = {"role": "user", "content": "Can you help me with the weather, the time and my messages?"}
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    """An OpenAI-style tool call of an assistant message (arguments as a dict, as templates want)."""
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def assistant(
+    content: str | None = None, reasoning: str | None = None, calls: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = list(calls)
+    return message
+
+
+# --------------------------------------------------------------------------------------------------
+# specs
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fixture: an assistant message to render, or a raw output from an engine's tests."""
+
+    name: str
+    tags: tuple[str, ...]
+    message: dict[str, Any] | None = None
+    """The assistant message rendered with the family's template (``template_render``)."""
+    history: tuple[dict[str, Any], ...] = ()
+    """Messages between the user turn and the generation prompt (a previous call and its result)."""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Extra chat-template variables (``enable_thinking``, ...), over the family's."""
+    cut_before: str | None = None
+    """Truncation: the output is cut right before the last occurrence of this text."""
+    expected: Mapping[str, Any] | None = None
+    """Overrides the expected message derived from ``message`` (keys: content, reasoning_content, tool_calls)."""
+    raw: str | None = None
+    """An output copied from an engine test (``engine_test``), instead of a render."""
+    generation_prompt: str | None = None
+    """For ``raw`` cases: what the prompt pre-wrote."""
+    source: str | None = None
+    """For ``raw`` cases: the line-anchored URL of the engine test."""
+    source_revision: str | None = None
+    source_license: str | None = None
+    tools: tuple[dict[str, Any], ...] | None = None
+    """The tools offered (default :data:`TOOLS`); engine tests call their own."""
+    notes: str = ""
+    known_failure: str | None = None
+    """Why chatparse cannot parse this yet (a strict xfail in test_own_fixtures; XPASS once fixed)."""
+
+
+@dataclass(frozen=True)
+class Family:
+    slug: str
+    """The fixture family (``tests/data/own_fixtures/<slug>.jsonl``)."""
+    name: str
+    entry: str
+    """The catalog entry the reference model resolves to."""
+    models: tuple[str, ...]
+    template: str
+    """File name under ``tests/data/chat_templates/real/``."""
+    template_url: str
+    template_revision: str
+    template_license: str
+    publisher: str
+    """The model repository the template was published with (``https://huggingface.co/...``)."""
+    markers: tuple[str, ...]
+    stops: tuple[str, ...]
+    has_reasoning: bool
+    cases: tuple[Case, ...]
+    stop: str | None = None
+    """The token that ends the rendered assistant turn; ``raw_output`` stops before it."""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    special: Mapping[str, str] = field(default_factory=dict)
+    """``bos_token`` / ``eos_token`` values for the template."""
+    system: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# rendering
+
+
+def template_text(family: Family) -> str:
+    return (TEMPLATES / family.template).read_text(encoding="utf-8")
+
+
+def template_sha256(family: Family) -> str:
+    return hashlib.sha256((TEMPLATES / family.template).read_bytes()).hexdigest()
+
+
+def _render(
+    family: Family, messages: list[dict[str, Any]], *, generation_prompt: bool, kwargs: Mapping[str, Any]
+) -> str:
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    variables = {**family.special, **family.kwargs, **kwargs}
+    rendered, _ = render_jinja_template(
+        [copy.deepcopy(messages)],
+        tools=copy.deepcopy(TOOLS),
+        chat_template=template_text(family),
+        add_generation_prompt=generation_prompt,
+        **variables,
+    )
+    return str(rendered[0])
+
+
+def _as_rendered(message: dict[str, Any]) -> dict[str, Any]:
+    # Clients send `content: null` with tool calls; some templates print that as "None", so the
+    # renders use "" (what the engines' chat preparation hands most templates).
+    if message.get("role") == "assistant" and message.get("content") is None:
+        return {**message, "content": ""}
+    return message
+
+
+def conversation(family: Family, case: Case) -> list[dict[str, Any]]:
+    head = [{"role": "system", "content": family.system}] if family.system else []
+    return [*head, USER, *(_as_rendered(m) for m in case.history)]
+
+
+def render_case(family: Family, case: Case) -> tuple[str, str]:
+    """``(generation_prompt, raw_output)`` of a rendered case."""
+    assert case.message is not None
+    messages = conversation(family, case)
+    before = _render(family, messages, generation_prompt=False, kwargs=case.kwargs)
+    prompt = _render(family, messages, generation_prompt=True, kwargs=case.kwargs)
+    full = _render(
+        family, [*messages, _as_rendered(case.message)], generation_prompt=False, kwargs=case.kwargs
+    )
+    if not prompt.startswith(before):
+        raise ValueError(f"{family.slug}/{case.name}: the generation prompt is not a suffix of the prompt")
+    if not full.startswith(prompt):
+        raise ValueError(
+            f"{family.slug}/{case.name}: the rendered assistant turn does not continue the generation prompt:\n"
+            f"prompt tail {prompt[-120:]!r}\nturn tail {full[len(before) : len(before) + 200]!r}"
+        )
+    raw = full[len(prompt) :]
+    if family.stop is not None:
+        end = raw.rfind(family.stop)
+        if end == -1 or raw[end + len(family.stop) :].strip():
+            raise ValueError(
+                f"{family.slug}/{case.name}: the turn does not end with {family.stop!r}: {raw[-80:]!r}"
+            )
+        raw = raw[:end]
+    if case.cut_before is not None:
+        cut = raw.rfind(case.cut_before)
+        if cut <= 0:
+            raise ValueError(f"{family.slug}/{case.name}: {case.cut_before!r} is not in the output")
+        raw = raw[:cut]
+    return prompt[len(before) :], raw
+
+
+def expected_of(case: Case) -> dict[str, Any]:
+    message = case.message or {}
+    out: dict[str, Any] = {
+        "content": message.get("content"),
+        "reasoning_content": message.get("reasoning_content"),
+        "tool_calls": [
+            {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+            for c in message.get("tool_calls") or ()
+        ],
+    }
+    out.update(copy.deepcopy(dict(case.expected or {})))
+    return out
+
+
+def fixture(family: Family, case: Case) -> dict[str, Any]:
+    """The canitoolcall fixture record of one case."""
+    record: dict[str, Any] = {
+        "id": f"{family.slug}/{case.name}",
+        "family": family.slug,
+        "models": list(family.models),
+        "spec_version": "0.1",
+    }
+    if case.raw is not None:
+        assert case.source and case.generation_prompt is not None, case.name
+        record["provenance"] = {
+            "kind": "engine_test",
+            "source_url": case.source,
+            "revision": case.source_revision or "unknown",
+            "license": case.source_license or "Apache-2.0",
+            "attribution": f"output copied from an engine test; model page {family.publisher}",
+        }
+        prompt, raw = case.generation_prompt, case.raw
+    else:
+        prompt, raw = render_case(family, case)
+        record["provenance"] = {
+            "kind": "template_render",
+            "source_url": family.template_url,
+            "revision": family.template_revision,
+            "license": family.template_license,
+            "generator": GENERATOR,
+            "template_sha256": template_sha256(family),
+            "attribution": f"rendered with the chat template published in {family.publisher}",
+        }
+    record["tools"] = copy.deepcopy(list(case.tools) if case.tools is not None else TOOLS)
+    record["raw_output"] = raw
+    record["expected"] = expected_of(case)
+    record["tags"] = list(case.tags)
+    record["generation_prompt"] = prompt
+    if "reasoning" in case.tags or "reasoning-prefilled" in case.tags:
+        record["thinking"] = True
+    if case.notes:
+        record["notes"] = case.notes
+    return record
+
+
+def family_records(family: Family) -> list[dict[str, Any]]:
+    return [fixture(family, case) for case in family.cases]
+
+
+def dump(records: Sequence[Mapping[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--check", action="store_true", help="compare with the files instead of writing")
+    parser.add_argument("families", nargs="*", help="slugs (default: all)")
+    args = parser.parse_args(argv)
+    from .breadth_specs import FAMILIES
+
+    stale = []
+    for family in FAMILIES:
+        if args.families and family.slug not in args.families:
+            continue
+        text = dump(family_records(family))
+        path = OUT / f"{family.slug}.jsonl"
+        if args.check:
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                stale.append(path.name)
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"{path.relative_to(ROOT)}: {len(family.cases)} fixtures")
+    if stale:
+        print("stale: " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,521 @@
+"""The breadth families: which template, which model, which cases (data for ``breadth_fixtures``).
+
+Each family renders a standard set of assistant messages (:func:`standard`) through its real chat
+template, plus family-specific cases (prompt prefills, engine-test shapes). The expected message of
+a rendered case is the message itself; truncated cases say what must survive the cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .breadth_fixtures import (
+    LLAMA_CPP,
+    LLAMA_CPP_TEMPLATES,
+    LLAMA_CPP_TESTS,
+    LLAMA_CPP_TOOLS,
+    Case,
+    Family,
+    assistant,
+    call,
+)
+
+# --------------------------------------------------------------------------------------------------
+# the standard cases
+
+THINK_FACT = assistant("Paris is the capital of France.", "Simple fact.")
+SINGLE = assistant(
+    "Let me check.", "The user wants the weather.", [call("get_weather", city="Paris", days=3)]
+)
+PARALLEL = assistant(
+    None,
+    "Two lookups are needed.",
+    [call("get_weather", city="Paris"), call("get_time", timezone="Asia/Tokyo", utc=False)],
+)
+UNICODE = assistant(
+    None,
+    "Send it.",
+    [call("send_message", to="Zoë", text='Grüße aus München 🌧️\n東京は晴れ — "quoted" & <b>bold</b>')],
+)
+NESTED = assistant(
+    "Creating it.",
+    "An event with attendees.",
+    [call("create_event", title="Standup", attendees=["ana", "bo"], options={"room": "4F", "remote": True})],
+)
+EMPTY = assistant(None, "No arguments needed.", [call("list_alarms")])
+LONG_REASONING = assistant(
+    "Done.", "The user wants the current weather in Paris and the time in Tokyo first."
+)
+HISTORY = (
+    assistant(None, "Call the tool.", [call("get_weather", city="Paris")]),
+    {
+        "role": "tool",
+        "name": "get_weather",
+        "tool_call_id": "call_0",
+        "content": '{"temperature": 21, "sky": "sunny"}',
+    },
+)
+AFTER_TOOL = assistant("It is sunny and 21 °C in Paris.", "The tool answered.")
+
+
+def markers_message(inside: str) -> dict[str, Any]:
+    return assistant(
+        None, "Quote the markers.", [call("send_message", to="dev", text=f"use {inside} in the text")]
+    )
+
+
+def standard(
+    *,
+    markers_inside: str,
+    cut_second_call: str,
+    cut_reasoning: str = " in Paris and the time",
+    reasoning: bool = True,
+    kwargs: dict[str, Any] | None = None,
+    skip: tuple[str, ...] = (),
+    known: dict[str, str] | None = None,
+    notes: dict[str, str] | None = None,
+) -> list[Case]:
+    """The cases every family renders. ``markers_inside``: format markers quoted in an argument;
+    ``cut_second_call``: text inside the second call of :data:`PARALLEL` the output is cut before."""
+    kw = kwargs or {}
+
+    def strip(message: dict[str, Any]) -> dict[str, Any]:
+        if reasoning:
+            return message
+        return {k: v for k, v in message.items() if k != "reasoning_content"}
+
+    cases = [
+        Case("thinking-content", ("reasoning", "no-call"), strip(THINK_FACT), kwargs=kw),
+        Case(
+            "text-single-call",
+            ("single-call", "reasoning", "text-before-call", "numeric-arguments"),
+            strip(SINGLE),
+            kwargs=kw,
+        ),
+        Case("parallel-calls", ("parallel-calls", "reasoning"), strip(PARALLEL), kwargs=kw),
+        Case(
+            "unicode-value",
+            ("single-call", "unicode", "string-escapes", "reasoning"),
+            strip(UNICODE),
+            kwargs=kw,
+        ),
+        Case(
+            "markers-in-arguments",
+            ("single-call", "marker-in-arguments", "reasoning"),
+            strip(markers_message(markers_inside)),
+            kwargs=kw,
+        ),
+        Case(
+            "nested-arguments",
+            ("single-call", "nested-json", "text-before-call", "reasoning"),
+            strip(NESTED),
+            kwargs=kw,
+        ),
+        Case("empty-arguments", ("single-call", "empty-arguments", "reasoning"), strip(EMPTY), kwargs=kw),
+        Case(
+            "truncated-second-call",
+            ("truncated", "parallel-calls", "reasoning"),
+            strip(PARALLEL),
+            kwargs=kw,
+            cut_before=cut_second_call,
+            expected={"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+            notes="Cut by max_tokens inside the second call: the first, complete call is kept.",
+        ),
+        Case(
+            "after-tool-result",
+            ("multi-turn", "no-call", "reasoning", "unicode"),
+            strip(AFTER_TOOL),
+            history=tuple(strip(m) if m["role"] == "assistant" else m for m in HISTORY),
+            kwargs=kw,
+        ),
+    ]
+    if reasoning:
+        text = LONG_REASONING["reasoning_content"]
+        cases.append(
+            Case(
+                "truncated-in-reasoning",
+                ("truncated", "reasoning"),
+                LONG_REASONING,
+                kwargs=kw,
+                cut_before=cut_reasoning,
+                expected={"content": None, "reasoning_content": text[: text.index(cut_reasoning)]},
+                notes="Cut by max_tokens inside the reasoning: the reasoning so far is kept, nothing else.",
+            )
+        )
+    known, notes = known or {}, notes or {}
+    out = []
+    for c in cases:
+        if c.name in skip:
+            continue
+        if c.name in known:
+            c = dataclasses.replace(c, known_failure=known[c.name])
+        if c.name in notes:
+            c = dataclasses.replace(c, notes=(c.notes + " " + notes[c.name]).strip())
+        out.append(c)
+    return out
+
+
+def llama_cpp_case(
+    name: str,
+    tags: tuple[str, ...],
+    raw: str,
+    prompt: str,
+    line: int,
+    expected: dict[str, Any],
+    notes: str = "",
+) -> Case:
+    return Case(
+        name,
+        tags,
+        raw=raw,
+        generation_prompt=prompt,
+        expected=expected,
+        source=f"{LLAMA_CPP_TESTS}#L{line}",
+        source_revision=LLAMA_CPP,
+        source_license="MIT",
+        tools=LLAMA_CPP_TOOLS,
+        notes=notes,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# MiniMax M2
+
+MINIMAX_M2 = Family(
+    slug="minimax-m2",
+    name="MiniMax M2 (<minimax:tool_call> invoke/parameter)",
+    entry="minimax_m2",
+    models=("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1"),
+    template="MiniMaxAI-MiniMax-M2.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "MiniMax-M2.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/MiniMaxAI/MiniMax-M2",
+    markers=(
+        "]~b]ai",
+        "[e~[",
+        "<think>",
+        "</think>",
+        "<minimax:tool_call>",
+        "</minimax:tool_call>",
+        "<invoke name=",
+        "</invoke>",
+        "<parameter name=",
+        "</parameter>",
+    ),
+    stops=("[e~[",),
+    has_reasoning=True,
+    stop="[e~[",
+    cases=(
+        *standard(
+            markers_inside="</parameter> and </invoke> or <minimax:tool_call>",
+            cut_second_call=">Asia/Tokyo</parameter>",
+        ),
+        llama_cpp_case(
+            "llama-cpp-empty-reasoning",
+            ("no-call", "reasoning-prefilled"),
+            "\n</think>\n\nHello, world!\nWhat's up?",
+            "]~b]ai\n<think>\n",
+            5443,
+            {"content": "Hello, world!\nWhat's up?", "reasoning_content": None, "tool_calls": []},
+        ),
+        llama_cpp_case(
+            "llama-cpp-empty-args-call",
+            ("single-call", "empty-arguments", "reasoning-prefilled"),
+            'Let\'s call a tool:\n</think>\n\n<minimax:tool_call>\n<invoke name="empty_args">\n</invoke>\n</minimax:tool_call>',
+            "]~b]ai\n<think>\n",
+            5447,
+            {
+                "content": None,
+                "reasoning_content": "Let's call a tool:",
+                "tool_calls": [{"name": "empty_args", "arguments": {}}],
+            },
+        ),
+        llama_cpp_case(
+            "llama-cpp-call",
+            ("single-call", "numeric-arguments", "reasoning-prefilled"),
+            '\n</think>\n\n<minimax:tool_call>\n<invoke name="special_function">\n<parameter name="arg1">1</parameter>\n</invoke>\n</minimax:tool_call>',
+            "]~b]ai\n<think>\n",
+            5454,
+            {
+                "content": None,
+                "reasoning_content": None,
+                "tool_calls": [{"name": "special_function", "arguments": {"arg1": 1}}],
+            },
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
+# MiniMax M3
+
+NO_REASONING = assistant("Hello! How can I help?")
+NO_REASONING_CALL = assistant(None, None, [call("get_time", timezone="Europe/Paris", utc=True)])
+
+MINIMAX_M3 = Family(
+    slug="minimax-m3",
+    name="MiniMax M3 (]<]minimax[>[ namespaced invoke)",
+    entry="minimax_m3",
+    models=("MiniMaxAI/MiniMax-M3",),
+    template="MiniMaxAI-MiniMax-M3.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "MiniMax-M3.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/MiniMaxAI/MiniMax-M3",
+    markers=("]~b]ai", "[e~[", "<mm:think>", "</mm:think>", "]<]minimax[>["),
+    stops=("[e~[",),
+    has_reasoning=True,
+    stop="[e~[",
+    cases=(
+        *standard(
+            markers_inside="<tool_call> and </invoke> or </mm:think>",
+            cut_second_call="Asia/Tokyo]<]minimax[>[</timezone>",
+            known={
+                "nested-arguments": "list and object arguments are namespaced child elements "
+                "(<item>, <key>); xml-inline keeps them as raw text (no recursive XML values yet)"
+            },
+        ),
+        Case(
+            "adaptive-no-thinking",
+            ("no-call",),
+            NO_REASONING,
+            notes="Adaptive mode (the default): a turn without reasoning starts with a bare </mm:think>.",
+        ),
+        Case(
+            "thinking-enabled-prefill",
+            ("single-call", "reasoning", "reasoning-prefilled"),
+            SINGLE,
+            kwargs={"thinking_mode": "enabled"},
+            notes="thinking_mode='enabled': the prompt pre-writes <mm:think>.",
+        ),
+        Case(
+            "thinking-disabled-prefill",
+            ("single-call", "reasoning-prefilled"),
+            NO_REASONING_CALL,
+            kwargs={"thinking_mode": "disabled"},
+            notes="thinking_mode='disabled': the prompt pre-writes </mm:think>.",
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
+# Qwen3-Coder XML variants: Seed-OSS, Step 3.5, Nemotron 3
+
+SPECIAL_1 = [{"name": "special_function", "arguments": {"arg1": 1}}]
+
+SEED_OSS = Family(
+    slug="seed-oss",
+    name="ByteDance Seed-OSS (<seed:tool_call> with Qwen3-Coder XML)",
+    entry="seed_oss",
+    models=("ByteDance-Seed/Seed-OSS-36B-Instruct",),
+    template="ByteDance-Seed-Seed-OSS-36B-Instruct.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "ByteDance-Seed-OSS.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/ByteDance-Seed/Seed-OSS-36B-Instruct",
+    markers=(
+        "<seed:bos>",
+        "<seed:eos>",
+        "<seed:think>",
+        "</seed:think>",
+        "<seed:tool_call>",
+        "</seed:tool_call>",
+        "<function=",
+        "</function>",
+        "<parameter=",
+        "</parameter>",
+    ),
+    stops=("<seed:eos>",),
+    has_reasoning=True,
+    stop="<seed:eos>",
+    cases=(
+        *standard(
+            markers_inside="<seed:tool_call> and </parameter> or </function>",
+            cut_second_call=">Asia/Tokyo</parameter>",
+            known={
+                "nested-arguments": "the template writes list and dict arguments with Jinja's string filter "
+                "(Python literals ['ana', 'bo'], {'room': '4F', 'remote': True}), which tool coercion "
+                "cannot read as JSON"
+            },
+        ),
+        Case(
+            "content-only",
+            ("no-call",),
+            NO_REASONING,
+            notes="No reasoning: the answer follows the role line.",
+        ),
+        llama_cpp_case(
+            "llama-cpp-parallel",
+            ("parallel-calls",),
+            "<seed:tool_call>\n<function=special_function>\n<parameter=arg1>1</parameter>\n</function>\n</seed:tool_call>\n"
+            "<seed:tool_call>\n<function=special_function_with_opt>\n<parameter=arg1>1</parameter>\n<parameter=arg2>2</parameter>\n</function>\n</seed:tool_call>",
+            "<seed:bos>assistant\n",
+            3464,
+            {
+                "content": None,
+                "reasoning_content": None,
+                "tool_calls": [
+                    {"name": "special_function", "arguments": {"arg1": 1}},
+                    {"name": "special_function_with_opt", "arguments": {"arg1": 1, "arg2": 2}},
+                ],
+            },
+        ),
+        llama_cpp_case(
+            "llama-cpp-json-array-value",
+            ("single-call", "nested-json"),
+            '<seed:tool_call>\n<function=todo_list>\n<parameter=todos>[{"item": "Check stuff", "selected": false}, '
+            '{"item": "Prepare stuff", "selected": true}]</parameter>\n</function>\n</seed:tool_call>',
+            "<seed:bos>assistant\n",
+            3486,
+            {
+                "content": None,
+                "reasoning_content": None,
+                "tool_calls": [
+                    {
+                        "name": "todo_list",
+                        "arguments": {
+                            "todos": [
+                                {"item": "Check stuff", "selected": False},
+                                {"item": "Prepare stuff", "selected": True},
+                            ]
+                        },
+                    }
+                ],
+            },
+        ),
+    ),
+)
+
+STEP3P5 = Family(
+    slug="step3p5",
+    name="StepFun Step 3.5 (Qwen3-Coder XML, <think> pre-opened)",
+    entry="step3p5",
+    models=("stepfun-ai/Step-3.5-Flash",),
+    template="stepfun-ai-Step-3.5-Flash.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "StepFun3.5-Flash.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/stepfun-ai/Step-3.5-Flash",
+    markers=(
+        "<|im_start|>",
+        "<|im_end|>",
+        "<think>",
+        "</think>",
+        "<tool_call>",
+        "</tool_call>",
+        "<function=",
+        "</function>",
+        "<parameter=",
+        "</parameter>",
+    ),
+    stops=("<|im_end|>",),
+    has_reasoning=True,
+    stop="<|im_end|>",
+    cases=(
+        *standard(
+            markers_inside="<tool_call> and </parameter> or </function>",
+            cut_second_call="Asia/Tokyo\n</parameter>",
+        ),
+        Case(
+            "empty-reasoning",
+            ("no-call", "reasoning-prefilled"),
+            NO_REASONING,
+            notes="A turn without reasoning still closes the pre-opened block: '<think>\\n\\n</think>\\n'.",
+        ),
+        llama_cpp_case(
+            "llama-cpp-numeric-string",
+            ("single-call", "reasoning-prefilled", "numeric-arguments"),
+            "Let me call the magic tool\n</think>\n<tool_call>\n<function=magic>\n<parameter=name>\nfooBar\n</parameter>\n"
+            "<parameter=ref>\n5123123\n</parameter>\n</function>\n</tool_call>",
+            "<|im_start|>assistant\n<think>\n",
+            6615,
+            {
+                "content": None,
+                "reasoning_content": "Let me call the magic tool",
+                "tool_calls": [{"name": "magic", "arguments": {"name": "fooBar", "ref": "5123123"}}],
+            },
+            notes="A numeric-looking value stays a string when the schema says string.",
+        ),
+    ),
+)
+
+NEMOTRON3 = Family(
+    slug="nemotron3",
+    name="NVIDIA Nemotron 3 (Qwen3-Coder XML, <think> pre-opened)",
+    entry="nemotron3",
+    models=("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"),
+    template="nvidia-NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    markers=(
+        "<|im_start|>",
+        "<|im_end|>",
+        "<think>",
+        "</think>",
+        "<tool_call>",
+        "</tool_call>",
+        "<function=",
+        "</function>",
+        "<parameter=",
+        "</parameter>",
+    ),
+    stops=("<|im_end|>",),
+    has_reasoning=True,
+    stop="<|im_end|>",
+    cases=(
+        *standard(
+            markers_inside="<tool_call> and </parameter> or </function>",
+            cut_second_call="Asia/Tokyo\n</parameter>",
+        ),
+        Case(
+            "thinking-off-call",
+            ("single-call", "reasoning-prefilled"),
+            NO_REASONING_CALL,
+            kwargs={"enable_thinking": False},
+            notes="enable_thinking=false pre-writes '<think></think>'.",
+        ),
+        Case(
+            "thinking-off-content",
+            ("no-call", "reasoning-prefilled"),
+            NO_REASONING,
+            kwargs={"enable_thinking": False},
+        ),
+        llama_cpp_case(
+            "llama-cpp-thoughts-call",
+            ("single-call", "reasoning-prefilled"),
+            "I'm\nthinking\n</think>\n<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>\n",
+            "<|im_start|>assistant\n<think>\n",
+            2728,
+            {"content": None, "reasoning_content": "I'm\nthinking", "tool_calls": SPECIAL_1},
+        ),
+        Case(
+            "repeated-think-opener",
+            ("no-call", "reasoning-prefilled", "x-repeated-opener"),
+            raw="<think>\nAlready open.\n</think>\nHello!",
+            generation_prompt="<|im_start|>assistant\n<think>\n",
+            expected={"content": "Hello!", "reasoning_content": "Already open.", "tool_calls": []},
+            source="https://github.com/ollama/ollama/blob/fb30760996871fa9460115c753afd2c60d4ab0f7/model/parsers/nemotron3nano.go",
+            source_revision="fb30760996871fa9460115c753afd2c60d4ab0f7",
+            source_license="MIT",
+            notes="The model writes <think> again although the prompt opened it; Ollama's parser skips it "
+            "(maybeThinkingOpenAtBOL), so the marker never reaches the reasoning.",
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
+
+FAMILIES: tuple[Family, ...] = (MINIMAX_M2, MINIMAX_M3, SEED_OSS, STEP3P5, NEMOTRON3)
+
+FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
+    f.slug: (f.name, f.has_reasoning, list(f.markers), list(f.stops)) for f in FAMILIES
+}
+"""slug -> (name, has_reasoning, leakage markers, stop tokens), the shape of test_own_fixtures.FAMILIES."""
+
+KNOWN_FAILURES: dict[str, str] = {
+    f"{f.slug}/{c.name}": c.known_failure for f in FAMILIES for c in f.cases if c.known_failure
+}
+"""Fixture id -> why chatparse cannot parse it yet (strict xfails in test_own_fixtures)."""
