@@ -164,6 +164,9 @@ class Case:
     notes: str = ""
     known_failure: str | None = None
     """Why chatparse cannot parse this yet (a strict xfail in test_own_fixtures; XPASS once fixed)."""
+    template: str | None = None
+    """Another template of the same format (file under ``real/``), instead of the family's."""
+    template_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -191,30 +194,31 @@ class Family:
     special: Mapping[str, str] = field(default_factory=dict)
     """``bos_token`` / ``eos_token`` values for the template."""
     system: str | None = None
+    stop_optional: bool = False
+    """The template leaves the stop token off some turns (e.g. a final answer)."""
 
 
 # --------------------------------------------------------------------------------------------------
 # rendering
 
 
-def template_text(family: Family) -> str:
-    return (TEMPLATES / family.template).read_text(encoding="utf-8")
+def template_text(family: Family, case: Case | None = None) -> str:
+    name = case.template if case is not None and case.template else family.template
+    return (TEMPLATES / name).read_text(encoding="utf-8")
 
 
-def template_sha256(family: Family) -> str:
-    return hashlib.sha256((TEMPLATES / family.template).read_bytes()).hexdigest()
+def template_sha256(family: Family, case: Case | None = None) -> str:
+    return hashlib.sha256(template_text(family, case).encode("utf-8")).hexdigest()
 
 
-def _render(
-    family: Family, messages: list[dict[str, Any]], *, generation_prompt: bool, kwargs: Mapping[str, Any]
-) -> str:
+def _render(family: Family, case: Case, messages: list[dict[str, Any]], *, generation_prompt: bool) -> str:
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    variables = {**family.special, **family.kwargs, **kwargs}
+    variables = {**family.special, **family.kwargs, **case.kwargs}
     rendered, _ = render_jinja_template(
         [copy.deepcopy(messages)],
         tools=copy.deepcopy(TOOLS),
-        chat_template=template_text(family),
+        chat_template=template_text(family, case),
         add_generation_prompt=generation_prompt,
         **variables,
     )
@@ -238,11 +242,9 @@ def render_case(family: Family, case: Case) -> tuple[str, str]:
     """``(generation_prompt, raw_output)`` of a rendered case."""
     assert case.message is not None
     messages = conversation(family, case)
-    before = _render(family, messages, generation_prompt=False, kwargs=case.kwargs)
-    prompt = _render(family, messages, generation_prompt=True, kwargs=case.kwargs)
-    full = _render(
-        family, [*messages, _as_rendered(case.message)], generation_prompt=False, kwargs=case.kwargs
-    )
+    before = _render(family, case, messages, generation_prompt=False)
+    prompt = _render(family, case, messages, generation_prompt=True)
+    full = _render(family, case, [*messages, _as_rendered(case.message)], generation_prompt=False)
     if not prompt.startswith(before):
         raise ValueError(f"{family.slug}/{case.name}: the generation prompt is not a suffix of the prompt")
     if not full.startswith(prompt):
@@ -253,11 +255,12 @@ def render_case(family: Family, case: Case) -> tuple[str, str]:
     raw = full[len(prompt) :]
     if family.stop is not None:
         end = raw.rfind(family.stop)
-        if end == -1 or raw[end + len(family.stop) :].strip():
+        if end != -1 and not raw[end + len(family.stop) :].strip():
+            raw = raw[:end]
+        elif not family.stop_optional:
             raise ValueError(
                 f"{family.slug}/{case.name}: the turn does not end with {family.stop!r}: {raw[-80:]!r}"
             )
-        raw = raw[:end]
     if case.cut_before is not None:
         cut = raw.rfind(case.cut_before)
         if cut <= 0:
@@ -302,11 +305,11 @@ def fixture(family: Family, case: Case) -> dict[str, Any]:
         prompt, raw = render_case(family, case)
         record["provenance"] = {
             "kind": "template_render",
-            "source_url": family.template_url,
+            "source_url": case.template_url or family.template_url,
             "revision": family.template_revision,
             "license": family.template_license,
             "generator": GENERATOR,
-            "template_sha256": template_sha256(family),
+            "template_sha256": template_sha256(family, case),
             "attribution": f"rendered with the chat template published in {family.publisher}",
         }
     record["tools"] = copy.deepcopy(list(case.tools) if case.tools is not None else TOOLS)

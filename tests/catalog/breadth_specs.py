@@ -507,8 +507,177 @@ NEMOTRON3 = Family(
 )
 
 # --------------------------------------------------------------------------------------------------
+# GLM-style <tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>: Ling 3, Laguna, Hy3
 
-FAMILIES: tuple[Family, ...] = (MINIMAX_M2, MINIMAX_M3, SEED_OSS, STEP3P5, NEMOTRON3)
+GLM_MARKERS = (
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+)
+
+LING3 = Family(
+    slug="ling3",
+    name="inclusionAI Ling 3.0 (GLM-style calls)",
+    entry="ling3",
+    models=("inclusionAI/Ling-3.0-flash", "inclusionAI/Ling-3.0-tiny"),
+    template="inclusionAI-Ling-3.0-flash.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "inclusionai-ling-3.0-flash.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/inclusionAI/Ling-3.0-flash",
+    markers=("<role>", "</role>", "<|role_end|>", *GLM_MARKERS),
+    stops=("<|role_end|>",),
+    has_reasoning=True,
+    stop="<|role_end|>",
+    cases=(
+        *standard(
+            markers_inside="</arg_value> and </tool_call> or <arg_key>",
+            cut_second_call=">Asia/Tokyo</arg_value>",
+        ),
+        Case(
+            "thinking-off",
+            ("single-call", "reasoning-prefilled"),
+            NO_REASONING_CALL,
+            kwargs={"enable_thinking": False},
+            notes="Thinking off: the prompt pre-writes '<think></think>'.",
+        ),
+    ),
+)
+
+LAGUNA_XS2 = "poolside-Laguna-XS.2.jinja"
+LAGUNA = Family(
+    slug="poolside-laguna",
+    name="Poolside Laguna (GLM-style calls in <assistant>)",
+    entry="poolside_v1",
+    models=("poolside/Laguna-S-2.1", "poolside/Laguna-XS.2"),
+    template="poolside-Laguna-S-2.1.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "poolside-Laguna-S-2.1.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/poolside/Laguna-S-2.1",
+    markers=("<assistant>", "</assistant>", "<user>", *GLM_MARKERS),
+    stops=("</assistant>",),
+    has_reasoning=True,
+    stop="</assistant>",
+    cases=(
+        *standard(
+            markers_inside="</arg_value> and </tool_call> or <arg_key>",
+            cut_second_call=">Asia/Tokyo</arg_value>",
+        ),
+        Case(
+            "xs2-thinking-call",
+            ("single-call", "reasoning", "reasoning-prefilled", "text-before-call"),
+            SINGLE,
+            kwargs={"enable_thinking": True},
+            template=LAGUNA_XS2,
+            template_url=LLAMA_CPP_TEMPLATES + LAGUNA_XS2,
+            notes="Laguna-XS.2 layout (newlines between the parts), thinking on: the prompt pre-writes '<think>'.",
+        ),
+        Case(
+            "xs2-parallel",
+            ("parallel-calls", "reasoning", "reasoning-prefilled"),
+            PARALLEL,
+            kwargs={"enable_thinking": True},
+            template=LAGUNA_XS2,
+            template_url=LLAMA_CPP_TEMPLATES + LAGUNA_XS2,
+        ),
+        Case(
+            "xs2-default-no-thinking",
+            ("no-call", "reasoning-prefilled"),
+            NO_REASONING,
+            template=LAGUNA_XS2,
+            template_url=LLAMA_CPP_TEMPLATES + LAGUNA_XS2,
+            notes="Laguna-XS.2 thinks only on request: the default prompt pre-writes '</think>'.",
+        ),
+        Case(
+            "s21-thinking-off",
+            ("single-call", "reasoning-prefilled"),
+            NO_REASONING_CALL,
+            kwargs={"enable_thinking": False},
+            notes="Laguna-S-2.1 with thinking off: the prompt pre-writes '</think>'.",
+        ),
+    ),
+)
+
+HY3 = Family(
+    slug="hy3",
+    name="Tencent Hy3 (:opensource-suffixed tokens)",
+    entry="hy3",
+    models=("tencent/Hy3",),
+    template="tencent-Hy3.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "tencent-Hy3.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/tencent/Hy3",
+    markers=(
+        "<｜hy_Assistant:opensource｜>",
+        "<｜hy_eos:opensource｜>",
+        "<think:opensource>",
+        "</think:opensource>",
+        "<tool_calls:opensource>",
+        "</tool_calls:opensource>",
+        "<tool_call:opensource>",
+        "</tool_call:opensource>",
+        "<tool_sep:opensource>",
+        "<arg_key:opensource>",
+        "</arg_key:opensource>",
+        "<arg_value:opensource>",
+        "</arg_value:opensource>",
+        "<｜reasoning_mode:opensource｜>",
+    ),
+    stops=("<｜hy_eos:opensource｜>",),
+    has_reasoning=True,
+    stop="<｜hy_eos:opensource｜>",
+    stop_optional=True,
+    kwargs={"reasoning_effort": "high"},
+    cases=(
+        *standard(
+            markers_inside="<tool_call> and </arg_value> or <tool_sep>",
+            cut_second_call=">Asia/Tokyo</arg_value:opensource>",
+        ),
+        Case(
+            "no-think-call",
+            ("single-call", "reasoning-prefilled"),
+            NO_REASONING_CALL,
+            kwargs={"reasoning_effort": "no_think"},
+            notes="reasoning_effort 'no_think' (the template's default) pre-writes an empty think block.",
+        ),
+        Case(
+            "no-think-content",
+            ("no-call", "reasoning-prefilled"),
+            NO_REASONING,
+            kwargs={"reasoning_effort": "no_think"},
+        ),
+        Case(
+            "reasoning-mode-after-calls",
+            ("single-call", "reasoning-prefilled", "x-trailer"),
+            raw="Call it.</think:opensource><tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n"
+            "<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource>\n"
+            "</tool_call:opensource>\n</tool_calls:opensource><｜reasoning_mode:opensource｜>reasoning_effort:high",
+            generation_prompt="<｜hy_Assistant:opensource｜><think:opensource>",
+            expected={
+                "content": None,
+                "reasoning_content": "Call it.",
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+            },
+            source=LLAMA_CPP_TEMPLATES + "tencent-Hy3.jinja#L116",
+            source_revision=LLAMA_CPP,
+            source_license="MIT",
+            notes="With a reasoning effort and tools, the system prompt tells the model to end its calls with "
+            "'</tool_calls:opensource><｜reasoning_mode:opensource｜>reasoning_effort:high' (template line 116); "
+            "the trailer is not content. Composed from that instruction and a render of the call.",
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
+
+FAMILIES: tuple[Family, ...] = (MINIMAX_M2, MINIMAX_M3, SEED_OSS, STEP3P5, NEMOTRON3, LING3, LAGUNA, HY3)
 
 FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
     f.slug: (f.name, f.has_reasoning, list(f.markers), list(f.stops)) for f in FAMILIES

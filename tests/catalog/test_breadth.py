@@ -21,7 +21,9 @@ from chatparse import catalog
 from .breadth_fixtures import OUT, TEMPLATES, dump, family_records, template_text
 from .breadth_specs import FAMILIES
 
-pytest.importorskip("transformers", reason="the renders need transformers' render_jinja_template (test extra)")
+pytest.importorskip(
+    "transformers", reason="the renders need transformers' render_jinja_template (test extra)"
+)
 
 FAMILY_IDS = [f.slug for f in FAMILIES]
 
@@ -58,7 +60,8 @@ def test_family_has_the_required_cases(family) -> None:
 def _templates() -> list[tuple[str, str]]:
     seen: dict[str, str] = {}
     for family in FAMILIES:
-        seen.setdefault(family.template, family.entry)
+        for name in (family.template, *(case.template for case in family.cases if case.template)):
+            assert seen.setdefault(name, family.entry) == family.entry, name
     return sorted(seen.items())
 
 
