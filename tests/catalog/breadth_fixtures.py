@@ -167,6 +167,9 @@ class Case:
     template: str | None = None
     """Another template of the same format (file under ``real/``), instead of the family's."""
     template_url: str | None = None
+    prefill_not_in_turn: str | None = None
+    """What the generation prompt pre-wrote and the template leaves out of this turn (e.g. the empty
+    think block of thinking-off mode): the output is the turn after the prompt without it."""
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,14 @@ def render_case(family: Family, case: Case) -> tuple[str, str]:
     full = _render(family, case, [*messages, _as_rendered(case.message)], generation_prompt=False)
     if not prompt.startswith(before):
         raise ValueError(f"{family.slug}/{case.name}: the generation prompt is not a suffix of the prompt")
+    if case.prefill_not_in_turn is not None:
+        prefill = case.prefill_not_in_turn
+        header = prompt[: -len(prefill)]
+        if not prompt.endswith(prefill) or not full.startswith(header) or full.startswith(prompt):
+            raise ValueError(
+                f"{family.slug}/{case.name}: the prompt does not end with {prefill!r} left out of the turn"
+            )
+        full = prompt + full[len(header) :]
     if not full.startswith(prompt):
         raise ValueError(
             f"{family.slug}/{case.name}: the rendered assistant turn does not continue the generation prompt:\n"

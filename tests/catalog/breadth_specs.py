@@ -75,15 +75,18 @@ def standard(
     skip: tuple[str, ...] = (),
     known: dict[str, str] | None = None,
     notes: dict[str, str] | None = None,
+    call_content: bool = True,
 ) -> list[Case]:
     """The cases every family renders. ``markers_inside``: format markers quoted in an argument;
     ``cut_second_call``: text inside the second call of :data:`PARALLEL` the output is cut before."""
     kw = kwargs or {}
 
     def strip(message: dict[str, Any]) -> dict[str, Any]:
-        if reasoning:
-            return message
-        return {k: v for k, v in message.items() if k != "reasoning_content"}
+        if not reasoning:
+            message = {k: v for k, v in message.items() if k != "reasoning_content"}
+        if not call_content and message.get("tool_calls"):
+            message = {**message, "content": None}
+        return message
 
     cases = [
         Case("thinking-content", ("reasoning", "no-call"), strip(THINK_FACT), kwargs=kw),
@@ -676,8 +679,122 @@ HY3 = Family(
 )
 
 # --------------------------------------------------------------------------------------------------
+# MiniCPM 5, Muse Glimmer
 
-FAMILIES: tuple[Family, ...] = (MINIMAX_M2, MINIMAX_M3, SEED_OSS, STEP3P5, NEMOTRON3, LING3, LAGUNA, HY3)
+MINICPM5 = Family(
+    slug="minicpm5",
+    name="OpenBMB MiniCPM 5 (<function name=...><param name=...>)",
+    entry="minicpm5",
+    models=("openbmb/MiniCPM5-1B",),
+    template="openbmb-MiniCPM5-1B.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "openbmb-MiniCPM5-1B.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/openbmb/MiniCPM5-1B",
+    markers=(
+        "<|im_start|>",
+        "<|im_end|>",
+        "<think>",
+        "</think>",
+        "<function name=",
+        "</function>",
+        "<param name=",
+        "</param>",
+        "<![CDATA[",
+        "]]>",
+    ),
+    stops=("<|im_end|>",),
+    has_reasoning=True,
+    stop="<|im_end|>",
+    cases=(
+        *standard(
+            markers_inside="</param> and </function> or <function name=",
+            cut_second_call=">Asia/Tokyo</param>",
+            known={
+                "nested-arguments": "the template writes list and dict arguments with Jinja's string filter "
+                "(Python literals), which tool coercion cannot read as JSON"
+            },
+            notes={
+                "unicode-value": "The value holds '<' and a newline, so the template wraps it in CDATA.",
+                "markers-in-arguments": "The value holds '<', so the template wraps it in CDATA.",
+            },
+        ),
+        Case("content-only", ("no-call",), NO_REASONING),
+        Case(
+            "thinking-on-prefill",
+            ("single-call", "reasoning", "reasoning-prefilled", "text-before-call"),
+            SINGLE,
+            kwargs={"enable_thinking": True},
+            notes="enable_thinking=true pre-writes '<think>\\n'.",
+        ),
+        Case(
+            "thinking-off-prefill",
+            ("single-call", "reasoning-prefilled"),
+            NO_REASONING_CALL,
+            kwargs={"enable_thinking": False},
+            prefill_not_in_turn="<think>\n\n</think>\n\n",
+            notes="enable_thinking=false pre-writes an empty think block (history turns omit it).",
+        ),
+    ),
+)
+
+GLIMMER = Family(
+    slug="muse-glimmer",
+    name="Meta Muse Glimmer (ATEM messages)",
+    entry="muse_glimmer",
+    models=("meta-models/Muse-Glimmer-30B",),
+    template="meta-models-Muse-Glimmer-30B.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "muse-glimmer.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/meta-models/Muse-Glimmer-30B",
+    markers=(
+        "<|start|>",
+        "<|message|>",
+        "<|eom|>",
+        "<|eot|>",
+        "to=self",
+        "<atem:function_calls>",
+        "</atem:function_calls>",
+        "<atem:invoke",
+        "</atem:invoke>",
+        "<atem:parameter",
+        "</atem:parameter>",
+    ),
+    stops=("<|eot|>",),
+    has_reasoning=True,
+    stop="<|eot|>",
+    cases=(
+        *standard(
+            markers_inside="</atem:parameter> and </atem:invoke> or <|eom|>",
+            cut_second_call=">Asia/Tokyo</atem:parameter>",
+            call_content=False,
+            notes={"thinking-content": "The answer goes to=user; the reasoning to=self."},
+        ),
+        Case(
+            "invoke-quoted-in-reasoning",
+            ("no-call", "reasoning", "marker-in-arguments"),
+            assistant("Paris, as usual.", 'I could write <atem:invoke name="get_weather"> but I know it.'),
+            expected={"reasoning_content": 'I could write <atem:invoke name="get_weather"> but I know it.'},
+            notes="An invoke quoted in the to=self channel is reasoning text, not a call (channel scoping).",
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
+
+FAMILIES: tuple[Family, ...] = (
+    MINIMAX_M2,
+    MINIMAX_M3,
+    SEED_OSS,
+    STEP3P5,
+    NEMOTRON3,
+    LING3,
+    LAGUNA,
+    HY3,
+    MINICPM5,
+    GLIMMER,
+)
 
 FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
     f.slug: (f.name, f.has_reasoning, list(f.markers), list(f.stops)) for f in FAMILIES
