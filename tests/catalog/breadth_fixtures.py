@@ -199,6 +199,8 @@ class Family:
     system: str | None = None
     stop_optional: bool = False
     """The template leaves the stop token off some turns (e.g. a final answer)."""
+    single_call: bool = False
+    """The format has one call per turn (the template renders only the first)."""
 
 
 # --------------------------------------------------------------------------------------------------

@@ -149,6 +149,11 @@ def standard(
     known, notes = known or {}, notes or {}
     out = []
     for c in cases:
+        if not reasoning:
+            name = "content-only" if c.name == "thinking-content" else c.name
+            c = dataclasses.replace(
+                c, name=name, tags=tuple(t for t in c.tags if t != "reasoning") or ("no-call",)
+            )
         if c.name in skip:
             continue
         if c.name in known:
@@ -782,6 +787,75 @@ GLIMMER = Family(
 )
 
 # --------------------------------------------------------------------------------------------------
+# GigaChat 3 / 3.1
+
+GIGACHAT31 = "ai-sage-GigaChat3.1-10B-A1.8B.jinja"
+GIGA_TRUNC = assistant("Checking.", None, [call("get_time", timezone="Asia/Tokyo", utc=False)])
+
+GIGACHAT3 = Family(
+    slug="gigachat3",
+    name="Sber GigaChat 3 / 3.1 (one JSON call per turn)",
+    entry="gigachat3",
+    models=("ai-sage/GigaChat3-10B-A1.8B", "ai-sage/GigaChat3.1-10B-A1.8B"),
+    template="ai-sage-GigaChat3-10B-A1.8B.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "GigaChat3-10B-A1.8B.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/ai-sage/GigaChat3-10B-A1.8B",
+    markers=("<|role_sep|>", "<|message_sep|>", "<|function_call|>", "function call<|role_sep|>", "</s>"),
+    stops=("<|message_sep|>",),
+    has_reasoning=False,
+    stop="<|message_sep|>",
+    single_call=True,
+    cases=(
+        *standard(
+            reasoning=False,
+            markers_inside="<|message_sep|> and <|function_call|>",
+            cut_second_call="",
+            skip=("parallel-calls", "truncated-second-call"),
+        ),
+        Case("call-only", ("single-call",), NO_REASONING_CALL),
+        Case(
+            "truncated-in-arguments",
+            ("truncated", "single-call", "text-before-call"),
+            GIGA_TRUNC,
+            cut_before='/Tokyo", "utc"',
+            expected={"content": "Checking.", "tool_calls": []},
+            notes="Cut by max_tokens inside the arguments: the text is kept, no call.",
+        ),
+        *(
+            dataclasses.replace(
+                c,
+                name="v31-" + c.name,
+                template=GIGACHAT31,
+                template_url=LLAMA_CPP_TEMPLATES + "GigaChat3.1-10B-A1.8B.jinja",
+            )
+            for c in standard(
+                reasoning=False,
+                markers_inside="<|function_call|> and <|message_sep|>",
+                cut_second_call="",
+                skip=(
+                    "parallel-calls",
+                    "truncated-second-call",
+                    "after-tool-result",
+                    "nested-arguments",
+                    "empty-arguments",
+                ),
+            )
+        ),
+        Case(
+            "v31-truncated-in-arguments",
+            ("truncated", "single-call", "text-before-call"),
+            GIGA_TRUNC,
+            cut_before='/Tokyo", "utc"',
+            expected={"content": "Checking.", "tool_calls": []},
+            template=GIGACHAT31,
+            template_url=LLAMA_CPP_TEMPLATES + "GigaChat3.1-10B-A1.8B.jinja",
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
 
 FAMILIES: tuple[Family, ...] = (
     MINIMAX_M2,
@@ -794,6 +868,7 @@ FAMILIES: tuple[Family, ...] = (
     HY3,
     MINICPM5,
     GLIMMER,
+    GIGACHAT3,
 )
 
 FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
