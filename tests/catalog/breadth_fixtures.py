@@ -151,6 +151,9 @@ class Case:
     """Truncation: the output is cut right before the last occurrence of this text."""
     expected: Mapping[str, Any] | None = None
     """Overrides the expected message derived from ``message`` (keys: content, reasoning_content, tool_calls)."""
+    expected_error: str | None = None
+    """Instead of an expected message: why no call can be recovered (canitoolcall ``expected_error``,
+    accepting no calls, the text passed through, or an exception)."""
     raw: str | None = None
     """An output copied from an engine test (``engine_test``), instead of a render."""
     generation_prompt: str | None = None
@@ -201,6 +204,8 @@ class Family:
     """The template leaves the stop token off some turns (e.g. a final answer)."""
     single_call: bool = False
     """The format has one call per turn (the template renders only the first)."""
+    prefill_not_in_turn: str | None = None
+    """:attr:`Case.prefill_not_in_turn` for every case of the family (a case's ``""`` turns it off)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -252,8 +257,8 @@ def render_case(family: Family, case: Case) -> tuple[str, str]:
     full = _render(family, case, [*messages, _as_rendered(case.message)], generation_prompt=False)
     if not prompt.startswith(before):
         raise ValueError(f"{family.slug}/{case.name}: the generation prompt is not a suffix of the prompt")
-    if case.prefill_not_in_turn is not None:
-        prefill = case.prefill_not_in_turn
+    prefill = case.prefill_not_in_turn if case.prefill_not_in_turn is not None else family.prefill_not_in_turn
+    if prefill:
         header = prompt[: -len(prefill)]
         if not prompt.endswith(prefill) or not full.startswith(header) or full.startswith(prompt):
             raise ValueError(
@@ -268,7 +273,7 @@ def render_case(family: Family, case: Case) -> tuple[str, str]:
     raw = full[len(prompt) :]
     if family.stop is not None:
         end = raw.rfind(family.stop)
-        if end != -1 and not raw[end + len(family.stop) :].strip():
+        if end != -1 and raw[end + len(family.stop) :].strip() in ("", family.special.get("eos_token", "")):
             raw = raw[:end]
         elif not family.stop_optional:
             raise ValueError(
@@ -327,7 +332,13 @@ def fixture(family: Family, case: Case) -> dict[str, Any]:
         }
     record["tools"] = copy.deepcopy(list(case.tools) if case.tools is not None else TOOLS)
     record["raw_output"] = raw
-    record["expected"] = expected_of(case)
+    if case.expected_error is not None:
+        record["expected_error"] = {
+            "reason": case.expected_error,
+            "accept": ["no_tool_calls", "content_passthrough", "exception"],
+        }
+    else:
+        record["expected"] = expected_of(case)
     record["tags"] = list(case.tags)
     record["generation_prompt"] = prompt
     if "reasoning" in case.tags or "reasoning-prefilled" in case.tags:

@@ -76,6 +76,7 @@ def standard(
     known: dict[str, str] | None = None,
     notes: dict[str, str] | None = None,
     call_content: bool = True,
+    list_format: bool = False,
 ) -> list[Case]:
     """The cases every family renders. ``markers_inside``: format markers quoted in an argument;
     ``cut_second_call``: text inside the second call of :data:`PARALLEL` the output is cut before."""
@@ -122,8 +123,18 @@ def standard(
             strip(PARALLEL),
             kwargs=kw,
             cut_before=cut_second_call,
-            expected={"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
-            notes="Cut by max_tokens inside the second call: the first, complete call is kept.",
+            expected=None
+            if list_format
+            else {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
+            expected_error="max_tokens cut the call list; the list is one JSON document, so no call can be recovered"
+            if list_format
+            else None,
+            notes="Cut by max_tokens inside the second call: "
+            + (
+                "a cut list is not valid JSON, so not even the first call is returned."
+                if list_format
+                else "the first, complete call is kept."
+            ),
         ),
         Case(
             "after-tool-result",
@@ -856,6 +867,75 @@ GIGACHAT3 = Family(
 )
 
 # --------------------------------------------------------------------------------------------------
+# Apriel 1.5 / 1.6
+
+APRIEL15 = "ServiceNow-AI-Apriel-1.5-15b-Thinker.jinja"
+APRIEL15_URL = LLAMA_CPP_TEMPLATES + "unsloth-Apriel-1.5.jinja"
+
+APRIEL = Family(
+    slug="apriel",
+    name="ServiceNow Apriel 1.5 / 1.6 Thinker",
+    entry="apriel",
+    models=("ServiceNow-AI/Apriel-1.6-15b-Thinker", "ServiceNow-AI/Apriel-1.5-15b-Thinker"),
+    template="ServiceNow-AI-Apriel-1.6-15b-Thinker.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "Apriel-1.6-15b-Thinker-fixed.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/ServiceNow-AI/Apriel-1.6-15b-Thinker",
+    markers=(
+        "<|begin_assistant|>",
+        "<|assistant|>",
+        "<|end|>",
+        "[BEGIN FINAL RESPONSE]",
+        "[END FINAL RESPONSE]",
+        "<tool_calls>",
+        "</tool_calls>",
+    ),
+    stops=("<|end|>",),
+    has_reasoning=True,
+    stop="<|end|>",
+    stop_optional=True,
+    prefill_not_in_turn="Here are my reasoning steps:\n",
+    special={"bos_token": "<s>", "eos_token": "</s>"},  # Apriel's Mistral-style tokenizer
+    cases=(
+        *standard(
+            markers_inside="</tool_calls> and [BEGIN FINAL RESPONSE]",
+            cut_second_call='"Asia/Tokyo"',
+            list_format=True,
+        ),
+        Case(
+            "v15-content",
+            ("no-call",),
+            NO_REASONING,
+            template=APRIEL15,
+            template_url=APRIEL15_URL,
+            prefill_not_in_turn="",
+        ),
+        Case(
+            "v15-text-parallel",
+            ("parallel-calls", "text-before-call"),
+            assistant(
+                "Checking both.",
+                None,
+                [call("get_weather", city="Paris"), call("get_time", timezone="UTC", utc=True)],
+            ),
+            template=APRIEL15,
+            template_url=APRIEL15_URL,
+            prefill_not_in_turn="",
+        ),
+        llama_cpp_case(
+            "llama-cpp-v16-reasoning-call",
+            ("single-call", "reasoning-prefilled"),
+            'I\'m\nthinking\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{"name": "special_function", "arguments": {"arg1": 1}}]</tool_calls>',
+            "\n<|begin_assistant|>\nHere are my reasoning steps:\n",
+            6219,
+            {"content": None, "reasoning_content": "I'm\nthinking", "tool_calls": SPECIAL_1},
+            notes="llama.cpp expects the prompt's 'Here are my reasoning steps:' in the reasoning; here the prompt text is not reasoning.",
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
 
 FAMILIES: tuple[Family, ...] = (
     MINIMAX_M2,
@@ -869,6 +949,7 @@ FAMILIES: tuple[Family, ...] = (
     MINICPM5,
     GLIMMER,
     GIGACHAT3,
+    APRIEL,
 )
 
 FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
