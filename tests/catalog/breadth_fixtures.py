@@ -206,6 +206,11 @@ class Family:
     """The format has one call per turn (the template renders only the first)."""
     prefill_not_in_turn: str | None = None
     """:attr:`Case.prefill_not_in_turn` for every case of the family (a case's ``""`` turns it off)."""
+    history_reasoning: str | None = None
+    """For templates that render the last assistant message as a prefill and drop reasoning from
+    history (Nemotron Nano v2): the turn is rendered as a history turn (a user message follows),
+    and the reasoning the template cannot render is put in front with this format
+    (``{reasoning}``), the layout of the engine tests. The turn ends at the first stop token."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -254,7 +259,15 @@ def render_case(family: Family, case: Case) -> tuple[str, str]:
     messages = conversation(family, case)
     before = _render(family, case, messages, generation_prompt=False)
     prompt = _render(family, case, messages, generation_prompt=True)
-    full = _render(family, case, [*messages, _as_rendered(case.message)], generation_prompt=False)
+    turn = _as_rendered(case.message)
+    glue = family.history_reasoning
+    if glue is not None:
+        reasoning = turn.get("reasoning_content")
+        turn = {k: v for k, v in turn.items() if k != "reasoning_content"}
+        following = {"role": "user", "content": "Thanks."}
+        full = _render(family, case, [*messages, turn, following], generation_prompt=False)
+    else:
+        full = _render(family, case, [*messages, turn], generation_prompt=False)
     if not prompt.startswith(before):
         raise ValueError(f"{family.slug}/{case.name}: the generation prompt is not a suffix of the prompt")
     prefill = case.prefill_not_in_turn if case.prefill_not_in_turn is not None else family.prefill_not_in_turn
@@ -265,6 +278,12 @@ def render_case(family: Family, case: Case) -> tuple[str, str]:
                 f"{family.slug}/{case.name}: the prompt does not end with {prefill!r} left out of the turn"
             )
         full = prompt + full[len(header) :]
+    if glue is not None:
+        assert family.stop is not None
+        body = full[len(prompt) :]
+        body = body[: body.index(family.stop)]
+        head = glue.format(reasoning=reasoning) if reasoning else ""
+        full = prompt + head + body + family.stop
     if not full.startswith(prompt):
         raise ValueError(
             f"{family.slug}/{case.name}: the rendered assistant turn does not continue the generation prompt:\n"

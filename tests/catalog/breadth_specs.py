@@ -936,6 +936,66 @@ APRIEL = Family(
 )
 
 # --------------------------------------------------------------------------------------------------
+# Nemotron Nano v2
+
+NANO_V2 = Family(
+    slug="nemotron-nano-v2",
+    name="NVIDIA Nemotron Nano v2 (<TOOLCALL> JSON list)",
+    entry="nemotron_nano_v2",
+    models=("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "nvidia/NVIDIA-Nemotron-Nano-12B-v2"),
+    template="nvidia-NVIDIA-Nemotron-Nano-9B-v2.jinja",
+    template_url=LLAMA_CPP_TEMPLATES + "NVIDIA-Nemotron-Nano-v2.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+    markers=(
+        "<SPECIAL_10>",
+        "<SPECIAL_11>",
+        "<SPECIAL_12>",
+        "<think>",
+        "</think>",
+        "<TOOLCALL>",
+        "</TOOLCALL>",
+    ),
+    stops=("<SPECIAL_12>",),
+    has_reasoning=True,
+    stop="<SPECIAL_12>",
+    prefill_not_in_turn="<think>\n",
+    history_reasoning="{reasoning}\n</think>\n\n",
+    cases=(
+        *standard(
+            markers_inside="</TOOLCALL> and </think> or <TOOLCALL>[",
+            cut_second_call='"Asia/Tokyo"',
+            list_format=True,
+            skip=("truncated-in-reasoning",),
+        ),
+        Case(
+            "truncated-in-reasoning",
+            ("truncated", "reasoning", "reasoning-prefilled"),
+            raw="The user wants the current weather",
+            generation_prompt="<SPECIAL_11>Assistant\n<think>\n",
+            expected={
+                "content": None,
+                "reasoning_content": "The user wants the current weather",
+                "tool_calls": [],
+            },
+            source=f"{LLAMA_CPP_TESTS}#L5852",
+            source_revision=LLAMA_CPP,
+            source_license="MIT",
+            notes="Cut by max_tokens inside the pre-opened reasoning.",
+        ),
+        llama_cpp_case(
+            "llama-cpp-thoughts-call",
+            ("single-call", "reasoning-prefilled"),
+            'I\'m\nthinking\n</think>\n<TOOLCALL>[{"name": "special_function", "arguments": {"arg1": 1}}]</TOOLCALL>',
+            "<SPECIAL_11>Assistant\n<think>\n",
+            5852,
+            {"content": None, "reasoning_content": "I'm\nthinking", "tool_calls": SPECIAL_1},
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
 
 FAMILIES: tuple[Family, ...] = (
     MINIMAX_M2,
@@ -950,6 +1010,7 @@ FAMILIES: tuple[Family, ...] = (
     GLIMMER,
     GIGACHAT3,
     APRIEL,
+    NANO_V2,
 )
 
 FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
