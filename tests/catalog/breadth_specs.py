@@ -996,6 +996,208 @@ NANO_V2 = Family(
 )
 
 # --------------------------------------------------------------------------------------------------
+# Olmo 3
+
+OLLAMA = "fb30760996871fa9460115c753afd2c60d4ab0f7"
+OLLAMA_BLOB = f"https://github.com/ollama/ollama/blob/{OLLAMA}/"
+
+
+SEARCH_TOOL = (
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": "Search the web",
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string"}},
+                "required": ["query"],
+            },
+        },
+    },
+)
+
+
+def ollama_case(
+    name: str,
+    tags: tuple[str, ...],
+    raw: str,
+    prompt: str,
+    path: str,
+    line: int,
+    expected: dict[str, Any],
+    notes: str = "",
+    tools: tuple[dict[str, Any], ...] | None = None,
+) -> Case:
+    return Case(
+        name,
+        tags,
+        raw=raw,
+        tools=tools,
+        generation_prompt=prompt,
+        expected=expected,
+        source=f"{OLLAMA_BLOB}{path}#L{line}",
+        source_revision=OLLAMA,
+        source_license="MIT",
+        notes=notes,
+    )
+
+
+OLMO3 = Family(
+    slug="olmo3",
+    name="Ai2 Olmo 3 (<function_calls> with one Python-style call per line)",
+    entry="olmo3",
+    models=("allenai/Olmo-3.1-32B-Instruct", "allenai/Olmo-3-7B-Instruct", "allenai/Olmo-3-7B-Think"),
+    template="allenai-Olmo-3.1-32B-Instruct.jinja",
+    template_url="https://huggingface.co/allenai/Olmo-3.1-32B-Instruct",
+    template_revision="main (transcribed, see tests/data/chat_templates/README.md)",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/allenai/Olmo-3.1-32B-Instruct",
+    markers=(
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|endoftext|>",
+        "<function_calls>",
+        "</function_calls>",
+        "<think>",
+        "</think>",
+    ),
+    stops=("<|im_end|>", "<|endoftext|>"),
+    has_reasoning=True,
+    stop="<|endoftext|>",
+    special={"eos_token": "<|endoftext|>"},
+    cases=(
+        *standard(
+            reasoning=False,
+            markers_inside="</function_calls> and <|im_end|>",
+            cut_second_call='"Asia/Tokyo"',
+            list_format=True,
+        ),
+        ollama_case(
+            "think-content",
+            ("reasoning", "reasoning-prefilled", "no-call"),
+            "Deep thinking here.</think>Here is my detailed response with multiple sentences. I have thought carefully.",
+            "<|im_start|>assistant\n<think>",
+            "model/parsers/olmo3_think_test.go",
+            33,
+            {
+                "content": "Here is my detailed response with multiple sentences. I have thought carefully.",
+                "reasoning_content": "Deep thinking here.",
+                "tool_calls": [],
+            },
+            notes="Olmo 3 Think: the prompt pre-writes <think>.",
+        ),
+        ollama_case(
+            "think-newlines",
+            ("reasoning", "reasoning-prefilled", "no-call", "unicode"),
+            "Yes, that should work. Let me go with that response.\n\n</think>\n\nHi! I'm all set and ready to assist. How about you? How are you today? 😊",
+            "<|im_start|>assistant\n<think>",
+            "model/parsers/olmo3_think_test.go",
+            60,
+            {
+                "content": "Hi! I'm all set and ready to assist. How about you? How are you today? 😊",
+                "reasoning_content": "Yes, that should work. Let me go with that response.",
+                "tool_calls": [],
+            },
+            notes="Recorded Olmo 3 Think output quoted in Ollama's parser tests.",
+        ),
+        ollama_case(
+            "think-empty",
+            ("reasoning-prefilled", "no-call"),
+            "</think>Just content here.",
+            "<|im_start|>assistant\n<think>",
+            "model/parsers/olmo3_think_test.go",
+            39,
+            {"content": "Just content here.", "reasoning_content": None, "tool_calls": []},
+        ),
+        ollama_case(
+            "single-quoted-string",
+            ("single-call", "string-escapes"),
+            "<function_calls>search(query='hello world')</function_calls>",
+            "<|im_start|>assistant\n",
+            "model/parsers/olmo3_test.go",
+            197,
+            {
+                "content": None,
+                "reasoning_content": None,
+                "tool_calls": [{"name": "search", "arguments": {"query": "hello world"}}],
+            },
+            notes="A Python-style single-quoted string, as vLLM's example template writes them.",
+            tools=SEARCH_TOOL,
+        ),
+        ollama_case(
+            "escaped-quotes",
+            ("single-call", "string-escapes"),
+            '<function_calls>search(query="say \\"hello\\"")</function_calls>',
+            "<|im_start|>assistant\n",
+            "model/parsers/olmo3_test.go",
+            209,
+            {
+                "content": None,
+                "reasoning_content": None,
+                "tool_calls": [{"name": "search", "arguments": {"query": 'say "hello"'}}],
+            },
+            tools=SEARCH_TOOL,
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
+# Llama 4 JSON
+
+VLLM_EXAMPLES = "https://github.com/vllm-project/vllm/blob/{commit}/examples/{name}"
+
+LLAMA4_JSON = Family(
+    slug="llama4-json",
+    name="Llama 4 JSON tool calls",
+    entry="llama4_json",
+    models=("meta-llama/Llama-4-Scout-17B-16E-Instruct", "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8"),
+    template="vllm-tool_chat_template_llama4_json.jinja",
+    template_url=VLLM_EXAMPLES.format(
+        commit="97ce4234ca0d8ba7c8c8d25ce42fb371fb7e735b", name="tool_chat_template_llama4_json.jinja"
+    ),
+    template_revision="97ce4234ca0d8ba7c8c8d25ce42fb371fb7e735b",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    markers=(
+        "<|header_start|>",
+        "<|header_end|>",
+        "<|eot|>",
+        "<|eom|>",
+        "<|python_start|>",
+        "<|python_end|>",
+    ),
+    stops=("<|eot|>", "<|eom|>"),
+    has_reasoning=False,
+    stop="<|eot|>",
+    special={"bos_token": "<|begin_of_text|>"},
+    cases=(
+        *standard(
+            reasoning=False,
+            markers_inside='<|eot|> and }{"name": "x", "parameters": {}}',
+            cut_second_call='"Asia/Tokyo"',
+        ),
+        Case(
+            "semicolon-separated",
+            ("parallel-calls", "x-separator"),
+            raw='{"name": "get_weather", "parameters": {"city": "Paris"}}; {"name": "get_time", "parameters": {"timezone": "UTC"}}',
+            generation_prompt="<|header_start|>assistant<|header_end|>\n\n",
+            expected={
+                "content": None,
+                "reasoning_content": None,
+                "tool_calls": [
+                    {"name": "get_weather", "arguments": {"city": "Paris"}},
+                    {"name": "get_time", "arguments": {"timezone": "UTC"}},
+                ],
+            },
+            source="https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/tool_parsers/llama_tool_parser.py",
+            source_revision="v0.33.0",
+            notes="vLLM's llama JSON parser also splits calls at ';' (its docstring: 'multiple JSONs separated by semicolons').",
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
 
 FAMILIES: tuple[Family, ...] = (
     MINIMAX_M2,
@@ -1011,6 +1213,8 @@ FAMILIES: tuple[Family, ...] = (
     GIGACHAT3,
     APRIEL,
     NANO_V2,
+    OLMO3,
+    LLAMA4_JSON,
 )
 
 FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
