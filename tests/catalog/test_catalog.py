@@ -475,7 +475,7 @@ MODEL_IDS = {
     "meta-llama/Llama-3.1-8B-Instruct": "llama3_json",
     "meta-llama/Meta-Llama-3.1-70B-Instruct": "llama3_json",
     "meta-llama/Llama-3.3-70B-Instruct": "llama3_json",
-    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "llama4_json",  # issue 10: Llama 4 templates ask for JSON
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": "pythonic",
     "meta-llama/Llama-3.2-3B-Instruct": "pythonic",
     "bartowski/Llama-3.2-3B-Instruct-GGUF": "pythonic",
     "deepseek-ai/DeepSeek-V3.1": "deepseek_v31",
