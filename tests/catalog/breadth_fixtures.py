@@ -206,6 +206,9 @@ class Family:
     """The format has one call per turn (the template renders only the first)."""
     prefill_not_in_turn: str | None = None
     """:attr:`Case.prefill_not_in_turn` for every case of the family (a case's ``""`` turns it off)."""
+    by_template_only: bool = False
+    """The entry is chosen by the chat template, not by model id (the models also write another
+    format, which their ids resolve to)."""
     history_reasoning: str | None = None
     """For templates that render the last assistant message as a prefill and drop reasoning from
     history (Nemotron Nano v2): the turn is rendered as a history turn (a user message follows),

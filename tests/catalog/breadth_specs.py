@@ -1171,6 +1171,7 @@ LLAMA4_JSON = Family(
     has_reasoning=False,
     stop="<|eot|>",
     special={"bos_token": "<|begin_of_text|>"},
+    by_template_only=True,
     cases=(
         *standard(
             reasoning=False,
@@ -1221,6 +1222,9 @@ FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
     f.slug: (f.name, f.has_reasoning, list(f.markers), list(f.stops)) for f in FAMILIES
 }
 """slug -> (name, has_reasoning, leakage markers, stop tokens), the shape of test_own_fixtures.FAMILIES."""
+
+BY_TEMPLATE_ONLY: dict[str, str] = {f.slug: f.entry for f in FAMILIES if f.by_template_only}
+"""slug -> entry of the families whose entry is chosen by chat template (their model ids resolve elsewhere)."""
 
 KNOWN_FAILURES: dict[str, str] = {
     f"{f.slug}/{c.name}": c.known_failure for f in FAMILIES for c in f.cases if c.known_failure

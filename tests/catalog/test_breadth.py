@@ -91,7 +91,7 @@ def test_stored_template_resolves_to_its_entry(template: str, entry: str) -> Non
     assert not rivals, f"{template}: {rivals} match as strongly as {entry}"
 
 
-MODEL_IDS = sorted({(model, family.entry) for family in FAMILIES for model in family.models})
+MODEL_IDS = sorted({(model, f.entry) for f in FAMILIES if not f.by_template_only for model in f.models})
 
 
 @pytest.mark.parametrize(("model", "entry"), MODEL_IDS)
@@ -104,9 +104,21 @@ def test_model_id_resolves(model: str, entry: str) -> None:
 def test_model_and_template_together(family) -> None:
     """What the server does: the model id first, the chat template as a fallback; both agree."""
     text = template_text(family)
-    for model in family.models:
-        assert catalog.resolve_name(model=model, chat_template=text) == family.entry
+    if not family.by_template_only:
+        for model in family.models:
+            assert catalog.resolve_name(model=model, chat_template=text) == family.entry
     assert catalog.resolve_name(model="acme/unknown-model", chat_template=text) == family.entry
+
+
+def test_llama4_ids_stay_pythonic() -> None:
+    """Llama 4 writes pythonic calls with Meta's prompt (canitoolcall llama/l4-meta-pythonic-*), JSON
+    calls only with a JSON tool template: the id cannot tell, so llama4_json is chosen by template."""
+    assert catalog.describe("llama4_json")["models"] == []
+    for model in (
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+    ):
+        assert catalog.resolve_name(model=model) == "pythonic"
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=FAMILY_IDS)

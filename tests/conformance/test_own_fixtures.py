@@ -14,6 +14,7 @@ non-stream.  The family metadata canitoolcall needs (leakage markers, stop token
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from canitoolcall.fixtures import Family, Fixture, read_jsonl, validate  # noqa:
 from canitoolcall.pytest_plugin import assert_conforms, assert_equivalent  # noqa: E402
 from canitoolcall.results import Status  # noqa: E402
 
+from ..catalog.breadth_specs import BY_TEMPLATE_ONLY  # noqa: E402
 from ..catalog.breadth_specs import FAMILY_META as BREADTH_FAMILIES  # noqa: E402
 from ..catalog.breadth_specs import KNOWN_FAILURES as BREADTH_KNOWN_FAILURES  # noqa: E402
 from . import harness as H  # noqa: E402
@@ -248,6 +250,9 @@ def layer() -> H.Layer:
 @pytest.mark.parametrize("fx", _params())
 def test_own_fixture(fx: Fixture, layer: H.Layer) -> None:
     assert layer.resolve_name(model=fx.reference_model), f"no catalog template for {fx.reference_model}"
+    if fx.family in BY_TEMPLATE_ONLY:  # chosen by chat template: the model's id resolves to another format
+        entry = BY_TEMPLATE_ONLY[fx.family]
+        layer = dataclasses.replace(layer, resolve_name=lambda model=None, **_: entry)
     fam = FAMILY_OBJS[fx.family]
     case = H.run_case(fx, layer, FAMILY_OBJS)
     assert case.config is not None and case.config.how == "catalog", case.reason
