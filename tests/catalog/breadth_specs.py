@@ -1199,6 +1199,38 @@ LLAMA4_JSON = Family(
 )
 
 # --------------------------------------------------------------------------------------------------
+# Granite 20B function calling
+
+GRANITE_20B_FC = Family(
+    slug="granite-20b-fc",
+    name="IBM Granite 20B Function Calling (<function_call> JSON)",
+    entry="granite_20b_fc",
+    models=("ibm-granite/granite-20b-functioncalling",),
+    template="vllm-tool_chat_template_granite_20b_fc.jinja",
+    template_url=VLLM_EXAMPLES.format(
+        commit="1a7f9e3b75fcf32628278cc578b863d2753ebe15", name="tool_chat_template_granite_20b_fc.jinja"
+    ),
+    template_revision="1a7f9e3b75fcf32628278cc578b863d2753ebe15",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/ibm-granite/granite-20b-functioncalling",
+    markers=("ASSISTANT:", "USER:", "<function_call>", "<function_response>", "<|endoftext|>"),
+    stops=("<|endoftext|>",),
+    has_reasoning=False,
+    stop="<|endoftext|>",
+    prefill_not_in_turn=" \n",
+    special={"bos_token": ""},
+    cases=tuple(
+        standard(
+            reasoning=False,
+            call_content=False,
+            markers_inside="<function_call> and <|endoftext|>",
+            cut_second_call='"Asia/Tokyo"',
+            notes={"content-only": "The template writes '\\nASSISTANT: ' + the answer + ' <|endoftext|>'."},
+        )
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
 
 FAMILIES: tuple[Family, ...] = (
     MINIMAX_M2,
@@ -1216,6 +1248,7 @@ FAMILIES: tuple[Family, ...] = (
     NANO_V2,
     OLMO3,
     LLAMA4_JSON,
+    GRANITE_20B_FC,
 )
 
 FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
