@@ -206,6 +206,9 @@ class Family:
     """The format has one call per turn (the template renders only the first)."""
     prefill_not_in_turn: str | None = None
     """:attr:`Case.prefill_not_in_turn` for every case of the family (a case's ``""`` turns it off)."""
+    json_arguments: bool = False
+    """Render tool-call arguments as JSON strings (what OpenAI clients send), for templates that
+    print them with Jinja's string filter."""
     by_template_only: bool = False
     """The entry is chosen by the chat template, not by model id (the models also write another
     format, which their ids resolve to)."""
@@ -243,17 +246,21 @@ def _render(family: Family, case: Case, messages: list[dict[str, Any]], *, gener
     return str(rendered[0])
 
 
-def _as_rendered(message: dict[str, Any]) -> dict[str, Any]:
+def _as_rendered(message: dict[str, Any], family: Family | None = None) -> dict[str, Any]:
     # Clients send `content: null` with tool calls; some templates print that as "None", so the
     # renders use "" (what the engines' chat preparation hands most templates).
     if message.get("role") == "assistant" and message.get("content") is None:
-        return {**message, "content": ""}
+        message = {**message, "content": ""}
+    if family is not None and family.json_arguments and message.get("tool_calls"):
+        message = copy.deepcopy(message)
+        for c in message["tool_calls"]:
+            c["function"]["arguments"] = json.dumps(c["function"]["arguments"], ensure_ascii=False)
     return message
 
 
 def conversation(family: Family, case: Case) -> list[dict[str, Any]]:
     head = [{"role": "system", "content": family.system}] if family.system else []
-    return [*head, USER, *(_as_rendered(m) for m in case.history)]
+    return [*head, USER, *(_as_rendered(m, family) for m in case.history)]
 
 
 def render_case(family: Family, case: Case) -> tuple[str, str]:
@@ -262,7 +269,7 @@ def render_case(family: Family, case: Case) -> tuple[str, str]:
     messages = conversation(family, case)
     before = _render(family, case, messages, generation_prompt=False)
     prompt = _render(family, case, messages, generation_prompt=True)
-    turn = _as_rendered(case.message)
+    turn = _as_rendered(case.message, family)
     glue = family.history_reasoning
     if glue is not None:
         reasoning = turn.get("reasoning_content")

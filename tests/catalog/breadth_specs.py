@@ -1231,6 +1231,76 @@ GRANITE_20B_FC = Family(
 )
 
 # --------------------------------------------------------------------------------------------------
+# InternLM / Intern-S1
+
+SGLANG = (
+    "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/function_call/internlm_detector.py"
+)
+
+INTERNLM = Family(
+    slug="internlm",
+    name="InternLM 2 / 3, Intern-S1 (<|action_start|><|plugin|>)",
+    entry="internlm",
+    models=("internlm/internlm2_5-7b-chat", "internlm/internlm3-8b-instruct", "internlm/Intern-S1"),
+    template="vllm-tool_chat_template_internlm2_tool.jinja",
+    template_url=VLLM_EXAMPLES.format(
+        commit="87b63520aba48bae9d55663edf0d8f65d3d43ac2", name="tool_chat_template_internlm2_tool.jinja"
+    ),
+    template_revision="87b63520aba48bae9d55663edf0d8f65d3d43ac2",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/internlm/internlm2_5-7b-chat",
+    markers=(
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|action_start|>",
+        "<|action_end|>",
+        "<|plugin|>",
+        "<think>",
+        "</think>",
+    ),
+    stops=("<|im_end|>",),
+    has_reasoning=True,
+    stop="<|im_end|>",
+    json_arguments=True,
+    special={"bos_token": "<s>"},
+    cases=(
+        *standard(
+            reasoning=False,
+            markers_inside="<|action_end|> and <|action_start|><|plugin|>",
+            cut_second_call='"Asia/Tokyo"',
+        ),
+        Case(
+            "sglang-spaced-parameters",
+            ("single-call", "text-before-call"),
+            raw='What\'s the weather like?<|action_start|> <|plugin|>\n{"name": "get_weather", "parameters": {"city": "Tokyo"}}<|action_end|>',
+            generation_prompt="<|im_start|>assistant\n",
+            expected={
+                "content": "What's the weather like?",
+                "reasoning_content": None,
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Tokyo"}}],
+            },
+            source=SGLANG + "#L36",
+            source_revision="v0.5.23",
+            notes="The form SGLang's InternlmDetector documents: a space after <|action_start|> and the 'parameters' key.",
+        ),
+        Case(
+            "intern-s1-thinking",
+            ("single-call", "reasoning"),
+            raw='<think>\nThe user wants Tokyo.\n</think>\n\n<|action_start|><|plugin|>\n{"name": "get_weather", "arguments": {"city": "Tokyo"}}<|action_end|>',
+            generation_prompt="<|im_start|>assistant\n",
+            expected={
+                "content": None,
+                "reasoning_content": "The user wants Tokyo.",
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Tokyo"}}],
+            },
+            source="https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/parser/reasoning_parser.py#L2302",
+            source_revision="v0.5.23",
+            notes="Intern-S1 reasons in <think> (SGLang's interns1 reasoning parser is the qwen3 one); composed from the two parsers' documented forms.",
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
 
 FAMILIES: tuple[Family, ...] = (
     MINIMAX_M2,
@@ -1249,6 +1319,7 @@ FAMILIES: tuple[Family, ...] = (
     OLMO3,
     LLAMA4_JSON,
     GRANITE_20B_FC,
+    INTERNLM,
 )
 
 FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
