@@ -139,3 +139,117 @@ def test_breadth_templates_are_in_their_own_folder() -> None:
     # templates live one folder down so the server's prompt tests do not pick them up.
     assert TEMPLATES.parent.name == "chat_templates" and TEMPLATES.name == "real"
     assert Path(TEMPLATES / "README.md").exists() or (TEMPLATES.parent / "README.md").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# the breadth table in docs/conformance.md
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
+
+# Parser names as registered in each engine (checked in their code; see the doc's table header).
+VLLM = {
+    # vllm 0.33.0 ToolParserManager (58) and ReasoningParserManager (42)
+    "apertus", "beam", "cohere_command3", "cohere_command4", "deepseek_v3", "deepseek_v31", "deepseek_v32",
+    "deepseek_v4", "deepseek_v41", "dots", "ernie45", "functiongemma", "gemma4", "gigachat3", "glm45", "glm47",
+    "granite", "granite-20b-fc", "granite4", "hermes", "hf", "hunyuan_a13b", "hy_v3", "hy_v4", "inkling",
+    "internlm", "jamba", "k2_horizon", "kimi_k2", "kimi_k3", "lfm2", "ling3", "llama3_json", "llama4_json",
+    "llama4_pythonic", "longcat", "mimo", "minicpm5", "minimax_m2", "minimax_m3", "mistral", "muse",
+    "muse_glimmer", "musespark1x", "olmo3", "openai", "phi4_mini_json", "plamo3", "poolside_v1", "pythonic",
+    "qwen3_coder", "qwen3_json", "qwen3_xml", "seed_oss", "step3", "step3p5", "step5", "xlam",
+    "deepseek_r1", "granite_thinking_parser", "holo2", "minicpmv", "minimax_m2_append_think", "nemotron_v3",
+    "openai_gptoss", "qwen3",
+}  # fmt: skip
+SGLANG = {
+    # sglang 0.5.23 FunctionCallParser.ToolCallParserEnum (44) and ReasoningParser.DetectorMap (36)
+    "apertus2509", "beam", "cohere_command4", "deepseekv3", "deepseekv31", "deepseekv32", "deepseekv4",
+    "deepseekv41", "dots", "gemma4", "gigachat3", "gigachat35", "glm", "glm45", "glm47", "gpt-oss", "hermes",
+    "hunyuan", "inkling", "interns1", "iquest_q1", "k2_horizon", "kimi_k2", "kimi_k3", "lfm2", "ling3", "llama3",
+    "mimo", "minicpm5", "minimax-m2", "minimax-m3", "mistral", "muse", "nanbeige", "poolside_v1", "pythonic",
+    "qwen", "qwen25", "qwen3_coder", "response_template", "spark25", "step3", "step3p5", "trinity",
+    "deepseek-r1", "deepseek-v3", "deepseek-v4", "deepseek-v41", "granite_thinking_parser", "kimi", "minimax",
+    "minimax-append-think", "nemotron_3", "qwen3", "qwen3-thinking",
+}  # fmt: skip
+OLLAMA = {
+    # ollama fb307609 model/parsers ParserForName
+    "qwen3", "qwen3-thinking", "qwen3.5", "ornith", "qwen3-coder", "qwen3-vl-instruct", "qwen3-vl-thinking",
+    "ministral", "passthrough", "harmony", "cogito", "deepseek3", "olmo3", "olmo3-think", "nemotron-3-nano",
+    "nemotron-3.5-nano", "functiongemma", "glm-4.7", "gemma4", "gemma4-no-thinking", "glm-ocr", "lfm2",
+    "lfm2-thinking", "laguna", "poolside-v1", "cohere", "glimmer",
+}  # fmt: skip
+LLAMA_CPP_HANDLERS = {
+    # llama.cpp 0c1e5709 common_chat_templates_apply_jinja: "Using specialized template: ..."
+    "Ministral 3", "GPT-OSS", "Muse Glimmer", "Functionary v3.2", "Kimi K2", "Kimi K3", "Ling 3.0",
+    "Cohere2 MoE", "LFM2", "LFM2.5", "GigaChatV3", "MiniMax-M3", "DeepSeek V3.2/V4", "Gemma4", "MiniCPM5",
+    "Qwen3-Coder",
+}  # fmt: skip
+
+
+def _table() -> list[dict[str, str]]:
+    text = DOC.read_text(encoding="utf-8")
+    body = text.split("<!-- breadth-table:start -->", 1)[1].split("<!-- breadth-table:end -->", 1)[0]
+    lines = [line for line in body.strip().splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    rows = []
+    for line in lines[2:]:
+        # `\|` inside a cell is an escaped pipe (markdown), not a column separator
+        cells = [
+            cell.strip().replace("\\|", "|") for cell in line.replace("\\|", "\x00").strip("|").split("|")
+        ]
+        rows.append(dict(zip(header, [c.replace("\x00", "\\|") for c in cells], strict=True)))
+    return rows
+
+
+def _names(cell: str) -> list[str]:
+    import re
+
+    return re.findall(r"`([^`]+)`", cell)
+
+
+TABLE = _table()
+
+
+def test_table_has_the_engine_columns() -> None:
+    assert list(TABLE[0]) == [
+        "format",
+        "vLLM 0.33.0",
+        "SGLang 0.5.23",
+        "llama.cpp 0c1e5709",
+        "Ollama fb307609",
+        "chatparse",
+    ]
+
+
+def test_chatparse_column_is_the_catalog() -> None:
+    listed = [name for row in TABLE for name in _names(row["chatparse"])]
+    assert sorted(listed) == sorted(set(listed)), "an entry is listed twice"
+    assert set(listed) == set(catalog.names())
+    for row in TABLE:
+        assert _names(row["chatparse"]) or row["chatparse"] == "—", row["format"]
+
+
+def test_every_breadth_family_has_its_row() -> None:
+    rows = {name: row["format"] for row in TABLE for name in _names(row["chatparse"])}
+    for family in FAMILIES:
+        assert family.entry in rows
+
+
+@pytest.mark.parametrize(
+    ("column", "known"), [("vLLM 0.33.0", VLLM), ("SGLang 0.5.23", SGLANG), ("Ollama fb307609", OLLAMA)]
+)
+def test_engine_parser_names_are_registered(column: str, known: set[str]) -> None:
+    for row in TABLE:
+        cell = row[column]
+        names = [n for n in _names(cell) if not n.startswith("<")]
+        assert names or cell == "—", (row["format"], cell)
+        unknown = [n for n in names if n not in known]
+        assert not unknown, f"{row['format']}: {unknown} are not {column} parsers"
+
+
+def test_llama_cpp_cells_name_a_handler_or_the_autoparser() -> None:
+    for row in TABLE:
+        cell = row["llama.cpp 0c1e5709"]
+        if cell == "—":
+            continue
+        assert "autoparser" in cell or "handler" in cell, cell
+        for name in _names(cell):
+            assert name in LLAMA_CPP_HANDLERS or name.endswith((".jinja", ".cpp")), (row["format"], name)
