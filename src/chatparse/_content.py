@@ -371,18 +371,8 @@ _CALL_LIST_MAX_DEPTH = 100
 
 
 def _python_call_list(text: str, args: dict[str, Any]) -> list[dict[str, Any]]:
-    """`[get_weather(city="Paris"), ...]` to `[{"name": ..., "arguments": {...}}, ...]`.
-
-    chatparse extension `bare_calls: true` (Olmo 3's `<function_calls>` block): the calls are not
-    wrapped in `[` `]` and are separated by a comma or a line break; an empty region is `[]`.
-    Everything else (names, values, errors) is the strict 5.24 grammar.
-    """
+    """`[get_weather(city="Paris"), ...]` to `[{"name": ..., "arguments": {...}}, ...]`."""
     position = 0
-    bare = args.get("bare_calls", False)
-    if not isinstance(bare, bool):
-        raise ValueError(
-            f"python-call-list: 'bare_calls' content_arg must be a bool, got {type(bare).__name__}"
-        )
 
     def fail(message: str) -> NoReturn:
         raise ValueError(f"python-call-list: {message} at position {position}.\nContent: {text!r}")
@@ -505,25 +495,6 @@ def _python_call_list(text: str, args: dict[str, Any]) -> list[dict[str, Any]]:
         expect("(")
         return {"name": function_name, "arguments": unique(items(")", argument))}
 
-    def bare_calls() -> list[dict[str, Any]]:
-        nonlocal position
-        out: list[dict[str, Any]] = []
-        skip_whitespace()
-        if position == len(text):
-            return out
-        while True:
-            out.append(call())
-            after = position
-            skip_whitespace()
-            if position == len(text):
-                return out
-            if text.startswith(",", position):
-                position += 1  # then a call must follow: no trailing comma, as in the bracketed form
-            elif "\n" not in text[after:position] and "\r" not in text[after:position]:
-                fail("expected ',' or a line break between calls")
-
-    if bare:
-        return bare_calls()
     expect("[")
     calls = items("]", call)
     skip_whitespace()

@@ -1,22 +1,28 @@
 """Own fixtures for the breadth formats of the catalog, rendered through the models' real chat templates.
 
-Run ``python -m tests.catalog.breadth_fixtures`` to rewrite ``tests/data/own_fixtures/<slug>.jsonl``
-for every family in ``breadth_specs.FAMILIES``; ``--check`` only compares (``tests/catalog/test_breadth.py``
-runs the same comparison, so a fixture can never drift from its template).
+The publishers' chat templates are not in this repository (``tests/test_repo_data.py``): what the
+tests need from them is recorded as facts in ``tests/data/chat_template_facts/`` (source, sha256,
+marker literals, the entry the template must resolve to). To regenerate or re-check the fixtures,
+fetch the templates named there (sha256 must match), put them in one folder and run::
+
+    CHATPARSE_REAL_TEMPLATES=/path/to/templates python -m tests.catalog.breadth_fixtures [--check] [--facts]
+
+which rewrites ``tests/data/own_fixtures/<slug>.jsonl`` for every family in
+``breadth_specs.FAMILIES`` (``--check`` only compares; ``--facts`` also rewrites the facts records).
+``tests/catalog/test_breadth.py`` runs the same comparison when that variable is set.
 
 Where the fixtures come from (canitoolcall spec v0.1 provenance kinds):
 
 * ``template_render``: the conversation ``[system?, user, (assistant, tool)*]`` plus the case's
-  assistant message is rendered with the publisher's chat template (stored under
-  ``tests/data/chat_templates/real/``, sources in that folder's README) by transformers'
+  assistant message is rendered with the publisher's chat template by transformers'
   ``render_jinja_template``; ``raw_output`` is what follows the rendered generation prompt, up to the
   turn's stop token. The expected message is the assistant message itself, so the fixture says what
   the model was trained to write and what a parser must return for it. "Formats are never typed by
-  hand."
-* truncated cases are renders cut at a point inside the output (``cut_before``): the generation
-  hit ``max_tokens`` there;
-* ``engine_test``: outputs the engines' own test suites feed their parsers for shapes the template
-  cannot render (a model that skips a wrapper, text after a call, ...), with a line-anchored URL.
+  hand." Truncated cases are renders cut at a point inside the output (``cut_before``): the
+  generation hit ``max_tokens`` there.
+* ``spec_example``: outputs written for chatparse in shapes a template cannot render (a model that
+  closes its reasoning at once, skips a block, uses the other spelling an engine accepts), each
+  pointing at the engine code or test that shows the shape; no text of those is copied.
 
 Every family also names the markers the leakage check looks for and its stop tokens
 (``breadth_specs.FAMILY_META``, used by ``tests/conformance/test_own_fixtures.py``). The family
@@ -29,16 +35,30 @@ import argparse
 import copy
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import regex
+
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES = ROOT / "tests" / "data" / "chat_templates" / "real"
+TEMPLATES_ENV = "CHATPARSE_REAL_TEMPLATES"
 OUT = ROOT / "tests" / "data" / "own_fixtures"
+FACTS = ROOT / "tests" / "data" / "chat_template_facts"
+
+
+def templates_dir() -> Path | None:
+    """The folder with the publishers' templates (``$CHATPARSE_REAL_TEMPLATES``), or None."""
+    folder = os.environ.get(TEMPLATES_ENV)
+    return Path(folder) if folder and Path(folder).is_dir() else None
+
+
 GENERATOR = "tests/catalog/breadth_fixtures.py"
+WRITTEN = "2026-12-01"
+"""When the hand-written shape examples were written (their provenance revision)."""
 
 LLAMA_CPP = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 """The llama.cpp commit vendored in llama-cpp-python 0.3.36 (its ``models/templates`` copies)."""
@@ -91,27 +111,6 @@ TOOLS: list[dict[str, Any]] = [
     ),
 ]
 
-# The tools of llama.cpp's tests/test-chat.cpp, for the outputs copied from it.
-LLAMA_CPP_TOOLS: tuple[dict[str, Any], ...] = (
-    _tool(
-        "special_function", "I'm special", {"arg1": {"type": "integer", "description": "The arg."}}, ["arg1"]
-    ),
-    _tool(
-        "special_function_with_opt",
-        "I'm special but have optional stuff",
-        {"arg1": {"type": "integer"}, "arg2": {"type": "integer"}},
-        ["arg1"],
-    ),
-    _tool("empty_args", "A tool that takes no arguments", {}),
-    _tool("todo_list", "Create or update the todo list", {"todos": {"type": "array"}}, ["todos"]),
-    _tool(
-        "magic",
-        "Magic tool that takes a hash",
-        {"name": {"type": "string"}, "ref": {"type": "string"}},
-        ["name", "ref"],
-    ),
-)
-
 USER = {"role": "user", "content": "Can you help me with the weather, the time and my messages?"}
 
 
@@ -155,13 +154,12 @@ class Case:
     """Instead of an expected message: why no call can be recovered (canitoolcall ``expected_error``,
     accepting no calls, the text passed through, or an exception)."""
     raw: str | None = None
-    """An output copied from an engine test (``engine_test``), instead of a render."""
+    """An output written for chatparse (``spec_example``) in a shape the template cannot render."""
     generation_prompt: str | None = None
     """For ``raw`` cases: what the prompt pre-wrote."""
     source: str | None = None
-    """For ``raw`` cases: the line-anchored URL of the engine test."""
+    """For ``raw`` cases: where the shape is shown (engine code or test, line-anchored)."""
     source_revision: str | None = None
-    source_license: str | None = None
     tools: tuple[dict[str, Any], ...] | None = None
     """The tools offered (default :data:`TOOLS`); engine tests call their own."""
     notes: str = ""
@@ -223,9 +221,19 @@ class Family:
 # rendering
 
 
+def template_name(family: Family, case: Case | None = None) -> str:
+    return case.template if case is not None and case.template else family.template
+
+
 def template_text(family: Family, case: Case | None = None) -> str:
-    name = case.template if case is not None and case.template else family.template
-    return (TEMPLATES / name).read_text(encoding="utf-8")
+    name = template_name(family, case)
+    folder = templates_dir()
+    if folder is None or not (folder / name).is_file():
+        raise FileNotFoundError(
+            f"{name}: set {TEMPLATES_ENV} to a folder with the published templates "
+            f"(sources and sha256 in {FACTS.relative_to(ROOT)})"
+        )
+    return (folder / name).read_text(encoding="utf-8")
 
 
 def template_sha256(family: Family, case: Case | None = None) -> str:
@@ -341,11 +349,12 @@ def fixture(family: Family, case: Case) -> dict[str, Any]:
     if case.raw is not None:
         assert case.source and case.generation_prompt is not None, case.name
         record["provenance"] = {
-            "kind": "engine_test",
+            "kind": "spec_example",
             "source_url": case.source,
-            "revision": case.source_revision or "unknown",
-            "license": case.source_license or "Apache-2.0",
-            "attribution": f"output copied from an engine test; model page {family.publisher}",
+            "revision": case.source_revision or WRITTEN,
+            "license": "Apache-2.0",
+            "attribution": "written for chatparse after the output shape shown at source_url (no text copied); "
+            f"model page {family.publisher}",
         }
         prompt, raw = case.generation_prompt, case.raw
     else:
@@ -377,6 +386,59 @@ def fixture(family: Family, case: Case) -> dict[str, Any]:
     return record
 
 
+# --------------------------------------------------------------------------------------------------
+# facts about the templates (what the repository keeps instead of the templates)
+
+# Tag-shaped strings a template writes: <|special|>, <｜fullwidth｜>, <tag> / </tag> with simple
+# attributes, <name= prefixes, [BRACKET TAGS], and the few odd markers of MiniMax and XML CDATA.
+_TAG = regex.compile(
+    r"""<\|[^\s<>|'"]{1,60}\|>|<｜[^｜\n'"]{1,60}｜>"""
+    r"""|</?[A-Za-z_][A-Za-z0-9_:.\-]{0,40}(?:\{\})?(?:\s+[a-z_]+="[^"<>\n'+~]{0,40}")*\s?/?>"""
+    r"""|<[A-Za-z_][A-Za-z0-9_:.\-]{0,40}=|\[[A-Z][A-Z_ ]{2,40}\]|\]~b\]|\[e~\[|\]<\]minimax\[>\[|<!\[CDATA\[|\]\]>"""
+)
+
+
+def literals(text: str, markers: Sequence[str]) -> list[str]:
+    """The marker literals of a template: its tag-shaped strings in order of first appearance, then
+    the catalog entry's chat-template markers (each verified to occur in the template)."""
+    out: list[str] = []
+    for m in _TAG.finditer(text):
+        if m[0] not in out:
+            out.append(m[0])
+    for marker in markers:
+        if marker not in text:
+            raise ValueError(f"chat-template marker {marker!r} is not in the template")
+        if marker not in out:
+            out.append(marker)
+    return out
+
+
+def facts_path(source: Mapping[str, Any]) -> Path:
+    """``<org>__<model>.json``; a template an engine wrote for the model gets ``__<repo>`` appended
+    (it is not the publisher's own template)."""
+    name = source["model"].replace("/", "__")
+    if source.get("variant"):
+        name += "__" + source["variant"]
+    return FACTS / (name + ".json")
+
+
+def facts_record(
+    template: str, source: Mapping[str, Any], entry: str, markers: Sequence[str]
+) -> dict[str, Any]:
+    """The chat_template_facts record of one published template (read from the templates folder)."""
+    folder = templates_dir()
+    assert folder is not None
+    text = (folder / template).read_text(encoding="utf-8")
+    return {
+        "model": source["model"],
+        "source": {"repo": source["repo"], "path": source["path"], "commit": source["commit"]},
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "literals": literals(text, markers),
+        "expected": entry,
+        "local_name": template,
+    }
+
+
 def family_records(family: Family) -> list[dict[str, Any]]:
     return [fixture(family, case) for case in family.cases]
 
@@ -388,11 +450,29 @@ def dump(records: Sequence[Mapping[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--check", action="store_true", help="compare with the files instead of writing")
+    parser.add_argument("--facts", action="store_true", help="also (re)write tests/data/chat_template_facts/")
     parser.add_argument("families", nargs="*", help="slugs (default: all)")
     args = parser.parse_args(argv)
-    from .breadth_specs import FAMILIES
+    from .breadth_specs import FAMILIES, TEMPLATE_SOURCES, template_entries
 
+    if templates_dir() is None:
+        print(f"set {TEMPLATES_ENV} to the folder with the published templates", file=sys.stderr)
+        return 2
     stale = []
+    if args.facts:
+        from chatparse import catalog
+
+        for template, entry in template_entries().items():
+            source = TEMPLATE_SOURCES[template]
+            record = facts_record(template, source, entry, catalog.describe(entry)["chat_template_markers"])
+            text = json.dumps(record, ensure_ascii=False, indent=2) + "\n"
+            path = facts_path(source)
+            if args.check:
+                if not path.exists() or path.read_text(encoding="utf-8") != text:
+                    stale.append(path.name)
+            else:
+                path.write_text(text, encoding="utf-8")
+                print(f"{path.relative_to(ROOT)}: {len(record['literals'])} literals")
     for family in FAMILIES:
         if args.families and family.slug not in args.families:
             continue

@@ -14,7 +14,6 @@ from .breadth_fixtures import (
     LLAMA_CPP,
     LLAMA_CPP_TEMPLATES,
     LLAMA_CPP_TESTS,
-    LLAMA_CPP_TOOLS,
     Case,
     Family,
     assistant,
@@ -175,27 +174,19 @@ def standard(
     return out
 
 
-def llama_cpp_case(
+def shape_case(
     name: str,
     tags: tuple[str, ...],
     raw: str,
     prompt: str,
-    line: int,
+    where: str,
     expected: dict[str, Any],
     notes: str = "",
 ) -> Case:
-    return Case(
-        name,
-        tags,
-        raw=raw,
-        generation_prompt=prompt,
-        expected=expected,
-        source=f"{LLAMA_CPP_TESTS}#L{line}",
-        source_revision=LLAMA_CPP,
-        source_license="MIT",
-        tools=LLAMA_CPP_TOOLS,
-        notes=notes,
-    )
+    """An output shape the template cannot render (a model skipping a block, an empty reasoning, ...),
+    written for chatparse after the engine code or test at ``where`` (which shows the shape; no text
+    of it is copied)."""
+    return Case(name, tags, raw=raw, generation_prompt=prompt, expected=expected, source=where, notes=notes)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -231,36 +222,30 @@ MINIMAX_M2 = Family(
             markers_inside="</parameter> and </invoke> or <minimax:tool_call>",
             cut_second_call=">Asia/Tokyo</parameter>",
         ),
-        llama_cpp_case(
-            "llama-cpp-empty-reasoning",
+        shape_case(
+            "empty-reasoning",
             ("no-call", "reasoning-prefilled"),
-            "\n</think>\n\nHello, world!\nWhat's up?",
+            "\n</think>\n\nSure, the meeting is at noon.\nAnything else?",
             "]~b]ai\n<think>\n",
-            5443,
-            {"content": "Hello, world!\nWhat's up?", "reasoning_content": None, "tool_calls": []},
-        ),
-        llama_cpp_case(
-            "llama-cpp-empty-args-call",
-            ("single-call", "empty-arguments", "reasoning-prefilled"),
-            'Let\'s call a tool:\n</think>\n\n<minimax:tool_call>\n<invoke name="empty_args">\n</invoke>\n</minimax:tool_call>',
-            "]~b]ai\n<think>\n",
-            5447,
+            LLAMA_CPP_TESTS + "#L5443",
             {
-                "content": None,
-                "reasoning_content": "Let's call a tool:",
-                "tool_calls": [{"name": "empty_args", "arguments": {}}],
+                "content": "Sure, the meeting is at noon.\nAnything else?",
+                "reasoning_content": None,
+                "tool_calls": [],
             },
+            notes="The model closes the pre-opened block at once (no reasoning).",
         ),
-        llama_cpp_case(
-            "llama-cpp-call",
+        shape_case(
+            "empty-reasoning-call",
             ("single-call", "numeric-arguments", "reasoning-prefilled"),
-            '\n</think>\n\n<minimax:tool_call>\n<invoke name="special_function">\n<parameter name="arg1">1</parameter>\n</invoke>\n</minimax:tool_call>',
+            '\n</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Oslo</parameter>\n'
+            '<parameter name="days">2</parameter>\n</invoke>\n</minimax:tool_call>',
             "]~b]ai\n<think>\n",
-            5454,
+            LLAMA_CPP_TESTS + "#L5454",
             {
                 "content": None,
                 "reasoning_content": None,
-                "tool_calls": [{"name": "special_function", "arguments": {"arg1": 1}}],
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}],
             },
         ),
     ),
@@ -364,44 +349,39 @@ SEED_OSS = Family(
             NO_REASONING,
             notes="No reasoning: the answer follows the role line.",
         ),
-        llama_cpp_case(
-            "llama-cpp-parallel",
-            ("parallel-calls",),
-            "<seed:tool_call>\n<function=special_function>\n<parameter=arg1>1</parameter>\n</function>\n</seed:tool_call>\n"
-            "<seed:tool_call>\n<function=special_function_with_opt>\n<parameter=arg1>1</parameter>\n<parameter=arg2>2</parameter>\n</function>\n</seed:tool_call>",
+        shape_case(
+            "no-reasoning-parallel",
+            ("parallel-calls", "numeric-arguments"),
+            "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Lima</parameter>\n</function>\n</seed:tool_call>\n"
+            "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Quito</parameter>\n<parameter=days>4</parameter>\n"
+            "</function>\n</seed:tool_call>",
             "<seed:bos>assistant\n",
-            3464,
+            LLAMA_CPP_TESTS + "#L3464",
             {
                 "content": None,
                 "reasoning_content": None,
                 "tool_calls": [
-                    {"name": "special_function", "arguments": {"arg1": 1}},
-                    {"name": "special_function_with_opt", "arguments": {"arg1": 1, "arg2": 2}},
+                    {"name": "get_weather", "arguments": {"city": "Lima"}},
+                    {"name": "get_weather", "arguments": {"city": "Quito", "days": 4}},
                 ],
             },
+            notes="Calls without a think block.",
         ),
-        llama_cpp_case(
-            "llama-cpp-json-array-value",
+        shape_case(
+            "json-list-value",
             ("single-call", "nested-json"),
-            '<seed:tool_call>\n<function=todo_list>\n<parameter=todos>[{"item": "Check stuff", "selected": false}, '
-            '{"item": "Prepare stuff", "selected": true}]</parameter>\n</function>\n</seed:tool_call>',
+            "<seed:tool_call>\n<function=create_event>\n<parameter=title>Retro</parameter>\n"
+            '<parameter=attendees>["kim", "lee"]</parameter>\n</function>\n</seed:tool_call>',
             "<seed:bos>assistant\n",
-            3486,
+            LLAMA_CPP_TESTS + "#L3486",
             {
                 "content": None,
                 "reasoning_content": None,
                 "tool_calls": [
-                    {
-                        "name": "todo_list",
-                        "arguments": {
-                            "todos": [
-                                {"item": "Check stuff", "selected": False},
-                                {"item": "Prepare stuff", "selected": True},
-                            ]
-                        },
-                    }
+                    {"name": "create_event", "arguments": {"title": "Retro", "attendees": ["kim", "lee"]}}
                 ],
             },
+            notes="A list value written as JSON (the engines' tests feed this shape; the template itself writes Python literals).",
         ),
     ),
 )
@@ -442,19 +422,19 @@ STEP3P5 = Family(
             NO_REASONING,
             notes="A turn without reasoning still closes the pre-opened block: '<think>\\n\\n</think>\\n'.",
         ),
-        llama_cpp_case(
-            "llama-cpp-numeric-string",
+        shape_case(
+            "numeric-looking-string",
             ("single-call", "reasoning-prefilled", "numeric-arguments"),
-            "Let me call the magic tool\n</think>\n<tool_call>\n<function=magic>\n<parameter=name>\nfooBar\n</parameter>\n"
-            "<parameter=ref>\n5123123\n</parameter>\n</function>\n</tool_call>",
+            "Send the code.\n</think>\n<tool_call>\n<function=send_message>\n<parameter=to>\n0042\n</parameter>\n"
+            "<parameter=text>\n5123123\n</parameter>\n</function>\n</tool_call>",
             "<|im_start|>assistant\n<think>\n",
-            6615,
+            LLAMA_CPP_TESTS + "#L6615",
             {
                 "content": None,
-                "reasoning_content": "Let me call the magic tool",
-                "tool_calls": [{"name": "magic", "arguments": {"name": "fooBar", "ref": "5123123"}}],
+                "reasoning_content": "Send the code.",
+                "tool_calls": [{"name": "send_message", "arguments": {"to": "0042", "text": "5123123"}}],
             },
-            notes="A numeric-looking value stays a string when the schema says string.",
+            notes="Numeric-looking values stay strings when the schema says string.",
         ),
     ),
 )
@@ -502,13 +482,17 @@ NEMOTRON3 = Family(
             NO_REASONING,
             kwargs={"enable_thinking": False},
         ),
-        llama_cpp_case(
-            "llama-cpp-thoughts-call",
+        shape_case(
+            "reasoning-then-call",
             ("single-call", "reasoning-prefilled"),
-            "I'm\nthinking\n</think>\n<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>\n",
+            "Check the clock.\n</think>\n<tool_call>\n<function=get_time>\n<parameter=timezone>\nUTC\n</parameter>\n</function>\n</tool_call>\n",
             "<|im_start|>assistant\n<think>\n",
-            2728,
-            {"content": None, "reasoning_content": "I'm\nthinking", "tool_calls": SPECIAL_1},
+            LLAMA_CPP_TESTS + "#L2728",
+            {
+                "content": None,
+                "reasoning_content": "Check the clock.",
+                "tool_calls": [{"name": "get_time", "arguments": {"timezone": "UTC"}}],
+            },
         ),
         Case(
             "repeated-think-opener",
@@ -518,7 +502,6 @@ NEMOTRON3 = Family(
             expected={"content": "Hello!", "reasoning_content": "Already open.", "tool_calls": []},
             source="https://github.com/ollama/ollama/blob/fb30760996871fa9460115c753afd2c60d4ab0f7/model/parsers/nemotron3nano.go",
             source_revision="fb30760996871fa9460115c753afd2c60d4ab0f7",
-            source_license="MIT",
             notes="The model writes <think> again although the prompt opened it; Ollama's parser skips it "
             "(maybeThinkingOpenAtBOL), so the marker never reaches the reasoning.",
         ),
@@ -686,7 +669,6 @@ HY3 = Family(
             },
             source=LLAMA_CPP_TEMPLATES + "tencent-Hy3.jinja#L116",
             source_revision=LLAMA_CPP,
-            source_license="MIT",
             notes="With a reasoning effort and tools, the system prompt tells the model to end its calls with "
             "'</tool_calls:opensource><｜reasoning_mode:opensource｜>reasoning_effort:high' (template line 116); "
             "the trailer is not content. Composed from that instruction and a render of the call.",
@@ -923,14 +905,18 @@ APRIEL = Family(
             template_url=APRIEL15_URL,
             prefill_not_in_turn="",
         ),
-        llama_cpp_case(
-            "llama-cpp-v16-reasoning-call",
+        shape_case(
+            "v16-reasoning-call",
             ("single-call", "reasoning-prefilled"),
-            'I\'m\nthinking\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{"name": "special_function", "arguments": {"arg1": 1}}]</tool_calls>',
+            'Look it up.\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{"name": "get_time", "arguments": {"timezone": "UTC"}}]</tool_calls>',
             "\n<|begin_assistant|>\nHere are my reasoning steps:\n",
-            6219,
-            {"content": None, "reasoning_content": "I'm\nthinking", "tool_calls": SPECIAL_1},
-            notes="llama.cpp expects the prompt's 'Here are my reasoning steps:' in the reasoning; here the prompt text is not reasoning.",
+            LLAMA_CPP_TESTS + "#L6219",
+            {
+                "content": None,
+                "reasoning_content": "Look it up.",
+                "tool_calls": [{"name": "get_time", "arguments": {"timezone": "UTC"}}],
+            },
+            notes="llama.cpp keeps the prompt's 'Here are my reasoning steps:' in the reasoning; here the prompt text is not reasoning.",
         ),
     ),
 )
@@ -981,163 +967,20 @@ NANO_V2 = Family(
             },
             source=f"{LLAMA_CPP_TESTS}#L5852",
             source_revision=LLAMA_CPP,
-            source_license="MIT",
             notes="Cut by max_tokens inside the pre-opened reasoning.",
         ),
-        llama_cpp_case(
-            "llama-cpp-thoughts-call",
+        shape_case(
+            "reasoning-then-call",
             ("single-call", "reasoning-prefilled"),
-            'I\'m\nthinking\n</think>\n<TOOLCALL>[{"name": "special_function", "arguments": {"arg1": 1}}]</TOOLCALL>',
+            'Check the clock.\n</think>\n<TOOLCALL>[{"name": "get_time", "arguments": {"timezone": "UTC"}}]</TOOLCALL>',
             "<SPECIAL_11>Assistant\n<think>\n",
-            5852,
-            {"content": None, "reasoning_content": "I'm\nthinking", "tool_calls": SPECIAL_1},
-        ),
-    ),
-)
-
-# --------------------------------------------------------------------------------------------------
-# Olmo 3
-
-OLLAMA = "fb30760996871fa9460115c753afd2c60d4ab0f7"
-OLLAMA_BLOB = f"https://github.com/ollama/ollama/blob/{OLLAMA}/"
-
-
-SEARCH_TOOL = (
-    {
-        "type": "function",
-        "function": {
-            "name": "search",
-            "description": "Search the web",
-            "parameters": {
-                "type": "object",
-                "properties": {"query": {"type": "string"}},
-                "required": ["query"],
-            },
-        },
-    },
-)
-
-
-def ollama_case(
-    name: str,
-    tags: tuple[str, ...],
-    raw: str,
-    prompt: str,
-    path: str,
-    line: int,
-    expected: dict[str, Any],
-    notes: str = "",
-    tools: tuple[dict[str, Any], ...] | None = None,
-) -> Case:
-    return Case(
-        name,
-        tags,
-        raw=raw,
-        tools=tools,
-        generation_prompt=prompt,
-        expected=expected,
-        source=f"{OLLAMA_BLOB}{path}#L{line}",
-        source_revision=OLLAMA,
-        source_license="MIT",
-        notes=notes,
-    )
-
-
-OLMO3 = Family(
-    slug="olmo3",
-    name="Ai2 Olmo 3 (<function_calls> with one Python-style call per line)",
-    entry="olmo3",
-    models=("allenai/Olmo-3.1-32B-Instruct", "allenai/Olmo-3-7B-Instruct", "allenai/Olmo-3-7B-Think"),
-    template="allenai-Olmo-3.1-32B-Instruct.jinja",
-    template_url="https://huggingface.co/allenai/Olmo-3.1-32B-Instruct",
-    template_revision="main (transcribed, see tests/data/chat_templates/README.md)",
-    template_license="Apache-2.0",
-    publisher="https://huggingface.co/allenai/Olmo-3.1-32B-Instruct",
-    markers=(
-        "<|im_start|>",
-        "<|im_end|>",
-        "<|endoftext|>",
-        "<function_calls>",
-        "</function_calls>",
-        "<think>",
-        "</think>",
-    ),
-    stops=("<|im_end|>", "<|endoftext|>"),
-    has_reasoning=True,
-    stop="<|endoftext|>",
-    special={"eos_token": "<|endoftext|>"},
-    cases=(
-        *standard(
-            reasoning=False,
-            markers_inside="</function_calls> and <|im_end|>",
-            cut_second_call='"Asia/Tokyo"',
-            list_format=True,
-        ),
-        ollama_case(
-            "think-content",
-            ("reasoning", "reasoning-prefilled", "no-call"),
-            "Deep thinking here.</think>Here is my detailed response with multiple sentences. I have thought carefully.",
-            "<|im_start|>assistant\n<think>",
-            "model/parsers/olmo3_think_test.go",
-            33,
-            {
-                "content": "Here is my detailed response with multiple sentences. I have thought carefully.",
-                "reasoning_content": "Deep thinking here.",
-                "tool_calls": [],
-            },
-            notes="Olmo 3 Think: the prompt pre-writes <think>.",
-        ),
-        ollama_case(
-            "think-newlines",
-            ("reasoning", "reasoning-prefilled", "no-call", "unicode"),
-            "Yes, that should work. Let me go with that response.\n\n</think>\n\nHi! I'm all set and ready to assist. How about you? How are you today? 😊",
-            "<|im_start|>assistant\n<think>",
-            "model/parsers/olmo3_think_test.go",
-            60,
-            {
-                "content": "Hi! I'm all set and ready to assist. How about you? How are you today? 😊",
-                "reasoning_content": "Yes, that should work. Let me go with that response.",
-                "tool_calls": [],
-            },
-            notes="Recorded Olmo 3 Think output quoted in Ollama's parser tests.",
-        ),
-        ollama_case(
-            "think-empty",
-            ("reasoning-prefilled", "no-call"),
-            "</think>Just content here.",
-            "<|im_start|>assistant\n<think>",
-            "model/parsers/olmo3_think_test.go",
-            39,
-            {"content": "Just content here.", "reasoning_content": None, "tool_calls": []},
-        ),
-        ollama_case(
-            "single-quoted-string",
-            ("single-call", "string-escapes"),
-            "<function_calls>search(query='hello world')</function_calls>",
-            "<|im_start|>assistant\n",
-            "model/parsers/olmo3_test.go",
-            197,
+            LLAMA_CPP_TESTS + "#L5852",
             {
                 "content": None,
-                "reasoning_content": None,
-                "tool_calls": [{"name": "search", "arguments": {"query": "hello world"}}],
+                "reasoning_content": "Check the clock.",
+                "tool_calls": [{"name": "get_time", "arguments": {"timezone": "UTC"}}],
             },
-            notes="A Python-style single-quoted string, as vLLM's example template writes them.",
-            tools=SEARCH_TOOL,
-        ),
-        ollama_case(
-            "escaped-quotes",
-            ("single-call", "string-escapes"),
-            '<function_calls>search(query="say \\"hello\\"")</function_calls>',
-            "<|im_start|>assistant\n",
-            "model/parsers/olmo3_test.go",
-            209,
-            {
-                "content": None,
-                "reasoning_content": None,
-                "tool_calls": [{"name": "search", "arguments": {"query": 'say "hello"'}}],
-            },
-            tools=SEARCH_TOOL,
+            notes="A single newline after </think>, as the engine tests have it.",
         ),
     ),
 )
@@ -1270,14 +1113,14 @@ INTERNLM = Family(
             cut_second_call='"Asia/Tokyo"',
         ),
         Case(
-            "sglang-spaced-parameters",
+            "spaced-marker-parameters-key",
             ("single-call", "text-before-call"),
-            raw='What\'s the weather like?<|action_start|> <|plugin|>\n{"name": "get_weather", "parameters": {"city": "Tokyo"}}<|action_end|>',
+            raw='Checking Rome.<|action_start|> <|plugin|>\n{"name": "get_weather", "parameters": {"city": "Rome"}}<|action_end|>',
             generation_prompt="<|im_start|>assistant\n",
             expected={
-                "content": "What's the weather like?",
+                "content": "Checking Rome.",
                 "reasoning_content": None,
-                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Tokyo"}}],
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Rome"}}],
             },
             source=SGLANG + "#L36",
             source_revision="v0.5.23",
@@ -1316,7 +1159,6 @@ FAMILIES: tuple[Family, ...] = (
     GIGACHAT3,
     APRIEL,
     NANO_V2,
-    OLMO3,
     LLAMA4_JSON,
     GRANITE_20B_FC,
     INTERNLM,
@@ -1326,6 +1168,88 @@ FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
     f.slug: (f.name, f.has_reasoning, list(f.markers), list(f.stops)) for f in FAMILIES
 }
 """slug -> (name, has_reasoning, leakage markers, stop tokens), the shape of test_own_fixtures.FAMILIES."""
+
+
+def _llama_cpp(model: str, name: str) -> dict[str, str]:
+    return {
+        "model": model,
+        "repo": "ggml-org/llama.cpp",
+        "path": f"models/templates/{name}",
+        "commit": LLAMA_CPP,
+    }
+
+
+def _vllm(model: str, name: str, commit: str) -> dict[str, str]:
+    # vLLM's own tool template for the model, not the publisher's: the facts file says so in its name
+    return {
+        "model": model,
+        "repo": "vllm-project/vllm",
+        "path": f"examples/{name}",
+        "commit": commit,
+        "variant": "vllm-tool-template",
+    }
+
+
+TEMPLATE_SOURCES: dict[str, dict[str, str]] = {
+    "MiniMaxAI-MiniMax-M2.jinja": _llama_cpp("MiniMaxAI/MiniMax-M2", "MiniMax-M2.jinja"),
+    "MiniMaxAI-MiniMax-M3.jinja": _llama_cpp("MiniMaxAI/MiniMax-M3", "MiniMax-M3.jinja"),
+    "ByteDance-Seed-Seed-OSS-36B-Instruct.jinja": _llama_cpp(
+        "ByteDance-Seed/Seed-OSS-36B-Instruct", "ByteDance-Seed-OSS.jinja"
+    ),
+    "stepfun-ai-Step-3.5-Flash.jinja": _llama_cpp("stepfun-ai/Step-3.5-Flash", "StepFun3.5-Flash.jinja"),
+    "nvidia-NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": _llama_cpp(
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja"
+    ),
+    "inclusionAI-Ling-3.0-flash.jinja": _llama_cpp(
+        "inclusionAI/Ling-3.0-flash", "inclusionai-ling-3.0-flash.jinja"
+    ),
+    "poolside-Laguna-S-2.1.jinja": _llama_cpp("poolside/Laguna-S-2.1", "poolside-Laguna-S-2.1.jinja"),
+    "poolside-Laguna-XS.2.jinja": _llama_cpp("poolside/Laguna-XS.2", "poolside-Laguna-XS.2.jinja"),
+    "tencent-Hy3.jinja": _llama_cpp("tencent/Hy3", "tencent-Hy3.jinja"),
+    "openbmb-MiniCPM5-1B.jinja": _llama_cpp("openbmb/MiniCPM5-1B", "openbmb-MiniCPM5-1B.jinja"),
+    "meta-models-Muse-Glimmer-30B.jinja": _llama_cpp("meta-models/Muse-Glimmer-30B", "muse-glimmer.jinja"),
+    "ai-sage-GigaChat3-10B-A1.8B.jinja": _llama_cpp(
+        "ai-sage/GigaChat3-10B-A1.8B", "GigaChat3-10B-A1.8B.jinja"
+    ),
+    "ai-sage-GigaChat3.1-10B-A1.8B.jinja": _llama_cpp(
+        "ai-sage/GigaChat3.1-10B-A1.8B", "GigaChat3.1-10B-A1.8B.jinja"
+    ),
+    "ServiceNow-AI-Apriel-1.6-15b-Thinker.jinja": _llama_cpp(
+        "ServiceNow-AI/Apriel-1.6-15b-Thinker", "Apriel-1.6-15b-Thinker-fixed.jinja"
+    ),
+    "ServiceNow-AI-Apriel-1.5-15b-Thinker.jinja": _llama_cpp(
+        "ServiceNow-AI/Apriel-1.5-15b-Thinker", "unsloth-Apriel-1.5.jinja"
+    ),
+    "nvidia-NVIDIA-Nemotron-Nano-9B-v2.jinja": _llama_cpp(
+        "nvidia/NVIDIA-Nemotron-Nano-9B-v2", "NVIDIA-Nemotron-Nano-v2.jinja"
+    ),
+    "vllm-tool_chat_template_llama4_json.jinja": _vllm(
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "tool_chat_template_llama4_json.jinja",
+        "97ce4234ca0d8ba7c8c8d25ce42fb371fb7e735b",
+    ),
+    "vllm-tool_chat_template_granite_20b_fc.jinja": _vllm(
+        "ibm-granite/granite-20b-functioncalling",
+        "tool_chat_template_granite_20b_fc.jinja",
+        "1a7f9e3b75fcf32628278cc578b863d2753ebe15",
+    ),
+    "vllm-tool_chat_template_internlm2_tool.jinja": _vllm(
+        "internlm/internlm2_5-7b-chat",
+        "tool_chat_template_internlm2_tool.jinja",
+        "87b63520aba48bae9d55663edf0d8f65d3d43ac2",
+    ),
+}
+"""Local template file -> where it was read (the facts records' ``source``) and the model it is for."""
+
+
+def template_entries() -> dict[str, str]:
+    """Every template a family renders -> the entry it must resolve to."""
+    out: dict[str, str] = {}
+    for family in FAMILIES:
+        for name in (family.template, *(case.template for case in family.cases if case.template)):
+            assert out.setdefault(name, family.entry) == family.entry, name
+    return out
+
 
 BY_TEMPLATE_ONLY: dict[str, str] = {f.slug: f.entry for f in FAMILIES if f.by_template_only}
 """slug -> entry of the families whose entry is chosen by chat template (their model ids resolve elsewhere)."""

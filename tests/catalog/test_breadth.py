@@ -1,10 +1,16 @@
 """The breadth formats of the catalog (issue 10): entries checked on the models' real chat templates.
 
-* every own fixture rendered from a template equals a fresh render of that template (so the fixtures
-  say what the model was trained to write, and cannot drift);
-* every stored chat template resolves to its entry, unambiguously, and every model id to its entry;
-* the breadth table in ``docs/conformance.md`` lists every catalog entry, and chatparse's column
-  says which entry parses each format.
+The published templates are not in the repository; ``tests/data/chat_template_facts/`` records, for
+each, its source, sha256 and marker literals, and the entry it must resolve to. Checked here:
+
+* every template a breadth family renders has a facts record, and the marker literals resolve to the
+  entry (by chat template alone, with a model id, and with an unknown model id);
+* every fixture rendered from a template names that template's sha256 (the facts are of the very
+  file the fixture came from); with ``$CHATPARSE_REAL_TEMPLATES`` pointing at the templates, every
+  rendered fixture is re-rendered and must be unchanged, and the real text resolves like its facts;
+* every model id of a family resolves to its entry;
+* the breadth table in ``docs/conformance.md`` lists every catalog entry, and its engine columns
+  name parsers those engines register.
 
 The fixtures themselves run through canitoolcall's checks in every chunking in
 ``tests/conformance/test_own_fixtures.py``.
@@ -12,32 +18,106 @@ The fixtures themselves run through canitoolcall's checks in every chunking in
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from chatparse import catalog
 
-from .breadth_fixtures import OUT, TEMPLATES, dump, family_records, template_text
-from .breadth_specs import FAMILIES
-
-pytest.importorskip(
-    "transformers", reason="the renders need transformers' render_jinja_template (test extra)"
+from .breadth_fixtures import (
+    FACTS,
+    OUT,
+    TEMPLATES_ENV,
+    dump,
+    facts_path,
+    family_records,
+    template_name,
+    template_text,
+    templates_dir,
 )
+from .breadth_specs import FAMILIES, TEMPLATE_SOURCES, template_entries
 
 FAMILY_IDS = [f.slug for f in FAMILIES]
+TEMPLATES = sorted(template_entries().items())
+
+
+def facts(template: str) -> dict:
+    return json.loads(facts_path(TEMPLATE_SOURCES[template]).read_text(encoding="utf-8"))
+
+
+def marker_text(template: str) -> str:
+    """What the resolution tests see of a template: its recorded literals, one per line."""
+    return "\n".join(facts(template)["literals"])
 
 
 # --------------------------------------------------------------------------------------------------
-# fixtures == renders of the real templates
+# facts about the real templates
+
+
+def test_every_template_has_facts() -> None:
+    assert set(TEMPLATE_SOURCES) == {name for name, _ in TEMPLATES}
+    for template, entry in TEMPLATES:
+        record = facts(template)
+        source = TEMPLATE_SOURCES[template]
+        assert record["expected"] == entry and record["model"] == source["model"]
+        assert record["source"] == {k: source[k] for k in ("repo", "path", "commit")}
+        assert record["local_name"] == template and len(record["sha256"]) == 64
+
+
+@pytest.mark.parametrize(("template", "entry"), TEMPLATES)
+def test_template_facts_resolve_to_their_entry(template: str, entry: str) -> None:
+    text = marker_text(template)
+    assert all(marker in text for marker in catalog.describe(entry)["chat_template_markers"])
+    assert catalog.match_chat_template(text) == entry
+    assert catalog.resolve_name(chat_template=text) == entry
+    assert catalog.resolve_name(model="acme/unknown-model", chat_template=text) == entry
+    assert catalog.resolve_name(chat_template={"name": "tool_use", "template": text}) == entry
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=FAMILY_IDS)
+def test_rendered_fixtures_name_the_template_they_came_from(family) -> None:
+    records = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in (OUT / f"{family.slug}.jsonl").read_text(encoding="utf-8").splitlines()
+    }
+    assert len(records) == len(family.cases)
+    for case in family.cases:
+        record = records[f"{family.slug}/{case.name}"]
+        if case.raw is not None:
+            assert record["provenance"]["kind"] == "spec_example"
+            continue
+        assert record["provenance"]["kind"] == "template_render"
+        assert record["provenance"]["template_sha256"] == facts(template_name(family, case))["sha256"]
+
+
+real = pytest.mark.skipif(
+    templates_dir() is None, reason=f"${TEMPLATES_ENV} is not set (the published templates)"
+)
+
+
+@real
+@pytest.mark.parametrize("family", FAMILIES, ids=FAMILY_IDS)
 def test_fixtures_are_renders_of_the_real_template(family) -> None:
+    pytest.importorskip(
+        "transformers", reason="the renders need transformers' render_jinja_template (test extra)"
+    )
     path = OUT / f"{family.slug}.jsonl"
     assert path.read_text(encoding="utf-8") == dump(family_records(family)), (
         f"{path.name} differs from a fresh render: run python -m tests.catalog.breadth_fixtures {family.slug}"
     )
+
+
+@real
+@pytest.mark.parametrize(("template", "entry"), TEMPLATES)
+def test_real_template_resolves_like_its_facts(template: str, entry: str) -> None:
+    import hashlib
+
+    family = next(f for f in FAMILIES if f.entry == entry)
+    case = next((c for c in family.cases if c.template == template), None)
+    text = template_text(family, case)
+    assert hashlib.sha256(text.encode("utf-8")).hexdigest() == facts(template)["sha256"]
+    assert catalog.resolve_name(chat_template=text) == entry
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=FAMILY_IDS)
@@ -56,40 +136,7 @@ def test_family_has_the_required_cases(family) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# resolution on the real templates and model ids
-
-
-def _templates() -> list[tuple[str, str]]:
-    seen: dict[str, str] = {}
-    for family in FAMILIES:
-        for name in (family.template, *(case.template for case in family.cases if case.template)):
-            assert seen.setdefault(name, family.entry) == family.entry, name
-    return sorted(seen.items())
-
-
-def test_every_stored_template_belongs_to_a_family() -> None:
-    stored = {p.name for p in TEMPLATES.glob("*.jinja")}
-    assert stored == {name for name, _ in _templates()}
-
-
-@pytest.mark.parametrize(("template", "entry"), _templates())
-def test_stored_template_resolves_to_its_entry(template: str, entry: str) -> None:
-    text = (TEMPLATES / template).read_text(encoding="utf-8")
-    assert catalog.resolve_name(chat_template=text) == entry
-    assert catalog.match_chat_template(text) == entry
-    ours = catalog.describe(entry)["chat_template_markers"]
-    assert all(marker in text for marker in ours)
-    # No other entry's markers all occur with as many markers: the choice never rests on a tie-break.
-    rivals = [
-        name
-        for name in catalog.names()
-        if name != entry
-        and (markers := catalog.describe(name)["chat_template_markers"])
-        and all(marker in text for marker in markers)
-        and len(markers) >= len(ours)
-    ]
-    assert not rivals, f"{template}: {rivals} match as strongly as {entry}"
-
+# model ids
 
 MODEL_IDS = sorted({(model, f.entry) for f in FAMILIES if not f.by_template_only for model in f.models})
 
@@ -100,14 +147,13 @@ def test_model_id_resolves(model: str, entry: str) -> None:
     assert catalog.resolve_name(model=model, chat_template="{{ messages }}") == entry
 
 
-@pytest.mark.parametrize("family", FAMILIES, ids=FAMILY_IDS)
-def test_model_and_template_together(family) -> None:
-    """What the server does: the model id first, the chat template as a fallback; both agree."""
-    text = template_text(family)
+@pytest.mark.parametrize(("template", "entry"), TEMPLATES)
+def test_model_and_template_together(template: str, entry: str) -> None:
+    """What the server does: the model id and the chat template; both must agree."""
+    family = next(f for f in FAMILIES if f.entry == entry)
     if not family.by_template_only:
         for model in family.models:
-            assert catalog.resolve_name(model=model, chat_template=text) == family.entry
-    assert catalog.resolve_name(model="acme/unknown-model", chat_template=text) == family.entry
+            assert catalog.resolve_name(model=model, chat_template=marker_text(template)) == entry
 
 
 def test_llama4_ids_stay_pythonic() -> None:
@@ -124,21 +170,14 @@ def test_llama4_ids_stay_pythonic() -> None:
 @pytest.mark.parametrize("family", FAMILIES, ids=FAMILY_IDS)
 def test_entry_names_its_sources(family) -> None:
     info = catalog.describe(family.entry)
-    assert "Sources:" in info["notes"] or "Source:" in info["notes"]
+    assert "Sources:" in info["notes"] or "Chosen by" in info["notes"]
     assert info["generation_prompt"]
     for stop in family.stops:
         assert stop in info["stop"]
 
 
-BREADTH_ENTRIES = {family.entry for family in FAMILIES}
-"""Catalog entries whose examples are the breadth fixtures (test_catalog counts them as covered)."""
-
-
-def test_breadth_templates_are_in_their_own_folder() -> None:
-    # tests/data/chat_templates/*.jinja are the server's re-created prompt templates; the real
-    # templates live one folder down so the server's prompt tests do not pick them up.
-    assert TEMPLATES.parent.name == "chat_templates" and TEMPLATES.name == "real"
-    assert Path(TEMPLATES / "README.md").exists() or (TEMPLATES.parent / "README.md").exists()
+def test_facts_folder_holds_only_records_and_its_readme() -> None:
+    assert {p.suffix for p in FACTS.iterdir() if p.name != "README.md"} <= {".json"}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -223,7 +223,7 @@ def test_fixture_files_validate(tmp_path: Path) -> None:
     assert not issues, "\n".join(issues)
     for _p, _n, rec in RECORDS:
         if rec["family"] in BREADTH_FAMILIES:  # renders of real templates, engine tests: see breadth_fixtures
-            assert rec["provenance"]["kind"] in ("template_render", "engine_test"), rec["id"]
+            assert rec["provenance"]["kind"] in ("template_render", "spec_example"), rec["id"]
             continue
         assert rec["provenance"]["source_url"].startswith("https://huggingface.co/")
         assert "families.md" in rec["provenance"]["attribution"]
