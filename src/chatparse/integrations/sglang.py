@@ -19,7 +19,11 @@ per request and per choice by `OpenAIServingChat`.
 * `ChatparseReasoningDetector` splits reasoning out with the whole template and passes everything
   else through verbatim (`chatparse.integrations._split.ReasoningSplitter`), so whichever tool parser
   follows sees the calls as the model wrote them.
-* `ChatparseDetector` runs a `chatparse.openai.ChatParser` on that text with the template minus its
+* When both are chatparse and tools are parsed, the reasoning detector parses once with the whole
+  template and hands each step's content and calls to the tool-call detector (`_OneParse`), which
+  then does not parse at all: SGLang creates the two as separate objects, and parsing twice would
+  double the cost.
+* Otherwise `ChatparseDetector` runs a `chatparse.openai.ChatParser` on that text with the template minus its
   reasoning field (so without `--reasoning-parser chatparse` reasoning markup stays content, as it
   does for SGLang's own parsers). Calls are sent whole when complete (`CHATPARSE_STREAM_TOOL_CALLS`),
   with stable indices in call order; unknown tools are surfaced (`CHATPARSE_UNKNOWN_TOOLS=drop` is
@@ -37,8 +41,9 @@ by `max_tokens` must not be returned). Both are visible one level up, in `OpenAI
   (`request._response_parser_prefix`), as it does for its own response-template parsers;
 * `_process_tool_call_stream` (streaming: `content["meta_info"]["finish_reason"]` on the flushing
   step), `_process_tool_calls` (non-streaming: its `finish_reason` argument),
-  `_process_reasoning_stream` and `_build_chat_response` publish the prefix and the finish reason
-  in a `contextvars.ContextVar` while they run; the detectors read it. A context variable is
+  `_process_reasoning_stream` (its `finish_reason_type`, the tool-call parser's name and the
+  request's tools) and `_build_chat_response` publish the prefix and the finish reason in a
+  `contextvars.ContextVar`; the detectors read it. A context variable is
   per asyncio task, i.e. per request: no state is shared between requests;
 * `OpenAIServingChat.__init__` resolves the template at startup, so a model without one fails with
   one line instead of on the first request.
