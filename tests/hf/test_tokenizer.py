@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import chatparse
-from chatparse import hf
+from chatparse import catalog, hf
 
 from ..core.reference import Outcome
 from ..core.test_differential import classify, same_outcome
@@ -317,9 +317,9 @@ def test_get_response_parser_with_torch_prefix():
 def test_catalog_lookup_by_name_or_path():
     tok = family_tokenizer("QWEN_JSON", with_template=False, name_or_path="unsloth/Qwen3-8B-GGUF")
     assert hf.catalog_name_for(tok) == "qwen3"
-    assert hf.response_template_for(tok) == chatparse.catalog.get("qwen3")
+    assert hf.response_template_for(tok) == catalog.get("qwen3")
     case = next(c for c in family_cases("QWEN_JSON") if c["id"] == "QWEN_JSON-doc")
-    expected = chatparse.parse_response(case["text"], chatparse.catalog.get("qwen3"), prefix=case["prefix"])
+    expected = chatparse.parse_response(case["text"], catalog.get("qwen3"), prefix=case["prefix"])
     assert hf.parse_response(tok, encode(tok, case["text"]), prefix=case["prefix"]) == expected
     with pytest.raises(AttributeError):
         hf.parse_response(tok, case["text"], prefix="", catalog=False)
@@ -348,7 +348,7 @@ def test_own_template_wins_and_names_and_templates_are_accepted():
     text = "<think>a</think>b<|im_end|>"
     assert hf.parse_response(tok, text, prefix="")["content"] == "b"
     by_name = hf.parse_response(tok, text, prefix="", response_template="qwen3")
-    by_template = hf.parse_response(tok, text, prefix="", response_template=chatparse.catalog.load("qwen3"))
+    by_template = hf.parse_response(tok, text, prefix="", response_template=catalog.load("qwen3"))
     assert by_name == by_template == {"role": "assistant", "reasoning_content": "a", "content": "b"}
 
 

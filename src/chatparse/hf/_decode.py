@@ -38,6 +38,9 @@ def _cleans_up(tokenizer: Any, backend: Any) -> bool:
 class IncrementalDecoder:
     """Decode token ids as they arrive: `push(ids) -> text`, then `flush() -> text` at the end.
 
+    `native=False` always uses the sliding window over `tokenizer.decode` (also what any tokenizer
+    that is not a fast one gets).
+
     >>> from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     >>> from transformers import PreTrainedTokenizerFast
     >>> alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())  # one token per byte
@@ -50,13 +53,14 @@ class IncrementalDecoder:
     ['n', '', 'é', 'e', ' ', '', '', '', '🙂', '']
     """
 
-    def __init__(self, tokenizer: Any, *, skip_special_tokens: bool = False) -> None:
+    def __init__(self, tokenizer: Any, *, skip_special_tokens: bool = False, native: bool = True) -> None:
         self.tokenizer = tokenizer
         self.skip_special_tokens = skip_special_tokens
+        self._native = native
         self.ids: list[int] = []
         self._emitted = 0  # characters returned so far
         self._stream: Any = None
-        backend = _backend(tokenizer)
+        backend = _backend(tokenizer) if native else None
         if backend is not None and not _cleans_up(tokenizer, backend):
             try:
                 from tokenizers.decoders import DecodeStream
@@ -110,4 +114,4 @@ class IncrementalDecoder:
 
     def reset(self) -> None:
         """Forget every id: the next `push` starts a new text."""
-        self.__init__(self.tokenizer, skip_special_tokens=self.skip_special_tokens)  # type: ignore[misc]
+        self.__init__(self.tokenizer, skip_special_tokens=self.skip_special_tokens, native=self._native)  # type: ignore[misc]
