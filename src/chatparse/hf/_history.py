@@ -20,13 +20,13 @@ REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 _REPORT_KEY = "chatparse"
 _ARGUMENT_MODES = ("auto", "object", "string")
 
-# A chat template that pipes the arguments through `tojson`, tests their type or iterates their
-# items wants an object (a template testing `is string` takes both, so an object is safe).
-_OBJECT_ARGUMENTS = re.compile(
-    r"""arguments['"\]]*\s*\|\s*(?:tojson|items|dictsort)"""
-    r"""|arguments['"\]]*\s+is\s+(?:not\s+)?(?:string|mapping)"""
-    r"""|arguments['"\]]*\s*\.\s*items\s*\(""",
-)
+# A chat template that tests the arguments' type (`is string` / `is mapping`) takes an object (it
+# renders both); one that concatenates them (`+ tool['function']['arguments'] +`, DeepSeek) wants
+# JSON text; anything else (`| tojson`, `.items()`, `| dictsort`) wants an object.
+_TYPE_TEST = re.compile(r"""arguments['"\]]*\s+is\s+(?:not\s+)?(?:string|mapping)""")
+_CONCAT = re.compile(r"""arguments['"\]]*\s*[+~]|[+~]\s*[\w.'"\[\]]*arguments\b""")
+_CALL_IDS = re.compile(r"""tool_call(?:\.id\b|\[\s*['"]id['"]\s*\])|tool_call_id""")
+_NINE = re.compile(r"length\s*!=\s*9|length\s+9\b")
 
 
 def _template_text(chat_template: Any) -> str:
@@ -63,9 +63,15 @@ def arguments_mode_for(chat_template: Any) -> str:
     'string'
     """
     text = _template_text(chat_template)
-    if not text or _OBJECT_ARGUMENTS.search(text) or "arguments" not in text:
+    if _TYPE_TEST.search(text) or not _CONCAT.search(text):
         return "object"
     return "string"
+
+
+def _call_id(mode: str, message_index: int, call_index: int) -> str:
+    if mode == "nine":  # Mistral's templates demand 9 alphanumeric characters
+        return f"c{message_index:04d}{call_index:04d}"[-9:]
+    return f"call_{message_index}_{call_index}"
 
 
 def _arguments(value: Any, mode: str, where: str) -> Any:
@@ -152,6 +158,7 @@ def prepare_history(
     *,
     chat_template: Any = None,
     arguments: str = "auto",
+    call_ids: str = "auto",
 ) -> list[dict[str, Any]]:
     """Messages made ready for a chat template: what chatparse produced renders as the model wrote it.
 
@@ -165,6 +172,11 @@ def prepare_history(
       with `arguments` as an object or as JSON text, whichever the template expects
       (`arguments="auto"`; force with `"object"` or `"string"`); JSON text that does not parse
       raises a `ValueError` naming the message and call;
+    * when the template reads call ids (`tool_call.id`, `tool_call_id`) and `call_ids="auto"`,
+      calls without an `id` get a deterministic one, and `tool` messages without a `tool_call_id`
+      get the id of the call they answer, in order; where the template demands 9 alphanumeric
+      characters (Mistral's), other ids are mapped to such ids, the same way in the calls and in
+      the tool messages (`call_ids="keep"` leaves ids alone);
     * chatparse's own report (the `chatparse` key of `chatparse.openai` messages) is dropped.
 
     >>> prepare_history([{"role": "assistant", "content": None, "reasoning": "hm",
@@ -174,14 +186,51 @@ def prepare_history(
     """
     if arguments not in _ARGUMENT_MODES:
         raise ValueError(f"arguments must be one of {_ARGUMENT_MODES}, got {arguments!r}")
+    if call_ids not in ("auto", "keep"):
+        raise ValueError(f"call_ids must be 'auto' or 'keep', got {call_ids!r}")
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise TypeError(f"messages must be a list of dicts, got {type(messages).__name__}")
     keys = reasoning_keys_for(chat_template)
     mode = arguments_mode_for(chat_template) if arguments == "auto" else arguments
-    return [
+    out = [
         prepare_message(m, reasoning_keys=keys, arguments=mode, where=f"messages[{i}]")
         for i, m in enumerate(messages)
     ]
+    text = _template_text(chat_template)
+    if call_ids == "auto" and _CALL_IDS.search(text):
+        _fill_call_ids(out, "nine" if _NINE.search(text) else "plain")
+    return out
+
+
+def _nine(call_id: str) -> str:
+    """A 9-character alphanumeric id derived from another id (the same id always maps the same way)."""
+    if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
+        return call_id
+    import hashlib
+
+    return hashlib.sha1(call_id.encode("utf-8")).hexdigest()[:9]
+
+
+def _fill_call_ids(messages: list[dict[str, Any]], mode: str) -> None:
+    pending: list[str] = []
+    for i, m in enumerate(messages):
+        calls = m.get("tool_calls")
+        if calls:
+            pending = []
+            for j, call in enumerate(calls):
+                if not isinstance(call.get("id"), str) or not call["id"]:
+                    call["id"] = _call_id(mode, i, j)
+                elif mode == "nine":
+                    call["id"] = _nine(call["id"])
+                pending.append(call["id"])
+        elif m.get("role") == "tool":
+            if isinstance(m.get("tool_call_id"), str) and m["tool_call_id"]:
+                if mode == "nine":
+                    m["tool_call_id"] = _nine(m["tool_call_id"])
+                if m["tool_call_id"] in pending:
+                    pending.remove(m["tool_call_id"])
+            elif pending:
+                m["tool_call_id"] = pending.pop(0)
 
 
 def _is_batch(conversation: Any) -> bool:
