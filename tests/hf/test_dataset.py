@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from datasets import Dataset, DatasetDict, IterableDataset, load_from_disk
 
-import chatparse
-from chatparse import hf
-from chatparse.hf import RowParser, parse_dataset
+pytest.importorskip("datasets", reason="needs the hf extra (datasets)")
 
-from .helpers import FAMILIES, encode, family_cases, family_tokenizer
+from datasets import Dataset, DatasetDict, IterableDataset, load_from_disk  # noqa: E402
+
+import chatparse  # noqa: E402
+from chatparse import hf  # noqa: E402
+from chatparse.hf import RowParser, parse_dataset  # noqa: E402
+
+from .helpers import FAMILIES, encode, family_cases, family_tokenizer  # noqa: E402
 
 
 def rows_of(name: str, repeat: int = 1) -> dict[str, list]:
