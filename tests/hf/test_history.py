@@ -1,7 +1,8 @@
 """History that renders: parse -> render with the model's chat template -> parse gives the same message.
 
-For every catalog family with a chat template in tests/data/chat_templates/ (re-creations written
-for chatparse, listed in that folder's README), every family case is parsed, the parsed message (as chatparse's core returns it, and as `chatparse.openai` returns it:
+For every catalog family with a chat template among the test data (re-creations written for chatparse:
+tests/data/chat_templates/ and tests/hf/chat_templates/, listed in their READMEs), every family case
+is parsed, the parsed message (as chatparse's core returns it, and as `chatparse.openai` returns it:
 `content: None`, arguments as JSON text) is rendered back after the user turn with
 `chatparse.hf.apply_chat_template`, and the rendered assistant turn is parsed again. The messages
 must be equal, except for what the chat template itself leaves out of history (listed in DROPS:
@@ -11,6 +12,7 @@ DeepSeek's and Gemma 4's templates never render past reasoning).
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -28,11 +30,11 @@ PAIRS = {
     "llama3.jinja": ("LLAMA3_JSON", "llama3_json"),
     "gpt_oss.jinja": ("GPT_OSS", "gpt_oss"),
     "mistral.jinja": ("MISTRAL_V3", "mistral_v3"),
-    "deepseek_v31.jinja": ("DEEPSEEK_V31", "deepseek_v31"),
-    "glm.jinja": ("GLM", "glm"),
-    "kimi_k2.jinja": ("KIMI_K2", "kimi_k2"),
-    "lfm2.jinja": ("LFM2", "lfm2"),
-    "gemma4.jinja": ("GEMMA4", "gemma4"),
+    "hf/deepseek_v31.jinja": ("DEEPSEEK_V31", "deepseek_v31"),
+    "hf/glm.jinja": ("GLM", "glm"),
+    "hf/kimi_k2.jinja": ("KIMI_K2", "kimi_k2"),
+    "hf/lfm2.jinja": ("LFM2", "lfm2"),
+    "hf/gemma4.jinja": ("GEMMA4", "gemma4"),
 }
 
 # What each chat template leaves out of an assistant turn in history (as the models' own templates
@@ -46,6 +48,13 @@ SINGLE_CALL = {"llama3_json"}
 # gpt-oss's template renders the first call of a message only (`message.tool_calls[0]`).
 FIRST_CALL_ONLY = {"gpt_oss"}
 USER = [{"role": "user", "content": "What is the weather in Paris?"}]
+OWN_TEMPLATES = Path(__file__).parent / "chat_templates"
+
+
+def _template(file: str) -> str:
+    """A test chat template: `name.jinja` from tests/data/chat_templates, `hf/name.jinja` from ours."""
+    path = OWN_TEMPLATES / file[3:] if file.startswith("hf/") else CHAT_TEMPLATES / file
+    return path.read_text(encoding="utf-8")
 
 
 def _lcp(a: str, b: str) -> int:
@@ -95,7 +104,7 @@ def comparable(message: dict) -> dict:
 @pytest.mark.parametrize("file", list(PAIRS))
 def test_parse_render_parse_round_trip(file):
     family, name = PAIRS[file]
-    chat_template = (CHAT_TEMPLATES / file).read_text(encoding="utf-8")
+    chat_template = _template(file)
     tok = family_tokenizer(family, with_template=False, chat_template=chat_template)
     tok.bos_token, tok.eos_token = None, "</s>"
     template = catalog.get(name)
@@ -193,7 +202,7 @@ def test_bad_history_gets_clear_errors():
 
 
 def test_argument_form_follows_the_template():
-    deepseek = (CHAT_TEMPLATES / "deepseek_v31.jinja").read_text(encoding="utf-8")
+    deepseek = _template("hf/deepseek_v31.jinja")
     m = [
         {
             "role": "assistant",
@@ -207,12 +216,12 @@ def test_argument_form_follows_the_template():
         "qwen3.jinja",
         "gpt_oss.jinja",
         "llama3.jinja",
-        "glm.jinja",
-        "lfm2.jinja",
-        "gemma4.jinja",
-        "kimi_k2.jinja",
+        "hf/glm.jinja",
+        "hf/lfm2.jinja",
+        "hf/gemma4.jinja",
+        "hf/kimi_k2.jinja",
     ):
-        ct = (CHAT_TEMPLATES / file).read_text(encoding="utf-8")
+        ct = _template(file)
         assert prepare_history(m, chat_template=ct)[0]["tool_calls"][0]["function"]["arguments"] == {
             "a": 1
         }, file
