@@ -91,10 +91,16 @@ class _TokenStreamer:
         self._ended = False
         #: The prefix the parser was started with (the decoded prompt unless `prefix=` was given).
         self.prefix: str | None = None
-        #: The generated text decoded so far (special tokens kept).
-        self.text = ""
+        self._pieces: list[str] = []
         #: The last generated token id, or `None`.
         self.last_token_id: int | None = None
+
+    @property
+    def text(self) -> str:
+        """The generated text decoded so far (special tokens kept)."""
+        if len(self._pieces) > 1:
+            self._pieces[:] = ["".join(self._pieces)]
+        return self._pieces[0] if self._pieces else ""
 
     @property
     def token_ids(self) -> list[int]:
@@ -128,7 +134,7 @@ class _TokenStreamer:
         self.last_token_id = ids[-1]
         text = self._decoder.push(ids)
         if text:
-            self.text += text
+            self._pieces.append(text)
             items = self._feed(text)
             if items:
                 self.on_items(items, False)
@@ -142,7 +148,7 @@ class _TokenStreamer:
         items: list[Any] = []
         tail = self._decoder.flush()
         if tail:
-            self.text += tail
+            self._pieces.append(tail)
             items.extend(self._feed(tail))
         items.extend(self._close())
         self._ended = True
