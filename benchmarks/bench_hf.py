@@ -221,7 +221,10 @@ def _generate_cost(tok, text: str) -> None:
 
 
 def bench_dataset(rows: int) -> None:
+    import datasets
     from datasets import Dataset
+
+    datasets.disable_progress_bars()
 
     tok = tokenizer()
     rng = random.Random(3)
