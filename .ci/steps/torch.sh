@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# CI step: torch (the CPU build, installed first so that pip never resolves torch by itself) and the
-# chatparse.hf tests that need it: a real generate() loop with a tiny forced model, text-generation
-# pipelines, token-id tensors. CHATPARSE_REQUIRE_TORCH=1 turns their torch skips into failures.
+# CI step: torch (the CPU build, installed first so that pip never resolves a multi-GB CUDA build)
+# and the tests that need it, with CHATPARSE_REQUIRE_TORCH=1 so that they cannot skip.
 # Run from the repository root: .ci/steps/torch.sh
 set -euo pipefail
 start=$SECONDS
@@ -12,5 +11,15 @@ PY="$PWD/.venv-torch/bin/python"
 "$PY" -m pip install --disable-pip-version-check -q -e '.[hf,test]'
 echo "torch step: install took $((SECONDS - start)) s"
 
+# chatparse.runtime: TransformersRuntime with a tiny random-weight model whose output is forced
+t=$SECONDS
+CHATPARSE_REQUIRE_TORCH=1 "$PY" -m pytest -q -p no:cacheprovider tests/runtime/test_transformers.py
+echo "torch step: runtime tests took $((SECONDS - t)) s"
+
+# chatparse.hf: a real generate() loop with a tiny forced model, text-generation pipelines,
+# token-id tensors in the tokenizer-level differential tests
+t=$SECONDS
 CHATPARSE_REQUIRE_TORCH=1 "$PY" -m pytest -q -p no:cacheprovider tests/hf/test_generate.py tests/hf/test_tokenizer.py
+echo "torch step: hf tests took $((SECONDS - t)) s"
+
 echo "torch step: total $((SECONDS - start)) s"
