@@ -133,3 +133,20 @@ def test_special_tokens_kept_or_skipped():
             text = "".join(d.push([i]) for i in ids) + d.flush()
             assert text == tok.decode(ids, skip_special_tokens=skip)
     assert "<think>" in tok.decode(ids) and "<think>" not in tok.decode(ids, skip_special_tokens=True)
+
+
+def test_native_decoder_errors_fall_back_to_the_window():
+    """`DecodeStream` raises for a byte run that rewrites released text ('A', then a lone
+    continuation byte and <unk>); the decoder goes on with the sliding window instead of failing
+    inside generate()."""
+    tok = TOKENIZERS["byte-fallback"]()
+    byte = lambda value: tok.convert_tokens_to_ids(f"<0x{value:02X}>")  # noqa: E731
+    ids = [byte(0x41), byte(0x80), tok.convert_tokens_to_ids("<unk>")]
+    d = IncrementalDecoder(tok)
+    assert d.native
+    pieces = [d.push([i]) for i in ids] + [d.flush()]
+    assert not d.native  # switched
+    assert all(isinstance(p, str) for p in pieces)
+    more = tok.encode(" hello", add_special_tokens=False)
+    tail = "".join(d.push([i]) for i in more) + d.flush()
+    assert tail.endswith("hello")

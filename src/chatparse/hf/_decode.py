@@ -71,6 +71,7 @@ class IncrementalDecoder:
                 self._backend = backend
         self._prefix_offset = 0
         self._read_offset = 0
+        self._released = 0  # ids whose text the native decoder has released in full
 
     @property
     def native(self) -> bool:
@@ -87,11 +88,19 @@ class IncrementalDecoder:
             return ""
         self.ids.extend(ids)
         if self._stream is not None:
-            text = self._stream.step(self._backend, ids if len(ids) > 1 else ids[0])
-            if text:
-                self._emitted += len(text)
-                return str(text)
-            return ""
+            try:
+                text = self._stream.step(self._backend, ids if len(ids) > 1 else ids[0])
+            except Exception:  # noqa: BLE001 - DecodeStream rejects byte runs that change earlier text
+                # Go on with the sliding window from the last point where everything was released.
+                self._stream = None
+                self._read_offset = self._released
+                self._prefix_offset = max(0, self._released - 1)
+            else:
+                if text:
+                    self._emitted += len(text)
+                    self._released = len(self.ids)
+                    return str(text)
+                return ""
         window = self.ids[self._prefix_offset :]
         prefix_text = self._decode(window[: self._read_offset - self._prefix_offset])
         new_text = self._decode(window)
