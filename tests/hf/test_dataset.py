@@ -156,7 +156,9 @@ def test_dataset_dict_prefix_and_column_checks():
     assert set(out) == {"train", "test"} and "parsed_content" in out["train"].column_names
     ds = dd["train"]
     with pytest.raises(ValueError, match="prefix_column= .* or prefix="):
-        parse_dataset(ds, column="completion", template="gpt_oss")
+        parse_dataset(ds, column="completion", template=FAMILIES["GPT_OSS"])
+    # a catalog name brings its generation prompt as the default prefix
+    assert RowParser(column="c", template="qwen3").prefix == "<|im_start|>assistant\n"
     with pytest.raises(ValueError, match="no column 'nope'"):
         parse_dataset(ds, column="nope", prefix="", template="gpt_oss")
     clash = ds.add_column("content", ["x"] * len(ds))

@@ -108,6 +108,7 @@ class RowParser:
     * `column`: the generated text, or token ids (then `tokenizer=` decodes them, special tokens
       kept);
     * the prompt: `prefix_column=` (text or ids per row) or a fixed `prefix=` (`""` opts out);
+      with neither, a catalog template (given by name) uses its entry's generation prompt;
     * the template: `template=` (a dict, a `chatparse.Template`, a catalog name), else
       `tokenizer=`'s (`response_template_for`);
     * `tools=` (one list for every row) or `tools_column=` (a list, or its JSON text, per row);
@@ -135,6 +136,10 @@ class RowParser:
     ) -> None:
         if on_error not in _ERROR_MODES:
             raise ValueError(f"on_error must be one of {_ERROR_MODES}, got {on_error!r}")
+        if prefix_column is None and prefix is None and isinstance(template, str):
+            from .. import catalog
+
+            prefix = catalog.describe(template)["generation_prompt"]  # as `chatparse parse --model`
         if prefix_column is None and prefix is None:
             raise ValueError(
                 "parse_dataset requires prefix_column= (the prompt of each row) or prefix= (one prompt "
