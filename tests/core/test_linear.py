@@ -191,7 +191,15 @@ def sample(d: Any) -> str | None:
         return str(d.literals[0])
     for text in (_sample_node(d.prog.tree), *_OVERRIDES):
         if text:
-            for tail in ("", "{", "[{", "[", '{"name":', "[f("):  # what a trailing lookahead may ask for
+            for tail in (
+                "",
+                "{",
+                "[{",
+                "[",
+                '{"name":',
+                "[f(",
+                '"name": "f", "arguments":',
+            ):  # what a trailing lookahead may ask for
                 m = d.module_re.match(text + tail)
                 if m is not None and m.end() == len(text):
                     return text
