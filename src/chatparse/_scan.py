@@ -389,59 +389,136 @@ class Cursor:
 
 
 class StringGuard:
-    """Where JSON string literals are in a region body, for fields that close only outside them
-    (`content_args: {"close_outside_strings": true}`, the fix for defect D17).
+    """Where string literals are in a region body, for fields that close only outside them
+    (`content_args: {"close_outside_strings": true}`, the fix for defect D17), and, with
+    `close_after_value`, where the body's first complete bracketed value ends.
 
-    Strings are `"..."` with backslash escapes, plus the field's `string_delims` pairs (no
-    escapes). The answer for a position depends only on the text before it, so streaming and
-    one-shot parsing agree; the body is scanned once, left to right (positions are asked in
-    increasing order; an earlier one restarts the scan)."""
+    Strings are `"..."` with backslash escapes (also `'...'` for `python-call-list` bodies), plus
+    the field's `string_delims` pairs (no escapes). The answer for a position depends only on the
+    text before it, so streaming and one-shot parsing agree; the body is scanned once, left to
+    right (positions are asked in increasing order; an earlier one restarts the scan).
 
-    __slots__ = ("start", "delims", "_i", "_close", "_escape")
+    Value end (`close_after_value`): when the first non-whitespace character of the body opens a
+    bracket (`[`, `{`, or `(`), the value ends right after the bracket that brings the nesting
+    depth back to zero, counted outside strings. The field then also closes, zero-width, at the
+    first non-whitespace character after that value (`value_close_at`), so text or a repeated
+    call marker written after a call payload is not swallowed by the call."""
 
-    def __init__(self, start: int, delims: tuple[tuple[str, str], ...]) -> None:
+    __slots__ = (
+        "start",
+        "delims",
+        "quotes",
+        "value_close",
+        "_i",
+        "_close",
+        "_escape",
+        "_vi",
+        "_vclose",
+        "_vescape",
+        "_depth",
+        "_vend",
+        "_wi",
+    )
+
+    def __init__(
+        self,
+        start: int,
+        delims: tuple[tuple[str, str], ...],
+        quotes: str = '"',
+        value_close: bool = False,
+    ) -> None:
         self.start = start
         self.delims = delims
+        self.quotes = quotes
+        self.value_close = value_close
         self._i = start
         self._close: str | None = None  # the text that ends the current string, or None
         self._escape = False
+        # value-end tracking: its own cursor, so that `inside` queries never restart it
+        self._vi = start
+        self._vclose: str | None = None
+        self._vescape = False
+        self._depth = -1  # -1: the first non-whitespace character has not been seen yet
+        self._vend = -1  # position right after the value, once known; -2: the body holds no value
+        self._wi = -1
+
+    def _step(
+        self, buf: str, i: int, p: int, close: str | None, escape: bool
+    ) -> tuple[int, str | None, bool]:
+        """One step of the string scanner at `i` (< `p`): the new `(i, close, escape)`."""
+        if close is None:
+            ch = buf[i]
+            if ch in self.quotes:
+                return i + 1, ch, False
+            for o, c in self.delims:
+                if buf.startswith(o, i) and i + len(o) <= p:
+                    return i + len(o), c, False
+            return i + 1, None, False
+        if len(close) == 1 and close in self.quotes:
+            if escape:
+                return i + 1, close, False
+            ch = buf[i]
+            if ch == "\\":
+                return i + 1, close, True
+            if ch == close:
+                return i + 1, None, False
+            return i + 1, close, False
+        if buf.startswith(close, i) and i + len(close) <= p:
+            return i + len(close), None, False
+        return i + 1, close, False
 
     def inside(self, buf: str, p: int) -> bool:
         if p < self._i:
             self._i, self._close, self._escape = self.start, None, False
         i, close, escape = self._i, self._close, self._escape
-        delims = self.delims
+        step = self._step
         while i < p:
-            if close is None:
-                if buf[i] == '"':
-                    close = '"'
-                    i += 1
-                    continue
-                for o, c in delims:
-                    if buf.startswith(o, i) and i + len(o) <= p:
-                        close = c
-                        i += len(o)
-                        break
-                else:
-                    i += 1
-            elif close == '"':
-                if escape:
-                    escape = False
-                    i += 1
-                    continue
-                ch = buf[i]
-                if ch == "\\":
-                    escape = True
-                elif ch == '"':
-                    close = None
-                i += 1
-            elif buf.startswith(close, i) and i + len(close) <= p:
-                i += len(close)
-                close = None
-            else:
-                i += 1
+            i, close, escape = step(buf, i, p, close, escape)
         self._i, self._close, self._escape = i, close, escape
         return close is not None
+
+    def value_close_at(self, buf: str) -> tuple[int, int] | None:
+        """`(v, w)` once the body's first value has ended at `v`, with `w` the first
+        non-whitespace position at or after `v` (`len(buf)` when only whitespace follows so far);
+        `None` while the value is still open, or when the body does not start with a bracket."""
+        n = len(buf)
+        if self._vend == -2:
+            return None
+        if self._vend < 0:
+            i, close, escape, depth = self._vi, self._vclose, self._vescape, self._depth
+            step = self._step
+            while i < n:
+                if close is None:
+                    ch = buf[i]
+                    if depth < 0:
+                        if ch.isspace():
+                            i += 1
+                            continue
+                        if ch not in "[{(":
+                            self._vend = -2
+                            return None
+                        depth = 0
+                    if ch in "[{(":
+                        depth += 1
+                        i += 1
+                        continue
+                    if ch in "]})":
+                        depth -= 1
+                        i += 1
+                        if depth == 0:
+                            self._vend = i
+                            break
+                        continue
+                i, close, escape = step(buf, i, n, close, escape)
+            self._vi, self._vclose, self._vescape, self._depth = i, close, escape, depth
+            if self._vend < 0:
+                return None
+            self._wi = self._vend
+        w = self._wi
+        while w < n and buf[w].isspace():
+            w += 1
+        self._wi = w
+        return self._vend, w
 
 
 def fast_hold(buf: str, q: int, t: int, fc: str, anchors: tuple[tuple[str, Any], ...]) -> int:
@@ -614,6 +691,22 @@ class Scanner:
         e_pos = n + 1
         live = False
         live_cursor: Cursor | None = None
+        if self.guard is not None and self.guard.value_close and self.entries:
+            # `close_after_value`: a zero-width close of the region at the first non-whitespace
+            # character after its value, unless a watched closer starts earlier or at the same
+            # place (a real closer such as `<|eot_id|>` after the value is consumed, not left
+            # for the next region). Whitespace up to the end of the text is still undecided.
+            found = self.guard.value_close_at(buf)
+            if found is not None:
+                v, w = found
+                if w < n:
+                    d = self.entries[0][2]
+                    slots = [-1] * (2 * len(d.group_names))
+                    e_pos = w
+                    best = ((0, 1, self.entries[0][1]), 0, (w, slots))
+                elif not eos:
+                    e_pos = v
+                    live = True
         while True:
             j = -1
             m = e_pos if e_pos < n else n - 1
