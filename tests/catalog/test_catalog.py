@@ -276,6 +276,16 @@ K3_PREFIX = (
 )
 EXTRA_CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     (
+        "olmo3",  # Olmo 3 Think: the prompt pre-writes <think>; calls one per line (Olmo 3.1 chat template)
+        "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>",
+        'Two cities.</think>\n<function_calls>get_weather(city="Paris")\nget_weather(city="Tokyo")'
+        "</function_calls><|im_end|>",
+        msg(
+            reasoning_content="Two cities.",
+            tool_calls=[fn("get_weather", WEATHER_PARIS), fn("get_weather", {"city": "Tokyo"})],
+        ),
+    ),
+    (
         "qwen3",  # Thinking-2507: the prompt pre-writes <think>\n
         "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<think>\n",
         'User wants Paris weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
