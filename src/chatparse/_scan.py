@@ -221,6 +221,28 @@ def _lead_literal(items: list[_rx.Node]) -> str:
     return "".join(out)
 
 
+def _lead_literals(items: list[_rx.Node], limit: int = 16) -> list[str]:
+    """Literal texts one of which every match of `items` starts with: one per alternative of a
+    leading alternation (so `\\s*(?:<|im_end|>|</think>)` gives `<|im_end|>` and `</think>`, where
+    `_lead_literal` gives only their common `<`); `[""]` when nothing is known."""
+    prefix: list[str] = []
+    for node in items:
+        if node.op == "lit":
+            prefix.append(node.args[0])
+            continue
+        inner = node
+        while inner.op == "group":
+            inner = inner.kids[0]
+        head = "".join(prefix)
+        if inner.op == "alt":
+            out = [head + lead for k in inner.kids for lead in _lead_literals(_flatten(k), limit)]
+            return out if len(out) <= limit else [head + _common_prefix(out)[len(head) :]]
+        if inner.op == "cat":
+            return [head + lead for lead in _lead_literals(_flatten(inner), limit)]
+        break
+    return ["".join(prefix)]
+
+
 class Delimiter:
     """A compiled opener, closer or anchor: literal list or regex, with its search accelerators."""
 
@@ -244,6 +266,15 @@ class Delimiter:
         #: What text at a trigger position must start with (or be cut short of) for a match to be
         #: possible around it: the literal prefix, or for `C* REST` shapes REST's literal prefix.
         self.anchor_prefix = prefix
+        #: The same, one per alternative (`anchor_prefix` is their common part): a trigger needs an
+        #: attempt only when the text after it starts (or is cut short of) one of them.
+        self.anchor_prefixes: tuple[str, ...] = (prefix,)
+        if literals is not None:
+            self.anchor_prefixes = tuple(dict.fromkeys(literals))
+        elif prefix == "" or len(prefix) < 2:
+            leads = _lead_literals(items)
+            if all(leads):
+                self.anchor_prefixes = tuple(dict.fromkeys(leads))
         # Search strategy.
         self.every = False  # every position is a candidate
         self.at0 = False
@@ -269,6 +300,9 @@ class Delimiter:
                 self._set_triggers(rest.atoms)
                 lead = _lead_literal(items[1:])
                 self.anchor_prefix = "" if not lead or self.loop_test(lead[0]) else lead
+                leads = _lead_literals(items[1:])
+                ok = all(lead and not self.loop_test(lead[0]) for lead in leads)
+                self.anchor_prefixes = tuple(dict.fromkeys(leads)) if ok else (self.anchor_prefix,)
                 return
         first = _First()
         nullable = _first(tree, first, False)
@@ -785,7 +819,7 @@ class WatchList:
             if len(chars) == 1 and all(a.op == "lit" for a in atoms):
                 self.fast = (next(iter(chars)), None)
                 fc = next(iter(chars))
-                anchors = [(d.anchor_prefix, d.loop_test) for d in ds]
+                anchors = [(pre, d.loop_test) for d in ds for pre in d.anchor_prefixes]
                 if all(a and a[0] == fc for a, _ in anchors):
                     self.prefixes = tuple(dict.fromkeys(anchors))
             else:

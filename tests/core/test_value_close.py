@@ -266,3 +266,37 @@ def test_catalog_templates_with_the_new_options_stream_exactly(case: tuple[str, 
         assert one is type(malformed[0]["error"])
     else:
         assert message == one
+
+
+def test_alternation_closers_keep_the_trigger_quick_path() -> None:
+    """`\\s*(?:<|im_end|>|</think>)` shares only `<` between its alternatives: the scanner checks the
+    text after each `<` against every alternative's own literal, so prose full of `<` runs no
+    attempts (the stray-marker closers of the catalog, issue 10 item 8)."""
+    from chatparse import _rx
+
+    t = {
+        "start_anchor": "S",
+        "fields": {
+            "think": {"open": "<think>", "close": "</think>"},
+            "content": {"close_pattern": r"\s*(?:<\|im_end\|>|<\|endoftext\|>|</think>|</tool_call>)"},
+        },
+    }
+    calls = 0
+    run = _rx.Attempt.run
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return run(self, *args, **kwargs)
+
+    _rx.Attempt.run = counted  # type: ignore[method-assign]
+    try:
+        p = ResponseParser(t, prefix="")
+        text = "a <b> c <x d " * 200 + "</think>end"
+        for i in range(0, len(text), 3):
+            p.feed(text[i : i + 3])
+        message = p.finalize()[0]
+    finally:
+        _rx.Attempt.run = run  # type: ignore[method-assign]
+    assert message["content"] == "end"
+    assert calls < 20, calls
