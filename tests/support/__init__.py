@@ -1,0 +1,1 @@
+"""Test support shared by several test packages (real components only: no mocks)."""

@@ -1,0 +1,272 @@
+"""A real llama.cpp engine for tests, with no downloads.
+
+Theory of operation
+-------------------
+``llama-cpp-python`` runs any GGUF file, so a test writes its own: a two-layer ``llama`` model with
+random weights and a byte-level vocabulary (the 256 GPT-2 byte tokens first, so any UTF-8 text can
+be spelled, then the family's special tokens as single tokens). Random weights write nonsense, so
+the output is *forced* by a GBNF grammar: :func:`replay_grammar` admits exactly one string, with
+every special token of the model written as a token reference (``<think>``), the way a trained
+model emits markers. The engine then produces that string byte for byte, streamed or not, and ends
+with ``stop`` (end-of-generation is blocked until the grammar completes). A grammar that admits a
+*language* (JSON, a tool-call syntax) makes the same random model sample from it instead.
+
+Token types decide what a client sees: llama.cpp drops CONTROL tokens from returned text and keeps
+USER_DEFINED ones, so every marker a parser must see is USER_DEFINED and only the end-of-turn token
+is CONTROL.
+
+Everything here needs the optional test stack ``gguf`` + ``llama-cpp-python`` (CI step
+``.ci/steps/llamacpp.sh``); import it through :func:`require`, which skips the calling test when the
+stack is absent, unless ``CHATPARSE_REQUIRE_LLAMACPP=1`` (set in that CI step) turns the skip into a
+failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REQUIRE_ENV = "CHATPARSE_REQUIRE_LLAMACPP"
+
+# ChatML, enough for prompt-mode tests; families pass their own chat template when it matters.
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+CHATML_SPECIALS = ("<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>")
+
+
+def require() -> tuple[ModuleType, ModuleType]:
+    """Import ``(gguf, llama_cpp)``, or skip the test (fail under ``CHATPARSE_REQUIRE_LLAMACPP=1``)."""
+    try:
+        import gguf
+        import llama_cpp
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENV}=1 but the llama.cpp test stack is missing: {exc}")
+        pytest.skip(f"llama.cpp test stack not installed ({exc}); see .ci/steps/llamacpp.sh")
+    return gguf, llama_cpp
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_alphabet() -> tuple[str, ...]:
+    """GPT-2's byte-to-unicode table: the printable stand-in character of each byte value."""
+    visible = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars = {b: chr(b) for b in visible}
+    extra = 0
+    for b in range(256):
+        if b not in chars:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return tuple(chars[b] for b in range(256))
+
+
+# llama.cpp refuses a BPE vocabulary without merges; a few real ones (GPT-2 spelling, "Ġ" is a space).
+_MERGES = (("Ġ", "t"), ("h", "e"), ("i", "n"), ("e", "r"))
+
+
+@dataclass(frozen=True)
+class TinyModel:
+    """A GGUF file written by :func:`write_tiny_gguf` and what a test needs to know about it."""
+
+    path: Path
+    special_tokens: tuple[str, ...]
+    eos_token: str
+    vocab_size: int
+    chat_template: str | None = None
+    token_ids: dict[str, int] = field(default_factory=dict)
+
+
+def write_tiny_gguf(
+    path: str | os.PathLike[str],
+    *,
+    special_tokens: Sequence[str] = CHATML_SPECIALS,
+    eos_token: str = "<|im_end|>",
+    chat_template: str | None = CHATML_TEMPLATE,
+    context_length: int = 8192,
+    seed: int = 0,
+) -> TinyModel:
+    """Write a two-layer random-weight ``llama`` GGUF (about 1 MB) that can spell any text.
+
+    ``special_tokens`` become single USER_DEFINED tokens after the 256 byte tokens and four merged
+    ones (``eos_token``, which must be among them, is CONTROL and is the end-of-generation token).
+    Ordinary text is about one token per UTF-8 byte: keep prompts and outputs to a few thousand
+    bytes (``context_length`` and the ``n_ctx`` of :func:`load` / :func:`llama_server`).
+    """
+    gguf, _ = require()
+    import numpy as np
+
+    specials = list(dict.fromkeys(special_tokens))
+    if eos_token not in specials:
+        raise ValueError(f"eos_token {eos_token!r} must be one of special_tokens")
+    tokens = list(_byte_alphabet()) + ["".join(pair) for pair in _MERGES] + specials
+    types = [gguf.TokenType.NORMAL] * (256 + len(_MERGES)) + [
+        gguf.TokenType.CONTROL if t == eos_token else gguf.TokenType.USER_DEFINED for t in specials
+    ]
+    ids = {t: 256 + len(_MERGES) + i for i, t in enumerate(specials)}
+    n_vocab, n_embd, n_ff, n_head, n_layer = len(tokens), 64, 128, 4, 2
+
+    out = Path(path)
+    writer = gguf.GGUFWriter(str(out), "llama")
+    writer.add_name("chatparse-tiny")
+    writer.add_context_length(context_length)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_layer)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(n_embd // n_head)
+    writer.add_vocab_size(n_vocab)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges([" ".join(pair) for pair in _MERGES])
+    writer.add_bos_token_id(ids[eos_token])
+    writer.add_eos_token_id(ids[eos_token])
+    writer.add_add_bos_token(False)
+    if chat_template is not None:
+        writer.add_chat_template(chat_template)
+
+    rng = np.random.default_rng(seed)
+
+    def weight(*shape: int) -> Any:
+        return (rng.standard_normal(shape) * 0.02).astype(np.float32)
+
+    writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
+    writer.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
+    writer.add_tensor("output.weight", weight(n_vocab, n_embd))
+    for i in range(n_layer):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
+        writer.add_tensor(f"blk.{i}.attn_q.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"blk.{i}.attn_k.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"blk.{i}.attn_v.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"blk.{i}.attn_output.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
+        writer.add_tensor(f"blk.{i}.ffn_gate.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"blk.{i}.ffn_up.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"blk.{i}.ffn_down.weight", weight(n_embd, n_ff))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return TinyModel(out, tuple(specials), eos_token, n_vocab, chat_template, ids)
+
+
+def gbnf_string(text: str) -> str:
+    """``text`` as a GBNF string literal (escapes for quote, backslash and control characters)."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ch == "\x7f":
+            out.append(f"\\x{ord(ch):02X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def replay_sequence(text: str, special_tokens: Sequence[str]) -> str:
+    """A GBNF sequence that spells ``text``: special tokens as token references, the rest as literals.
+
+    The longest special token wins where two start at the same place.
+    """
+    specials = sorted(set(special_tokens), key=len, reverse=True)
+    parts: list[str] = []
+    literal: list[str] = []
+    i = 0
+    while i < len(text):
+        hit = next((s for s in specials if s and text.startswith(s, i)), None)
+        if hit is None:
+            literal.append(text[i])
+            i += 1
+            continue
+        if literal:
+            parts.append(gbnf_string("".join(literal)))
+            literal = []
+        parts.append(hit)  # an unquoted <token> is "exactly this token" in llama.cpp's GBNF
+        i += len(hit)
+    if literal:
+        parts.append(gbnf_string("".join(literal)))
+    return " ".join(parts) if parts else '""'
+
+
+def replay_grammar(text: str, model: TinyModel) -> str:
+    """A GBNF grammar that admits exactly ``text`` (markers as single tokens of ``model``)."""
+    return "root ::= " + replay_sequence(text, [t for t in model.special_tokens if t != model.eos_token])
+
+
+def load(model: TinyModel, *, n_ctx: int = 4096, seed: int = 0) -> Any:
+    """``llama_cpp.Llama`` over ``model`` (CPU, quiet)."""
+    _, llama_cpp = require()
+    return llama_cpp.Llama(model_path=str(model.path), n_ctx=n_ctx, seed=seed, verbose=False, n_threads=1)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def llama_server(model: TinyModel, *, n_ctx: int = 4096, timeout: float = 60.0) -> Iterator[str]:
+    """Run llama-cpp-python's OpenAI-compatible server over ``model`` on loopback; yield its base URL.
+
+    The server is a child process (``python -m llama_cpp.server``), killed on exit. Its
+    ``/v1/completions`` and ``/v1/chat/completions`` take a ``grammar`` field (GBNF).
+    """
+    require()
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model.path), "--host", "127.0.0.1", "--port", str(port),
+        "--n_ctx", str(n_ctx), "--n_threads", "1", "--verbose", "False",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read() if proc.stderr else ""
+                raise RuntimeError(f"llama_cpp.server exited with {proc.returncode}: {err[-2000:]}")
+            try:
+                with urllib.request.urlopen(base + "/v1/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"llama_cpp.server did not answer on {base} within {timeout} s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
