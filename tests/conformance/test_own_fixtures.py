@@ -224,7 +224,12 @@ RECORDS = _records()
 MODELS: dict[str, list[str]] = {}
 for _p, _n, _rec in RECORDS:
     MODELS.setdefault(_rec["family"], []).append(_rec["models"][0])
-FAMILY_OBJS: dict[str, Family] = {s: Family.from_dict(_family_dict(s, MODELS.get(s, []))) for s in FAMILIES}
+# The corpus's own Family objects for its slugs (its reference models and default generation prompts
+# stay what canitoolcall says, also for the server corpus test, which merges these in).
+FAMILY_OBJS: dict[str, Family] = {
+    s: _CORPUS_FAMILIES[s] if s in _CORPUS_FAMILIES else Family.from_dict(_family_dict(s, MODELS.get(s, [])))
+    for s in FAMILIES
+}
 
 
 def test_fixture_files_validate(tmp_path: Path) -> None:
