@@ -166,6 +166,20 @@ REASONING_THEN_CALL: dict[str, tuple[str, bool]] = {
     "cohere": ("<|START_THINKING|>", False),
     "gpt_oss": ("<|channel|>analysis<|message|>", False),
     "inkling": ("<|content_thinking|>", False),
+    # entries added on catalog-breadth (their call openers end the reasoning in their templates)
+    "hy3": ("<think>", True),
+    "internlm": ("<think>", True),
+    "ling3": ("<think>", True),
+    "minicpm5": ("<think>", True),
+    "minimax_m2": ("<think>", True),
+    "minimax_m3": ("<mm:think>", True),
+    "nemotron3": ("<think>", True),
+    "nemotron_nano_v2": ("<think>", True),
+    "poolside_v1": ("<think>", True),
+    "seed_oss": ("<seed:think>", True),
+    "step3p5": ("<think>", True),
+    "apriel": ("Here are my reasoning steps:", False),
+    "muse_glimmer": ("<|start|>assistant to=self<|message|>", False),
 }
 
 
@@ -235,6 +249,22 @@ STRAY_IN_CONTENT: dict[str, list[str]] = {
     "phi4_mini": [],
     "pythonic": [],
     "functiongemma": [],
+    # entries added on catalog-breadth
+    "internlm": ["</think>"],
+    "ling3": ["</think>"],
+    "minicpm5": ["</think>"],
+    "minimax_m2": ["</think>"],
+    "minimax_m3": ["</mm:think>"],
+    "nemotron3": ["</think>"],
+    "nemotron_nano_v2": ["</think>"],
+    "poolside_v1": ["</think>"],
+    "seed_oss": ["</seed:think>"],
+    "step3p5": ["</think>"],
+    "hy3": ["</think>"],
+    "apriel": [],
+    "gigachat3": [],
+    "granite_20b_fc": [],
+    "llama4_json": [],
 }
 
 
@@ -253,11 +283,18 @@ def test_stray_marker_in_content_is_dropped(name: str, stray: str) -> None:
     assert stray not in json.dumps(message, ensure_ascii=False)
 
 
-DOUBLED_OPENER = {n: o for n, (o, _) in REASONING_THEN_CALL.items() if o in ("<think>", "[THINK]")} | {
+DOUBLED_OPENER = {
+    n: o for n, (o, _) in REASONING_THEN_CALL.items() if o in ("<think>", "[THINK]", "<seed:think>")
+} | {
     "deepseek_r1_distill": "<think>",
     "gemma4": "<|channel>thought\n",
 }
-_CLOSER = {"<think>": "</think>", "[THINK]": "[/THINK]", "<|channel>thought\n": "<channel|>"}
+_CLOSER = {
+    "<think>": "</think>",
+    "[THINK]": "[/THINK]",
+    "<|channel>thought\n": "<channel|>",
+    "<seed:think>": "</seed:think>",
+}
 # reasoning openers that accept no repetition (the model writes them once by construction)
 NO_DOUBLING = {"ernie", "granite33", "granite33_hf", "mistral_v11", "mistral_v11_call_id"}
 
