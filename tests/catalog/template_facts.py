@@ -265,7 +265,7 @@ SOURCES: dict[str, tuple[str, dict[str, Any], str | None, str | None, str | None
         None,
     ),
     # the template the conversion script writes into the converted Llama 4 Instruct checkpoints; it
-    # asks for JSON calls (the llama4_json entry lands on catalog-breadth); the model id alone stays
+    # asks for JSON calls (the llama4_json entry, from catalog-breadth); the model id alone stays
     # pythonic (the canitoolcall corpus)
     "meta-llama-Llama-4-Scout-17B-16E-Instruct.jinja": (
         "meta-llama/Llama-4-Scout-17B-16E-Instruct",
