@@ -177,9 +177,21 @@ def _template_and_prefix(args: argparse.Namespace) -> tuple[Any, str]:
     ``--prefix``/``--prefix-file`` the catalog entry's generation prompt is the prefix."""
     if args.model is not None:
         template, generation_prompt = _resolve_model(args.model)
-        return template, _load_prefix(args, generation_prompt)
-    template, _, _ = _load_template(args.template)
-    return template, _load_prefix(args)
+        prefix = _load_prefix(args, generation_prompt)
+    else:
+        template, _, _ = _load_template(args.template)
+        prefix = _load_prefix(args)
+    _warn_missing_anchor(template, prefix, f"--model {args.model}" if args.model else _display(args.template))
+    return template, prefix
+
+
+def _warn_missing_anchor(template: Any, prefix: str, label: str) -> None:
+    """One line on stderr when the prefix holds none of the template's start anchors (issue 10 item 14)."""
+    from chatparse.openai._resolve import missing_anchor_message
+
+    message = missing_anchor_message(template, prefix, f"the template of {label}")
+    if message is not None:
+        print(f"{PROG}: warning: {_one_line(message)}", file=sys.stderr)
 
 
 def _load_tools(path: str | None) -> list[Any] | None:
