@@ -478,51 +478,19 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_missing(args: argparse.Namespace) -> int:
+    raise CliError("serve needs the server extra: pip install 'chatparse[server]'")
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        from .server import ServerConfig, ServerConfigError, create_app, resolve_config
-    except ImportError as e:
-        raise CliError(f"serve needs the server extra: pip install 'chatparse[server]' ({e})") from e
-    import logging
+    from .server import ServerConfigError
+    from .server._cli import run_serve
+    from .server._serve import BindError, StartupError
 
-    if args.max_body_bytes < 1:
-        raise CliError("--max-body-bytes must be at least 1")
-    config = ServerConfig(
-        upstream=args.upstream,
-        model=args.model,
-        upstream_model=args.upstream_model,
-        upstream_api=args.upstream_api,
-        template=args.template,
-        tokenizer=args.tokenizer,
-        api_key=args.api_key or os.environ.get("CHATPARSE_API_KEY") or None,
-        upstream_api_key=args.upstream_api_key or os.environ.get("CHATPARSE_UPSTREAM_API_KEY") or None,
-        reasoning_key=args.reasoning_key,
-        max_body_bytes=args.max_body_bytes,
-        connect_timeout=args.connect_timeout,
-        upstream_timeout=args.upstream_timeout,
-        extra_stop=list(args.stop),
-    )
     try:
-        resolved = resolve_config(config)
-    except ServerConfigError as e:
+        return run_serve(args)
+    except (ServerConfigError, BindError, StartupError) as e:
         raise CliError(str(e)) from e
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    import uvicorn
-
-    print(
-        f"{PROG} serve: http://{args.host}:{args.port}/v1 -> {resolved.upstream_url} "
-        f"({json.dumps(resolved.describe(), ensure_ascii=False)})",
-        file=sys.stderr,
-        flush=True,
-    )
-    uvicorn.run(
-        create_app(config, resolved=resolved),
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        access_log=False,
-    )
-    return 0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -538,6 +506,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(bad arguments, missing file, invalid JSON or invalid template). "
         "Example: chatparse parse --template examples/templates/qwen3.json examples/outputs/qwen3.txt",
     )
+    from chatparse import __version__
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p_parse = sub.add_parser(
@@ -584,85 +555,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run an OpenAI-compatible server (GET /v1/models, GET /health, POST "
         "/v1/chat/completions, POST /v1/responses) that sends requests to an engine in raw mode and "
         "parses its output with the model's response template. Needs 'pip install chatparse[server]'. "
-        "Logs one JSON line per request on stderr.",
+        "Logs JSON lines on stderr (one per request). Exit status 0 after a graceful shutdown (SIGTERM, "
+        "SIGINT), 2 when it cannot start (bad configuration, no template, the address cannot be bound).",
     )
-    p_serve.add_argument(
-        "--upstream", required=True, metavar="URL", help="the engine's base URL, e.g. http://127.0.0.1:8001"
-    )
-    p_serve.add_argument(
-        "--model",
-        required=True,
-        metavar="NAME",
-        help="the model name clients use (also used to find the template)",
-    )
-    p_serve.add_argument(
-        "--upstream-model", metavar="NAME", help="the model name the engine knows (default: --model)"
-    )
-    p_serve.add_argument(
-        "--upstream-api",
-        default="auto",
-        choices=["auto", "completions", "ollama-generate", "chat-raw", "chat", "ollama-chat"],
-        help="how to talk to the engine: completions / ollama-generate send a prompt chatparse renders "
-        "from the local chat template; chat-raw is a chat endpoint returning raw text; chat / ollama-chat "
-        "are chat endpoints that parse calls themselves (chatparse only recovers calls they missed). "
-        "auto: completions when a chat template is found locally, else chat-raw",
-    )
-    p_serve.add_argument(
-        "--template",
-        metavar="NAME|FILE",
-        help="catalog template name or JSON file (default: resolved from the model)",
-    )
-    p_serve.add_argument(
-        "--tokenizer",
-        metavar="PATH",
-        help="folder or file with the chat template (tokenizer_config.json, chat_template.jinja), or a "
-        "model id in the local Hugging Face cache (default: the model id, looked up in the cache)",
-    )
-    p_serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p_serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    p_serve.add_argument(
-        "--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY' (or set CHATPARSE_API_KEY)"
-    )
-    p_serve.add_argument(
-        "--upstream-api-key",
-        metavar="KEY",
-        help="bearer token for the engine (or CHATPARSE_UPSTREAM_API_KEY)",
-    )
-    p_serve.add_argument(
-        "--reasoning-key",
-        default="reasoning_content",
-        choices=["reasoning_content", "reasoning", "both"],
-        help="key of the reasoning text in messages and deltas (default: reasoning_content)",
-    )
-    p_serve.add_argument(
-        "--stop",
-        action="append",
-        default=[],
-        metavar="TEXT",
-        help="extra stop string sent upstream (repeatable)",
-    )
-    p_serve.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=4 * 1024 * 1024,
-        metavar="N",
-        help="largest request body accepted (default: 4 MiB)",
-    )
-    p_serve.add_argument(
-        "--connect-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="upstream connect timeout (default: 10)",
-    )
-    p_serve.add_argument(
-        "--upstream-timeout",
-        type=float,
-        default=600.0,
-        metavar="SECONDS",
-        help="longest wait for the engine's next bytes (default: 600)",
-    )
-    p_serve.set_defaults(handler=_cmd_serve)
+    try:
+        from .server._cli import add_arguments as _serve_arguments
+    except ImportError:  # no server extra: the command explains itself when run
+        p_serve.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p_serve.set_defaults(handler=_serve_missing)
+    else:
+        _serve_arguments(p_serve)
+        p_serve.set_defaults(handler=_cmd_serve)
 
     p_templates = sub.add_parser(
         "templates",

@@ -12,6 +12,7 @@ import openai
 import pytest
 
 from chatparse.server import ServerConfig, create_app
+from chatparse.server._serve import make_protocol
 
 from .engine import TestEngine
 from .live import LiveServer
@@ -87,8 +88,12 @@ def qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @contextlib.contextmanager
 def running(**kwargs: Any) -> Iterator[LiveServer]:
-    """A chatparse server for `ServerConfig(**kwargs)` on a loopback port."""
-    with LiveServer(create_app(ServerConfig(**kwargs))) as srv:
+    """A chatparse server for `ServerConfig(**kwargs)` on a loopback port, with the HTTP protocol
+    (header timeout, connection cap) of `chatparse serve`. One render worker unless told otherwise."""
+    kwargs.setdefault("render_workers", 1)
+    config = ServerConfig(**kwargs)
+    protocol = make_protocol(config.header_timeout, config.max_connections)
+    with LiveServer(create_app(config), http=protocol, lifespan="on") as srv:
         yield srv
 
 

@@ -30,11 +30,16 @@ __all__ = [
 ]
 
 
-def serve(
-    config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info"
-) -> None:
-    """Run the server with uvicorn until interrupted (binds to 127.0.0.1 unless told otherwise)."""
-    import uvicorn
+def serve(config: ServerConfig, *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the server until SIGTERM/SIGINT (binds to 127.0.0.1 unless told otherwise).
 
+    Raises `ServerConfigError` for a configuration that cannot work and `OSError` when the address
+    cannot be bound. Logs are JSON lines on stderr (`configure_logging`).
+    """
+    from ._log import configure_logging
+    from ._serve import bind, fd_budget, run
+
+    configure_logging()
     app = create_app(config)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    cap, _ = fd_budget(config.max_connections)
+    run(app, bind(host, port), max_connections=cap)
