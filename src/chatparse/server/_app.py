@@ -652,7 +652,7 @@ class App:
                         if out:
                             if first:
                                 first = False
-                                self.metrics.ttft.observe(time.perf_counter() - started, self._template_label)
+                                self._first_token(started)
                             await send(
                                 {"type": "http.response.body", "body": encoder.deltas(out), "more_body": True}
                             )
@@ -660,6 +660,8 @@ class App:
                     self._upstream_failed(e, rlog)
                     rlog.set(stream_error=True)
                     body = encoder.fail(pipe.abort(), e)
+                    if first and pipe.sent:
+                        self._first_token(started)
                     self._account(pipe, rlog)
                     await send({"type": "http.response.body", "body": body, "more_body": False})
                     return
@@ -667,8 +669,14 @@ class App:
             self._upstream_failed(e, rlog)
             await _error_reply(e).send(send, rlog)
             return
+        body = encoder.finish(pipe)
+        if first and pipe.sent:
+            self._first_token(started)
         self._account(pipe, rlog)
-        await send({"type": "http.response.body", "body": encoder.finish(pipe), "more_body": False})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    def _first_token(self, started: float) -> None:
+        self.metrics.ttft.observe(time.perf_counter() - started, self._template_label)
 
     def _exchange(self, plan: _Plan, encoder: Encoder, rlog: RequestLog) -> _Exchange:
         work = self._stream if plan.req["stream"] else self._once

@@ -101,7 +101,7 @@ class RenderPool:
             "chatparse.server._render",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=None,
             env=env,
         )
         worker = _Worker(proc)

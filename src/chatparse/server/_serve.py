@@ -69,7 +69,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(2048)
     except OSError as e:
         sock.close()
-        raise BindError(e.errno, f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+        raise BindError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
     sock.setblocking(False)
     return sock
 
