@@ -277,11 +277,30 @@ class _Exchange:
 class _Plan:
     """One chat request, checked and rendered: the upstream call and how to build its pipeline."""
 
-    def __init__(self, req: dict[str, Any], call: Any, prefix: str | None, note: str | None) -> None:
+    def __init__(
+        self,
+        req: dict[str, Any],
+        call: Any,
+        prefix: str | None,
+        note: str | None,
+        default_max_tokens: int | None = None,
+    ) -> None:
         self.req = req
         self.call = call
         self.prefix = prefix
         self.note = note
+        self.default_max_tokens = default_max_tokens
+        """The `max_tokens` this server chose for the engine because the request set none."""
+
+    def explain(self, e: UpstreamError) -> UpstreamError:
+        """`e`, with the hint that this server chose `max_tokens` when the engine rejected the request."""
+        if e.status != 400 or self.default_max_tokens is None:
+            return e
+        hint = (
+            f" (the request set no max_tokens, so chatparse asked for {self.default_max_tokens}: send "
+            "max_tokens, or start the server with a smaller --default-max-tokens)"
+        )
+        return UpstreamError(e.status, str(e) + hint, e.kind, e.upstream_status)
 
 
 class App:
@@ -573,10 +592,15 @@ class App:
                 rlog.set(prefix_warning=note)
         stop = list(dict.fromkeys((req.get("stop") or []) + r.stop))
         passthrough = {k: body[k] for k in self.config.passthrough if k in body}
+        upstream_req, default_max = req, None
+        if r.api == "completions" and req.get("max_tokens") is None and self.config.default_max_tokens:
+            # the completions endpoints default to 16 tokens (vLLM, SGLang, llama-cpp-python)
+            default_max = self.config.default_max_tokens
+            upstream_req = {**req, "max_tokens": default_max}
         try:
             call = build_call(
                 r.api,
-                req,
+                upstream_req,
                 model=r.upstream_model,
                 prompt=prompt,
                 stop=stop or None,
@@ -585,7 +609,7 @@ class App:
             )
         except InvalidRequest as e:
             raise HTTPError(400, str(e), e.param) from None
-        return _Plan(req, call, prefix, note)
+        return _Plan(req, call, prefix, note, default_max)
 
     def _pipeline(self, plan: _Plan) -> Pipeline:
         req = plan.req
@@ -626,6 +650,7 @@ class App:
                 self._answers.add(answer)
                 events = await answer.read_whole()
         except UpstreamError as e:
+            e = plan.explain(e)
             self._upstream_failed(e, rlog)
             await _error_reply(e).send(send, rlog)
             return
@@ -666,6 +691,7 @@ class App:
                     await send({"type": "http.response.body", "body": body, "more_body": False})
                     return
         except UpstreamError as e:  # raised on entry: nothing was sent yet
+            e = plan.explain(e)
             self._upstream_failed(e, rlog)
             await _error_reply(e).send(send, rlog)
             return

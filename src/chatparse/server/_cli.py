@@ -82,6 +82,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FIELD",
         help="a request field sent to the engine as it is, e.g. top_k, min_p or llama.cpp's grammar (repeatable)",
     )
+    p.add_argument(
+        "--default-max-tokens",
+        type=int,
+        default=d.default_max_tokens,
+        metavar="N",
+        help="max_tokens sent to a completions upstream when the request has none, because the "
+        "completions endpoints of vLLM, SGLang and llama-cpp-python stop after 16 tokens by default "
+        f"(default: {d.default_max_tokens}; 0: send none, the engine's own default applies)",
+    )
     limits = p.add_argument_group("limits (every one has a safe default)")
     limits.add_argument(
         "--max-body-bytes",
@@ -189,6 +198,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         render_timeout=args.render_timeout,
         shutdown_timeout=args.shutdown_timeout,
         passthrough=list(args.passthrough),
+        default_max_tokens=args.default_max_tokens or None,
     )
 
 

@@ -73,6 +73,10 @@ class ServerConfig:
     """On SIGTERM/SIGINT: seconds running answers may take to finish before they are ended."""
     passthrough: list[str] = field(default_factory=list)
     """Request fields sent to the engine as they are (e.g. `top_k`, `min_p`, llama.cpp's `grammar`)."""
+    default_max_tokens: int | None = 8192
+    """`max_tokens` sent to a `completions` upstream when the request sets none (None or 0: send none).
+    The completions endpoints of vLLM, SGLang and llama-cpp-python default to 16 tokens, while a
+    Chat Completions client that omits `max_tokens` expects an answer limited only by the context."""
 
 
 @dataclass
