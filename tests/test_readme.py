@@ -1,5 +1,6 @@
 """The README's Python examples run as written (the Serve example against a chatparse server in front
-of the test engine), and the files its commands name exist."""
+of the test engine), its `chatparse parse|stream|templates` commands run and exit 0, and the files
+its commands name exist."""
 
 from __future__ import annotations
 
@@ -55,3 +56,35 @@ def test_files_named_by_readme_commands_exist() -> None:
             for word in shlex.split(line.split("#")[0].rstrip().rstrip("\\").replace("$'", "'")):
                 if word.startswith("examples/"):
                     assert (ROOT / word).exists(), word
+
+
+def _cli_commands() -> list[list[str]]:
+    """The README's `chatparse parse|stream|templates` commands that read files (no stdin, no server)."""
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", README, re.S):
+        for line in block.splitlines():
+            if not re.match(r"chatparse (parse|stream|templates) ", line):
+                continue
+            # bash's $'...' quoting: only \n occurs
+            words = [w.replace("\\n", "\n") for w in shlex.split(line.split(" #")[0].replace("$'", "'"))]
+            if words[-1] != "-":
+                out.append(words[1:])
+    return out
+
+
+def test_the_readme_has_command_line_examples() -> None:
+    commands = _cli_commands()
+    assert len(commands) >= 8 and any("--shape" in c for c in commands)
+
+
+@pytest.mark.parametrize("argv", _cli_commands(), ids=lambda a: " ".join(a)[:60])
+def test_command_line_example_runs(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chatparse.cli import main
+
+    monkeypatch.chdir(ROOT)
+    argv = [a for a in argv if not a.startswith("--delay") and a != "0.02"]
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert out.strip()

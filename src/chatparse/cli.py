@@ -25,6 +25,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 PROG = "chatparse"
+SHAPES = ("hf", "openai")
+"""Output shapes of ``parse`` and ``stream`` (``--shape``)."""
 _STDIN = "-"
 _READ_SIZE = 65536
 _MAX_MESSAGE = 2000
@@ -259,7 +261,8 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no template: detect reasoning and tool calls with chatparse.detect (recognizers for "
         "every major family; marker-free call shapes only when the whole output has the shape or the "
-        "callee is an offered tool); prints the Chat Completions message with a 'chatparse' report",
+        "callee is an offered tool); the message carries a 'chatparse' report (recognizer, candidates "
+        "that were not calls)",
     )
     _prefix_options(parser)
     parser.add_argument(
@@ -267,6 +270,15 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="JSON file with the tool definitions (OpenAI format, a list or an object with a 'tools' "
         "list); tool-call arguments are coerced to the declared parameter types",
+    )
+    parser.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="hf",
+        help="hf (default): messages as transformers' parse_response returns them (arguments as JSON "
+        "objects, no ids) and, for stream, region events; openai: Chat Completions messages (ids, "
+        "arguments as JSON text, a 'chatparse' report) and, for stream, choices[0].delta objects. "
+        "The same for a template and for --auto",
     )
     parser.add_argument(
         "output",
@@ -284,6 +296,44 @@ def _auto_prefix(args: argparse.Namespace) -> str | None:
     return _load_prefix(args) if (args.prefix is not None or args.prefix_file is not None) else None
 
 
+def _hf_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat Completions tool call in the shape of parse_response (arguments as a JSON value, no id)."""
+    function = call.get("function") or {}
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        with contextlib.suppress(ValueError):
+            arguments = json.loads(arguments)
+    return {"type": "function", "function": {"name": function.get("name"), "arguments": arguments}}
+
+
+def _hf_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A detected Chat Completions message in the shape of parse_response; the ``chatparse`` report stays."""
+    out: dict[str, Any] = {"role": message.get("role", "assistant")}
+    for key in ("reasoning_content", "content"):
+        if message.get(key):
+            out[key] = message[key]
+    if message.get("tool_calls"):
+        out["tool_calls"] = [_hf_call(call) for call in message["tool_calls"]]
+    if message.get("chatparse"):
+        out["chatparse"] = message["chatparse"]
+    return out
+
+
+def _report_errors(where: str, message: Mapping[str, Any]) -> int:
+    """Exit status of an OpenAI-shaped template-mode answer: 1 (with one stderr line) when a region
+    could not be parsed, as ``parse_response`` would have raised; the message is printed anyway."""
+    errors = (message.get("chatparse") or {}).get("errors") or []
+    if not errors:
+        return 0
+    first = errors[0]
+    print(
+        f"{PROG}: error: {where}: {len(errors)} malformed region(s); first: field '{first.get('field')}': "
+        f"{_one_line(str(first.get('error')))}",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def _cmd_parse(args: argparse.Namespace) -> int:
     from chatparse import parse_response
 
@@ -293,15 +343,25 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         tools = _load_tools(args.tools)
         text = _read_text(args.output, "output file")
         message, _reason = detect.parse_message(text, tools=tools, prefix=_auto_prefix(args))
-        _write_json(message, indent=2)
+        _write_json(message if args.shape == "openai" else _hf_message(message), indent=2)
         return 0
     template, prefix = _template_and_prefix(args)
     tools = _load_tools(args.tools)
     text = _read_text(args.output, "output file")
+    where = _display(args.output)
+    if args.shape == "openai":
+        from chatparse.openai import parse_message
+
+        try:
+            answer = parse_message(text, template=template, prefix=prefix, tools=tools)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CliError(f"{where}: cannot parse: {_describe(exc)}", 1) from None
+        _write_json(answer, indent=2)
+        return _report_errors(where, answer)
     try:
         message = parse_response(text, template, prefix=prefix, tools=tools)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CliError(f"{_display(args.output)}: cannot parse: {_describe(exc)}", 1) from None
+        raise CliError(f"{where}: cannot parse: {_describe(exc)}", 1) from None
     _write_json(message, indent=2)
     return 0
 
@@ -347,12 +407,10 @@ def _cmd_stream(args: argparse.Namespace) -> int:
         return _stream_auto(args)
     template, prefix = _template_and_prefix(args)
     tools = _load_tools(args.tools)
-    if args.output == _STDIN:
-        chunks: Iterator[str] = _stdin_reads()
-    else:
-        chunks = _file_chunks(_read_text(args.output, "output file"), args.chunk_size)
-
+    chunks = _chunks(args)
     where = _display(args.output)
+    if args.shape == "openai":
+        return _stream_deltas(args, template, prefix, tools, chunks, where)
     malformed: list[Mapping[str, object]] = []
 
     def emit(events: Sequence[Mapping[str, object]]) -> None:
@@ -364,11 +422,7 @@ def _cmd_stream(args: argparse.Namespace) -> int:
     try:
         parser = ResponseParser(template, prefix=prefix, tools=tools)
         emit(parser.initial_events)
-        first = True
         for chunk in chunks:
-            if args.delay and not first:
-                time.sleep(args.delay)
-            first = False
             emit(parser.feed(chunk))
         message, final_events = parser.finalize()
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -388,29 +442,115 @@ def _cmd_stream(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stream_auto(args: argparse.Namespace) -> int:
-    """``stream --auto``: one Chat Completions delta per line as detection releases it, then the
-    message (``{"type": "message", "message": ..., "finish_reason": ...}``)."""
-    from chatparse import detect
+def _chunks(args: argparse.Namespace) -> Iterator[str]:
+    """The model output as feeds: stdin as it arrives, a file (read now, so that a missing one is an
+    error before any output) in ``--chunk-size`` pieces; ``--delay`` seconds apart."""
+    if args.output == _STDIN:
+        source: Iterator[str] = _stdin_reads()
+    else:
+        source = _file_chunks(_read_text(args.output, "output file"), args.chunk_size)
+    return _paced(source, args.delay) if args.delay else source
 
-    tools = _load_tools(args.tools)
-    chunks = (
-        _stdin_reads()
-        if args.output == _STDIN
-        else _file_chunks(_read_text(args.output, "output file"), args.chunk_size)
-    )
-    stream = detect.AutoStream(tools=tools, prefix=_auto_prefix(args))
-    first = True
-    for chunk in chunks:
-        if args.delay and not first:
-            time.sleep(args.delay)
-        first = False
-        for delta in stream.feed(chunk):
-            _write_json({"type": "delta", "delta": delta})
-    message, deltas, reason = stream.finish("stop")
+
+def _paced(source: Iterator[str], delay: float) -> Iterator[str]:
+    for i, chunk in enumerate(source):
+        if i:
+            time.sleep(delay)
+        yield chunk
+
+
+def _stream_deltas(
+    args: argparse.Namespace, template: Any, prefix: str, tools: Any, chunks: Iterator[str], where: str
+) -> int:
+    """``stream --shape openai`` with a template: one Chat Completions delta per line, then the message."""
+    from chatparse.openai import ChatParser
+
+    try:
+        parser = ChatParser(template=template, prefix=prefix, tools=tools)
+        for chunk in chunks:
+            for delta in parser.feed(chunk):
+                _write_json({"type": "delta", "delta": delta})
+        message, deltas, reason = parser.finish("stop")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CliError(f"{where}: cannot parse: {_describe(exc)}", 1) from None
     for delta in deltas:
         _write_json({"type": "delta", "delta": delta})
     _write_json({"type": "message", "message": message, "finish_reason": reason})
+    return _report_errors(where, message)
+
+
+class _DeltaRegions:
+    """Region events (``--shape hf``) for the deltas of template-less detection.
+
+    Detection decides some calls only at the end of the output and runs its own union template, so
+    its regions have no offsets in a prompt + output text: these events carry no ``start``/``end``/
+    ``captures``. Otherwise the contract holds: one open, chunks (text fields, ``dirty`` false),
+    exactly one close per region, no nesting; a call is one region whose close value is the call.
+    """
+
+    def __init__(self) -> None:
+        self.field: str | None = None
+        self.text: list[str] = []
+
+    def _close(self, out: list[dict[str, Any]]) -> None:
+        if self.field is not None:
+            out.append(
+                {"type": "region_close", "field": self.field, "value": "".join(self.text), "complete": True}
+            )
+            self.field, self.text = None, []
+
+    def events(self, delta: Mapping[str, Any]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for key, value in delta.items():
+            if key == "tool_calls":
+                self._close(out)
+                for call in value:
+                    out.append({"type": "region_open", "field": "tool_calls"})
+                    close = {"type": "region_close", "field": "tool_calls", "value": _hf_call(call)}
+                    out.append({**close, "complete": True})
+            elif isinstance(value, str) and value:
+                if self.field != key:
+                    self._close(out)
+                    self.field = key
+                    out.append({"type": "region_open", "field": key})
+                self.text.append(value)
+                out.append({"type": "region_chunk", "field": key, "text": value, "dirty": False})
+        return out
+
+    def finish(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        self._close(out)
+        return out
+
+
+def _stream_auto(args: argparse.Namespace) -> int:
+    """``stream --auto``: region events (``--shape hf``) or Chat Completions deltas (``--shape
+    openai``) as detection releases them, then the message."""
+    from chatparse import detect
+
+    tools = _load_tools(args.tools)
+    chunks = _chunks(args)
+    stream = detect.AutoStream(tools=tools, prefix=_auto_prefix(args))
+    regions = _DeltaRegions() if args.shape == "hf" else None
+
+    def emit(deltas: Sequence[Mapping[str, Any]]) -> None:
+        for delta in deltas:
+            if regions is None:
+                _write_json({"type": "delta", "delta": delta})
+            else:
+                for event in regions.events(delta):
+                    _write_json(event)
+
+    for chunk in chunks:
+        emit(stream.feed(chunk))
+    message, deltas, reason = stream.finish("stop")
+    emit(deltas)
+    if regions is None:
+        _write_json({"type": "message", "message": message, "finish_reason": reason})
+    else:
+        for event in regions.finish():
+            _write_json(event)
+        _write_json({"type": "message", "message": _hf_message(message)})
     return 0
 
 
@@ -515,8 +655,10 @@ def build_parser() -> argparse.ArgumentParser:
         "parse",
         help="parse a complete model output and print the message as JSON",
         description="Parse a complete model output (one-shot) and print the assistant message as "
-        "pretty-printed JSON. Exit status 1 if the output cannot be parsed (e.g. a tool call "
-        "that is not valid JSON, or a required field is missing).",
+        "pretty-printed JSON: with --shape hf (the default) as transformers' parse_response returns it, "
+        "with --shape openai as a Chat Completions message. Exit status 1 if the output cannot be parsed "
+        "(e.g. a tool call that is not valid JSON, or a required field is missing); with --shape openai "
+        "the recovered message is printed anyway. --auto never fails: what is not a call stays content.",
     )
     _common_options(p_parse)
     p_parse.set_defaults(handler=_cmd_parse)
@@ -525,9 +667,12 @@ def build_parser() -> argparse.ArgumentParser:
         "stream",
         help="feed a model output in chunks and print the parser events as JSON lines",
         description="Feed a model output to the streaming parser in chunks and print one JSON object "
-        "per line as events happen: region_open, region_chunk, region_close, region_malformed "
-        '(whose \'error\' is printed as {"type": ..., "message": ...}), then a final line '
-        '{"type": "message", "message": {...}} with the finished message. With OUTPUT_FILE "-", '
+        "per line as it is released. --shape hf (the default): the parser's events, region_open, "
+        "region_chunk, region_close, region_malformed (whose 'error' is printed as "
+        '{"type": ..., "message": ...}), then {"type": "message", "message": {...}}; with --auto '
+        "the events carry no offsets. --shape openai: "
+        '{"type": "delta", "delta": {...}} lines (Chat Completions choices[0].delta), then '
+        '{"type": "message", "message": {...}, "finish_reason": ...}. With OUTPUT_FILE "-", '
         "stdin is fed as it arrives (each read is one feed; --chunk-size and --delay do not apply). "
         "Exit status 1 if a region was malformed (all events and the recovered message are still "
         "printed) or the output cannot be parsed.",
