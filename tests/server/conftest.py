@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,19 @@ def model_dir(root: Path, template: str = QWEN_TEMPLATE, **config: Any) -> Path:
     data = {"chat_template": template, "eos_token": "<|im_end|>", "bos_token": None, **config}
     (root / "tokenizer_config.json").write_text(json.dumps(data), encoding="utf-8")
     return root
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """`chatparse serve` run in-process (`cli.main(["serve", ...])`) configures the root logger for
+    JSON lines on stderr; the next tests get the logging configuration back as it was."""
+    names = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "httpx", "httpcore")
+    saved = [(lg, lg.handlers[:], lg.level, lg.propagate) for lg in map(logging.getLogger, names)]
+    yield
+    for lg, handlers, level, propagate in saved:
+        lg.handlers[:] = handlers
+        lg.setLevel(level)
+        lg.propagate = propagate
 
 
 @pytest.fixture(scope="session")

@@ -128,9 +128,26 @@ class _Throttle(logging.Filter):
         return True
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever `sys.stderr` is at the time of the record (as `logging.lastResort` does),
+    not to the stream that was current when logging was configured: embedding code and tests that
+    swap stderr (and close the old one) then never meet a closed file."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def configure_logging(level: int = logging.INFO) -> None:
     """JSON lines on stderr for every logger (see the module docstring)."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(JSONFormatter())
     handler.addFilter(_Throttle())
     root = logging.getLogger()

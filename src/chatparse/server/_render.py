@@ -12,6 +12,11 @@ answers `{"ready": true}`. Each job is `{"messages", "tools", "kwargs"}`; the an
 `{"prompt": str}` or `{"error": str}`. JSON, not pickle: a worker whose sandbox was broken still
 cannot make the server run code.
 
+A worker's stderr (a Python warning, the traceback of a crash, a fatal error of the interpreter)
+is a pipe the server reads: each line becomes a `render_worker_output` JSON log line with the
+worker's pid (at most `_MAX_OUTPUT_LINES` per worker, `_MAX_LINE` bytes each; what is left out is
+counted in one last line), so the server's log stays JSON lines only.
+
 `RenderPool(workers=0)` renders on the event loop itself, with no time budget: only for templates
 the operator trusts (`--render-workers 0`).
 """
@@ -36,6 +41,8 @@ __all__ = ["RenderBusy", "RenderPool", "RenderTimeout"]
 
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 64 * 1024 * 1024
+_MAX_OUTPUT_LINES = 100
+_MAX_LINE = 4096
 
 
 class RenderTimeout(ChatTemplateError):
@@ -46,12 +53,42 @@ class RenderBusy(Exception):
     """Every render worker stayed busy for the whole time budget."""
 
 
+async def _log_output(pid: int, stream: asyncio.StreamReader) -> None:
+    """Forward a worker's stderr as JSON log lines (bounded in count and length) until it closes."""
+    written = dropped = 0
+    pending = b""
+    while True:
+        data = await stream.read(65536)
+        if data:
+            pending += data
+        lines = pending.split(b"\n")
+        pending = lines.pop() if data else b""
+        if len(pending) > _MAX_LINE:  # a line without an end: cut it here
+            lines.append(pending)
+            pending = b""
+        for raw in lines:
+            if not raw.strip():
+                continue
+            if written < _MAX_OUTPUT_LINES:
+                written += 1
+                line = raw[:_MAX_LINE].decode("utf-8", "replace").rstrip()
+                log.warning(dumps({"event": "render_worker_output", "pid": pid, "line": line}).decode())
+            else:
+                dropped += 1
+        if not data:
+            break
+    if dropped:
+        note = {"event": "render_worker_output", "pid": pid, "dropped_lines": dropped}
+        log.warning(dumps(note).decode())
+
+
 class _Worker:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
-        assert proc.stdin is not None and proc.stdout is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         self.stdin = proc.stdin
         self.stdout = proc.stdout
+        self.output = asyncio.ensure_future(_log_output(proc.pid, proc.stderr))
 
     async def call(self, job: bytes) -> dict[str, Any]:
         self.stdin.write(_HEADER.pack(len(job)) + job)
@@ -101,7 +138,7 @@ class RenderPool:
             "chatparse.server._render",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=None,
+            stderr=asyncio.subprocess.PIPE,
             env=env,
         )
         worker = _Worker(proc)
@@ -151,6 +188,13 @@ class RenderPool:
                 f"every render worker stayed busy for the render time budget of {self.budget:g} s "
                 "(--render-timeout)"
             ) from None
+        if worker.proc.returncode is not None:  # it died while idle (crashed, killed): start another
+            self._all.discard(worker)
+            self.restarts += 1
+            try:
+                worker = await asyncio.wait_for(self._spawn(), max(0.001, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                raise RenderBusy("no render worker could be started within the render time budget") from None
         job = dumps({"messages": messages, "tools": tools, "kwargs": kwargs})
         left = max(0.001, deadline - time.monotonic())
         try:
@@ -179,6 +223,8 @@ class RenderPool:
             worker.kill()
             with contextlib.suppress(Exception):
                 await worker.proc.wait()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(worker.output, 1)
         self._all.clear()
 
 
