@@ -219,3 +219,27 @@ def test_corpus_through_llamacpp_equals_the_test_engine(
                     checked += 1
     assert checked == sum(len(c) for c in templates.values()) > 0
     assert replays >= checked
+
+
+def test_without_a_default_budget_llamacpp_stops_after_16_tokens(tmp_path: Path) -> None:
+    L.require()
+    fx, cfg, family, prefix, _ = FAMILIES["qwen3-hermes"]["qwen3"][0]
+    model, _ = write_model(tmp_path / "m.gguf", family)
+    assert L.replay_token_count(fx.raw_output, model) > 16
+    folder = model_dir(tmp_path / "tokenizer", CHAT_TEMPLATE, eos_token=EOS)
+    request = {
+        "model": "m",
+        "messages": [{"role": "system", "content": prefix}, {"role": "user", "content": "go"}],
+        "tools": tools_of(fx),
+        "extra_body": {"grammar": L.replay_grammar(fx.raw_output, model)},
+    }
+    expected = plain(parse_message(fx.raw_output, **{**cfg.kwargs, "prefix": prefix}))
+    with L.llama_server(model, n_ctx=N_CTX) as url:
+        common = {"upstream": url, "model": "m", "template": "qwen3", "tokenizer": str(folder)}
+        with running(**common, upstream_api="completions", passthrough=["grammar"]) as srv:
+            assert _answer(client(srv), request, False) == (expected, ["tool_calls"])
+        with running(
+            **common, upstream_api="completions", passthrough=["grammar"], default_max_tokens=None
+        ) as srv:
+            message, reasons = _answer(client(srv), request, False)
+    assert reasons == ["length"] and message != expected
