@@ -220,3 +220,49 @@ def test_openai_shape_prints_the_recovered_message_and_exits_1(
     assert err.startswith("chatparse: error: ") and "1 malformed region" in err and err.count("\n") == 1
     code, out, err = run(capsys, "parse", "--model", "qwen3", "--prefix", "", str(tmp_path / "o.txt"))
     assert code == 1 and out == "" and "cannot parse" in err  # hf: parse_response raises
+
+
+@pytest.mark.parametrize("shape", ["hf", "openai"])
+@pytest.mark.parametrize("mode", ["template", "auto"])
+def test_jsonl_lines_have_the_shape_of_parse(
+    shape: str, mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = [c for c in CASES if c["template"] in ("QWEN_JSON", "GPT_OSS", "MISTRAL_V11") and not c["tools"]]
+    src = tmp_path / "in.jsonl"
+    for template in ("QWEN_JSON", "GPT_OSS", "MISTRAL_V11"):
+        rows = [c for c in cases if c["template"] == template]
+        src.write_text(
+            "".join(json.dumps({"t": c["text"], "p": c["prefix"]}) + "\n" for c in rows), encoding="utf-8"
+        )
+        source = ["--auto"] if mode == "auto" else files(tmp_path, rows[0])[:2]
+        argv = [
+            "parse",
+            "--jsonl",
+            str(src),
+            "--field",
+            "t",
+            "--prefix-field",
+            "p",
+            "--shape",
+            shape,
+            *source,
+        ]
+        main(argv)
+        got = lines(capsys.readouterr().out)
+        assert len(got) == len(rows)
+        for line, case in zip(got, rows):
+            args = files(tmp_path, case)
+            args = args[2:] if mode == "auto" else args
+            code, out, _ = run(
+                capsys,
+                "parse",
+                "--shape",
+                shape,
+                *(["--auto"] if mode == "auto" else []),
+                *args,
+                str(tmp_path / "o.txt"),
+            )
+            if "error" in line:  # hf with a template: parse_response raised, and so does parse
+                assert shape == "hf" and mode == "template" and code == 1, case["id"]
+            else:
+                assert no_ids(line) == no_ids(json.loads(out)), case["id"]

@@ -296,27 +296,11 @@ def _auto_prefix(args: argparse.Namespace) -> str | None:
     return _load_prefix(args) if (args.prefix is not None or args.prefix_file is not None) else None
 
 
-def _hf_call(call: Mapping[str, Any]) -> dict[str, Any]:
-    """A Chat Completions tool call in the shape of parse_response (arguments as a JSON value, no id)."""
-    function = call.get("function") or {}
-    arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        with contextlib.suppress(ValueError):
-            arguments = json.loads(arguments)
-    return {"type": "function", "function": {"name": function.get("name"), "arguments": arguments}}
+def to_hf_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat Completions message (``--auto``) in the hf shape (``chatparse.openai._wire.to_hf_message``)."""
+    from chatparse.openai._wire import to_hf_message as convert
 
-
-def _hf_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    """A detected Chat Completions message in the shape of parse_response; the ``chatparse`` report stays."""
-    out: dict[str, Any] = {"role": message.get("role", "assistant")}
-    for key in ("reasoning_content", "content"):
-        if message.get(key):
-            out[key] = message[key]
-    if message.get("tool_calls"):
-        out["tool_calls"] = [_hf_call(call) for call in message["tool_calls"]]
-    if message.get("chatparse"):
-        out["chatparse"] = message["chatparse"]
-    return out
+    return convert(dict(message))
 
 
 def _report_errors(where: str, message: Mapping[str, Any]) -> int:
@@ -334,16 +318,50 @@ def _report_errors(where: str, message: Mapping[str, Any]) -> int:
     return 1
 
 
+def _cmd_parse_jsonl(args: argparse.Namespace) -> int:
+    """``parse --jsonl``: the logic is in :mod:`chatparse.hf._jsonl`."""
+    from chatparse.hf import _jsonl
+
+    if not args.field:
+        raise CliError("--jsonl needs --field NAME (the key of the generated text in each line)")
+    if args.jobs < 1:
+        raise CliError("--jobs must be at least 1")
+    template, prefix = (None, _load_prefix(args)) if args.auto else _template_and_prefix(args)
+    tools = _load_tools(args.tools)
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    try:
+        handle = sys.stdin if args.output == _STDIN else open(args.output, encoding="utf-8", newline="")  # noqa: SIM115
+    except OSError as exc:
+        raise CliError(f"{args.output}: cannot read output file: {exc.strerror or exc}") from None
+    with contextlib.closing(handle) if handle is not sys.stdin else contextlib.nullcontext():
+        try:
+            result = _jsonl.parse_jsonl(
+                handle, sys.stdout, field=args.field, template=template, prefix=prefix,
+                prefix_field=args.prefix_field, tools=tools, jobs=args.jobs, progress=progress,
+                total_bytes=_jsonl.file_size(args.output) if args.output != _STDIN else None,
+                shape=args.shape,
+            )  # fmt: skip
+        except UnicodeDecodeError as exc:
+            raise CliError(f"{_display(args.output)}: not valid UTF-8 ({exc.reason})") from None
+    if result.failed:
+        print(f"{PROG}: error: {_display(args.output)}: {result.failed} of {result.lines} line(s) could not be "
+              f"parsed; first: {result.first_error}", file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
 def _cmd_parse(args: argparse.Namespace) -> int:
     from chatparse import parse_response
 
+    if args.jsonl:
+        return _cmd_parse_jsonl(args)
     if args.auto:
         from chatparse import detect
 
         tools = _load_tools(args.tools)
         text = _read_text(args.output, "output file")
         message, _reason = detect.parse_message(text, tools=tools, prefix=_auto_prefix(args))
-        _write_json(message if args.shape == "openai" else _hf_message(message), indent=2)
+        _write_json(message if args.shape == "openai" else to_hf_message(message), indent=2)
         return 0
     template, prefix = _template_and_prefix(args)
     tools = _load_tools(args.tools)
@@ -504,9 +522,9 @@ class _DeltaRegions:
         for key, value in delta.items():
             if key == "tool_calls":
                 self._close(out)
-                for call in value:
+                for call in to_hf_message({"tool_calls": value})["tool_calls"]:
                     out.append({"type": "region_open", "field": "tool_calls"})
-                    close = {"type": "region_close", "field": "tool_calls", "value": _hf_call(call)}
+                    close = {"type": "region_close", "field": "tool_calls", "value": call}
                     out.append({**close, "complete": True})
             elif isinstance(value, str) and value:
                 if self.field != key:
@@ -550,7 +568,7 @@ def _stream_auto(args: argparse.Namespace) -> int:
     else:
         for event in regions.finish():
             _write_json(event)
-        _write_json({"type": "message", "message": _hf_message(message)})
+        _write_json({"type": "message", "message": to_hf_message(message)})
     return 0
 
 
@@ -661,6 +679,12 @@ def build_parser() -> argparse.ArgumentParser:
         "the recovered message is printed anyway. --auto never fails: what is not a call stays content.",
     )
     _common_options(p_parse)
+    jsonl = p_parse.add_argument_group("JSON Lines (one generation per line; see chatparse.hf)")
+    jsonl.add_argument("--jsonl", action="store_true", help="OUTPUT_FILE is JSON Lines: parse --field of every line and write one message (or {\"error\": ...}) per line")  # fmt: skip
+    jsonl.add_argument("--field", metavar="NAME", help="with --jsonl: the key of the generated text (a.b for nested keys)")  # fmt: skip
+    jsonl.add_argument("--prefix-field", metavar="NAME", help="with --jsonl: the key of each line's prompt (default: --prefix)")  # fmt: skip
+    jsonl.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="with --jsonl: parse in N processes (default: 1)")  # fmt: skip
+    jsonl.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="with --jsonl: progress bar on stderr (default: when stderr is a terminal)")  # fmt: skip
     p_parse.set_defaults(handler=_cmd_parse)
 
     p_stream = sub.add_parser(
