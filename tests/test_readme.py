@@ -15,6 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
+# Blocks that need a real checkpoint or a running engine (```python sketch): not run, but they must
+# compile and every chatparse name they use must exist.
+SKETCHES = re.findall(r"```python sketch\n(.*?)```", README, re.S)
 SERVE_URL = "http://127.0.0.1:8000"
 
 
@@ -42,6 +45,33 @@ def test_python_block_runs(index: int, tmp_path: Path, monkeypatch: pytest.Monke
     runpy_code(code, tmp_path)
 
 
+@pytest.mark.parametrize("index", range(len(SKETCHES)))
+def test_sketch_block_names_exist(index: int) -> None:
+    import ast
+    import importlib
+
+    tree = ast.parse(SKETCHES[index])
+    modules: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("chatparse"):
+            module = importlib.import_module(node.module or "")
+            for alias in node.names:
+                try:
+                    value = getattr(module, alias.name)
+                except AttributeError:  # a submodule (`from chatparse import hf`)
+                    value = importlib.import_module(f"{node.module}.{alias.name}")
+                modules[alias.asname or alias.name] = value
+    used = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+            owner = modules[node.value.id]
+            assert hasattr(owner, node.attr), f"README sketch uses {node.value.id}.{node.attr}"
+            used += 1
+        elif isinstance(node, ast.Name) and node.id in modules:
+            used += 1
+    assert used, "the sketch uses no chatparse name"
+
+
 def runpy_code(code: str, tmp_path: Path) -> None:
     script = tmp_path / "block.py"
     script.write_text(code, encoding="utf-8")
@@ -67,6 +97,8 @@ def _cli_commands() -> list[list[str]]:
                 continue
             # bash's $'...' quoting: only \n occurs
             words = [w.replace("\\n", "\n") for w in shlex.split(line.split(" #")[0].replace("$'", "'"))]
+            if ">" in words:  # an output redirection: the test reads stdout itself
+                words = words[: words.index(">")]
             if words[-1] != "-":
                 out.append(words[1:])
     return out

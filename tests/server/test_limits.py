@@ -68,9 +68,8 @@ def test_hostile_template_is_stopped_and_health_answers_meanwhile(engine: TestEn
         thread.start()
         time.sleep(0.3)
         # the event loop is free: health and a normal request are answered while the template runs
-        t = time.monotonic()
         assert httpx.get(srv.url + "/health", timeout=5).status_code == 200
-        assert time.monotonic() - t < 1.0
+        assert not result  # answered while the hostile template was still rendering
         thread.join(30)
         assert result["status"] == 400 and result["error"]["type"] == "render_timeout"
         assert "--render-timeout" in result["error"]["message"] and result["seconds"] < 5
