@@ -181,6 +181,24 @@ def test_model_id_resolves(model: str, entry: str) -> None:
     assert catalog.resolve_name(model=model, chat_template="{{ messages }}") == entry
 
 
+# checkpoints next to a breadth family whose ids look alike but whose format is another entry's, or
+# none the catalog has (None: the chat template has to decide)
+NEIGHBOUR_IDS = {
+    "stepfun-ai/Step3-VL-10B": None,  # a Qwen3-8B decoder, not Step 3's <steptml:invoke> format
+    "stepfun-ai/Step-3.5-Flash": "step3p5",
+    "ai-sage/GigaChat3-10B-A1.8B": "gigachat3",
+    "ai-sage/GigaChat3.1-10B-A1.8B": "gigachat3",
+    "Salesforce/xLAM-7b-fc-r": None,  # first-generation xLAM ({"tool_calls": [...]}), not covered
+    "moonshotai/Kimi-K2-Instruct": "kimi_k2",
+}
+
+
+@pytest.mark.parametrize(("model", "entry"), sorted(NEIGHBOUR_IDS.items()))
+def test_neighbour_model_ids(model: str, entry: str | None) -> None:
+    for variant in (model, model.lower(), f"/models/{model.split('/')[-1]}-Q4_K_M.gguf"):
+        assert catalog.match_model(variant) == entry, variant
+
+
 @pytest.mark.parametrize(("template", "entry"), TEMPLATES)
 def test_model_and_template_together(template: str, entry: str) -> None:
     """What the server does: the model id and the chat template; both must agree."""
