@@ -37,6 +37,7 @@ the work of a region visit is linear in its text for every template and every ch
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -985,6 +986,9 @@ class StringGuard:
 # Watch lists, prefilters and the scanner
 
 
+_LEAD_MAX = 32
+
+
 class Prefilter:
     """The per-token fast path of a watch list: one C search of the new text for any delimiter's
     lead (literal or one-character class), a check of the buffer's tail for the start of a literal
@@ -1001,18 +1005,57 @@ class Prefilter:
             classes.extend(s.classes)
             for loop in s.loops:
                 loops[(loop.src, loop.flags)] = loop
-        self.literals = sorted(set(literals), key=len, reverse=True)
+        # Leads are cut to `_LEAD_MAX` characters: a prefix of a lead is a lead too (quick rejection
+        # only needs "no lead occurs", and a buffer tail inside a long lead contains its cut lead).
+        self.literals = sorted({x[:_LEAD_MAX] for x in literals}, key=len, reverse=True)
+        # The earliest start of a tail of the buffer that is a prefix of a literal lead: one search
+        # of a trie-shaped pattern anchored at the end (`\Z`).
+        self.head_re = re.compile(_trie_pattern(self.literals, True) + r"\Z" if self.literals else "(?!)")
         self.classes = list(dict.fromkeys(classes))
         self.maxlen = max((len(x) for x in self.literals), default=1)
         firsts = {x[0] for x in self.literals}
         # One character that starts every lead, when there is one (most templates: "<").
         self.char = next(iter(firsts)) if len(firsts) == 1 and not self.classes else None
-        srcs = [regex.escape(x) for x in self.literals] + self.classes
-        self.search_re = regex.compile("|".join(srcs) if srcs else "(?!)")
-        self.tail_re = regex.compile("|".join(regex.escape(c) for c in sorted(firsts)) if firsts else "(?!)")
+        # One C search for any lead: a trie of the literals in `re` when there are no class leads.
+        self.search_re: Any
+        if self.classes:
+            srcs = [regex.escape(x) for x in self.literals] + self.classes
+            self.search_re = regex.compile("|".join(srcs))
+        else:
+            self.search_re = re.compile(_trie_pattern(self.literals, False) if self.literals else "(?!)")
         self.loops = list(loops.values())
         self.loop_any = _rx.CharTest("|".join(f"(?:{t.src})" for t in self.loops), 0) if self.loops else None
         self.at0 = any(s.at0 for s in strategies)
+
+
+def _trie_pattern(literals: list[str], prefixes: bool) -> str:
+    """A stdlib `re` pattern for the `literals` shaped as a trie (`<(?:think>|/think>)`), much
+    faster than a flat alternation; with `prefixes`, every non-empty prefix matches too
+    (`t(?:o(?:=)?)?`). Literals are at most `_LEAD_MAX` long, so the nesting is bounded."""
+    end = ""  # a key that cannot be a character: "a literal ends here"
+    trie: dict[str, Any] = {}
+    for lit in literals:
+        node = trie
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node[end] = {}
+
+    def alt(node: dict[str, Any]) -> str:
+        parts = []
+        for ch, child in node.items():
+            if ch == end:
+                parts.append("")
+                continue
+            rest = {k: v for k, v in child.items() if k != end}
+            if not rest:
+                parts.append(re.escape(ch))
+            elif prefixes:
+                parts.append(f"{re.escape(ch)}(?:{alt(rest)})?")
+            else:
+                parts.append(f"{re.escape(ch)}(?:{alt(child)})")
+        return "|".join(parts)
+
+    return f"(?:{alt(trie)})"
 
 
 class WatchList:
@@ -1124,6 +1167,22 @@ class Scanner:
                 h = s
         return max(self.q, h)
 
+    def _loop_hold(self, buf: str, pre: Prefilter) -> int:
+        """`_trailing`, with the usual cases found without a call: the last character is in no
+        leading loop class (hold nothing), or only it is ("word ")."""
+        n = len(buf)
+        la = self._loop_any
+        if la is not None:
+            last = buf[n - 1]
+            hit = la.cache.get(last)
+            if hit is None:
+                hit = la(last)
+            if not hit:
+                return n
+            if n >= 2 and self.q < n - 1 and la.cache.get(buf[n - 2]) is False:
+                return n - 1
+        return self._trailing(buf, pre)
+
     def _prefiltered(self, buf: str, pre: Prefilter) -> int:
         """-1 when a lead occurs in the unresolved text (the cursors must look); else the hold
         point: the start of a tail of the buffer that begins a lead, or of a leading loop's run
@@ -1137,26 +1196,22 @@ class Scanner:
             if buf.find(pre.char, start) >= 0:
                 return -1
             self._searched = n
-            return self._trailing(buf, pre) if pre.loops else n
+            return self._loop_hold(buf, pre) if pre.loops else n
         if pre.search_re.search(buf, start) is not None:
             return -1
         self._searched = n
         # A tail that begins a literal lead: nothing can start before it (or before a loop run
         # that reaches it), so hold from there without asking the cursors.
         lo = n - pre.maxlen + 1
-        m = pre.tail_re.search(buf, lo if lo > start else start)
-        while m is not None:
-            j = m.start()
-            tail = buf[j:]
-            if any(x.startswith(tail) for x in pre.literals):
-                h = j
-                for loop in pre.loops:
-                    r = run_start(loop, buf, q, j)
-                    if r < h:
-                        h = r
-                return h
-            m = pre.tail_re.search(buf, j + 1)
-        return self._trailing(buf, pre) if pre.loops else n
+        m = pre.head_re.search(buf, lo if lo > start else start)
+        if m is not None:
+            h = j = m.start()
+            for loop in pre.loops:
+                r = run_start(loop, buf, q, j)
+                if r < h:
+                    h = r
+            return h
+        return self._loop_hold(buf, pre) if pre.loops else n
 
     def decide(self, buf: str, eos: bool, zw_forbid: int = -1) -> Hold | Commit:
         """The decision for the buffer `buf` (see the class docstring)."""

@@ -221,3 +221,77 @@ def test_cut_off_openers_are_reported() -> None:
     p.feed("Hello there")
     p.finalize()
     assert p.cut_off == []
+
+
+LEADS = [
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "to=",
+    "to=functions.",
+    "functools",
+    "[TOOL_CALLS]",
+    "<|im_end|>",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(LEADS + ["x" * 40 + "<", "a"]), min_size=1, max_size=5, unique=True),
+    st.text(alphabet="<>/|[]_tofunc=.xTOLSa ", max_size=40),
+)
+def test_prefilter_trie_patterns_agree_with_plain_searches(leads: list[str], text: str) -> None:
+    """The prefilter's `re` tries (any lead; the earliest buffer tail inside a lead) answer as the
+    plain definitions do, with leads cut to `_LEAD_MAX` characters."""
+    pre = _scan.Prefilter([_scan.LiteralSearch(leads)])
+    cut = [x[: _scan._LEAD_MAX] for x in leads]
+    assert max(len(x) for x in pre.literals) <= _scan._LEAD_MAX
+    found = pre.search_re.search(text)
+    first = min((i for x in cut if (i := text.find(x)) >= 0), default=None)
+    assert (found.start() if found else None) == first
+    head = pre.head_re.search(text)
+    tails = [j for j in range(len(text)) if any(x.startswith(text[j:]) for x in cut)]
+    assert (head.start() if head else None) == (tails[0] if tails else None)
+
+
+def test_auto_mode_prose_is_decided_by_the_prefilter() -> None:
+    """Prose through the union template of auto mode (29 delimiters, leads starting with `<`, `[`,
+    `f`, `t`): no feed asks the cursors, and each feed runs at most two C searches."""
+    from chatparse import ResponseParser
+    from chatparse.detect import AutoStream
+
+    tpl = AutoStream()._parser._t
+    text = "the tool to fetch the weather for two cities, then a function of the forecast. " * 20
+    p = ResponseParser(tpl, prefix="")
+    counts = {"scan": 0, "search": 0}
+    scan = _scan.Scanner._scan
+
+    def counted(self, *a):  # type: ignore[no-untyped-def]
+        counts["scan"] += 1
+        return scan(self, *a)
+
+    pre = tpl.watch.prefilter
+    assert pre is not None
+    search, head = pre.search_re, pre.head_re
+
+    class Counting:
+        def __init__(self, rx):  # type: ignore[no-untyped-def]
+            self.rx = rx
+
+        def search(self, *a):  # type: ignore[no-untyped-def]
+            counts["search"] += 1
+            return self.rx.search(*a)
+
+    _scan.Scanner._scan = counted  # type: ignore[method-assign]
+    pre.search_re, pre.head_re = Counting(search), Counting(head)
+    try:
+        got = "".join(
+            e["text"] for i in range(0, len(text), 4) for e in p.feed(text[i : i + 4]) if "text" in e
+        )
+    finally:
+        _scan.Scanner._scan = scan  # type: ignore[method-assign]
+        pre.search_re, pre.head_re = search, head
+    n_feeds = len(range(0, len(text), 4))
+    assert counts["scan"] == 0
+    assert counts["search"] <= 2 * n_feeds
+    assert text.startswith(got) and len(got) >= len(text) - 16
