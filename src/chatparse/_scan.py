@@ -255,6 +255,20 @@ class _LoopFinder(Finder):
         return (m.end() if m is not None else s) + 1
 
 
+class _AfterFinder(Finder):
+    """Positions right after a trigger character (searched from one position before `q`)."""
+
+    __slots__ = ("trig",)
+
+    def __init__(self, trig: _TriggerFinder) -> None:
+        self.trig = trig
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        n = len(buf)
+        r = self.trig.next(buf, q - 1 if q > 0 else 0, eos)
+        return r + 1 if r < n else r  # r + 1 == n: none yet (a match at the end is never taken)
+
+
 class _UnionFinder(Finder):
     __slots__ = ("parts", "_qs")
 
@@ -294,6 +308,7 @@ class Strategy:
     classes: list[str] = []
     loops: list[_rx.CharTest] = []
     at0: bool = False
+    after: list[str] = []  # characters right after which a (zero-width) match may start
 
     def finder(self) -> Finder:
         raise NotImplementedError
@@ -353,6 +368,7 @@ class LoopSearch(Strategy):
         self.leads = rest.leads
         self.classes = rest.classes
         self.loops = [loop, *rest.loops]
+        self.after = rest.after
 
     def finder(self) -> Finder:
         return _LoopFinder(self.loop, self.rest.finder(), self.unbounded)
@@ -369,6 +385,23 @@ class AnchorSearch(Strategy):
 
     def finder(self) -> Finder:
         return _AnchorFinder()
+
+
+class AfterSearch(Strategy):
+    """A lone lookbehind (`(?<=...invoke name="x"/>)`, a zero-width match): candidates are the
+    positions right after one of the characters that the lookbehind's text can end with."""
+
+    def __init__(self, chars: set[str]) -> None:
+        self.chars = chars
+        self.leads = []
+        self.classes = []
+        self.loops = []
+        self.after = sorted(chars)
+        self._single = next(iter(chars)) if len(chars) == 1 else None
+        self._re = regex.compile("|".join(regex.escape(c) for c in sorted(chars)))
+
+    def finder(self) -> Finder:
+        return _AfterFinder(_TriggerFinder(self._single, None if self._single is not None else self._re))
 
 
 class EverySearch(Strategy):
@@ -391,6 +424,7 @@ class UnionSearch(Strategy):
         leads: list[str] | None = []
         classes: list[str] = []
         loops: list[_rx.CharTest] = []
+        after: list[str] = []
         for p in parts:
             if p.leads is None or leads is None:
                 leads = None
@@ -398,9 +432,11 @@ class UnionSearch(Strategy):
                 leads.extend(p.leads)
             classes.extend(p.classes)
             loops.extend(p.loops)
+            after.extend(p.after)
         self.leads = leads
         self.classes = classes
         self.loops = loops
+        self.after = after
         self.at0 = any(p.at0 for p in parts)
 
     def finder(self) -> Finder:
@@ -510,9 +546,7 @@ def _first_node(node: Node, out: _First, at0: bool) -> bool:
                 out.anywhere |= sub.anywhere
                 out.at0 |= sub.at0
                 return False
-        if not ahead:
-            out.anywhere = True  # conservative: a lookbehind can precede anything
-        return True
+        return True  # zero-width: the first character comes from what follows
     if op is Op.EMPTY:
         return True
     if op is Op.CAT:
@@ -527,6 +561,52 @@ def _first_node(node: Node, out: _First, at0: bool) -> bool:
         inner = _first_node(node.kids[0], out, at0)
         return inner or node.args[0] == 0
     return _first_node(node.kids[0], out, at0)  # atomic
+
+
+def _last_chars(items: list[Node]) -> set[str] | None:
+    """The literal characters that every match of `items` ends with one of; None when a match can
+    be empty or end with a class character."""
+    out: set[str] = set()
+    for node in reversed(items):
+        res = _last_node(node, out)
+        if res is None:
+            return None
+        if not res:
+            return out
+    return None  # nullable
+
+
+def _last_node(node: Node, out: set[str]) -> bool | None:
+    """Add the node's possible last characters; True when it is nullable, None when unknown."""
+    node = _unwrap(node)
+    op = node.op
+    if op is Op.LIT:
+        out.add(node.args[0])
+        return False
+    if op in _rx.ATOMS:
+        return None
+    if op in (Op.ASSERT, Op.LOOK, Op.EMPTY):
+        return True
+    if op is Op.CAT:
+        for k in reversed(node.kids):
+            res = _last_node(k, out)
+            if res is None or not res:
+                return res
+        return True
+    if op is Op.ALT:
+        nullable = False
+        for k in node.kids:
+            res = _last_node(k, out)
+            if res is None:
+                return None
+            nullable |= res
+        return nullable
+    if op is Op.REP:
+        res = _last_node(node.kids[0], out)
+        if res is None:
+            return None
+        return res or node.args[0] == 0
+    return None
 
 
 def _lead_literal(items: list[Node]) -> str:
@@ -547,6 +627,8 @@ def _leads(items: list[Node], limit: int = _MAX_LEADS) -> list[str]:
         if node.op is Op.LIT:
             out = [x + node.args[0] for x in out]
             continue
+        if node.op is Op.LOOK:
+            continue  # zero-width: the text of a match is that of what follows
         alts: list[str] | None = None
         if node.op is Op.ALT:
             kid_leads = [_leads(_flatten(k), limit) for k in node.kids]
@@ -607,6 +689,10 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
     head = _unwrap(items[0])
     if head.op is Op.ASSERT and head.args[0] == "bos":
         return AnchorSearch()
+    if len(items) == 1 and head.op is Op.LOOK and not head.args[0] and not head.args[1]:
+        chars = _last_chars(_flatten(head.kids[0]))
+        if chars:
+            return AfterSearch(chars)
     leads = [x for x in _leads(items) if x]
     if leads and len(leads) == len(_leads(items)):
         if len(leads) == 1:
@@ -1116,15 +1202,20 @@ class Prefilter:
         literals: list[str] = []
         classes: list[str] = []
         loops: dict[tuple[str, int], _rx.CharTest] = {}
+        after: list[str] = []
         for s in strategies:
             assert s.leads is not None
             literals.extend(s.leads)
             classes.extend(s.classes)
+            after.extend(s.after)
             for loop in s.loops:
                 loops[(loop.src, loop.flags)] = loop
         # Leads are cut to `_LEAD_MAX` characters: a prefix of a lead is a lead too (quick rejection
         # only needs "no lead occurs", and a buffer tail inside a long lead contains its cut lead).
-        self.literals = sorted({x[:_LEAD_MAX] for x in literals}, key=len, reverse=True)
+        # A character right after which a zero-width match may start is a one-character lead
+        # searched from one position before the first undecided one (`back`).
+        self.back = 1 if after else 0
+        self.literals = sorted({x[:_LEAD_MAX] for x in literals + after}, key=len, reverse=True)
         # The earliest start of a tail of the buffer that is a prefix of a literal lead: one search
         # of a trie-shaped pattern anchored at the end (`\Z`).
         self.head_re = re.compile(_trie_pattern(self.literals, True) + r"\Z" if self.literals else "(?!)")
@@ -1132,7 +1223,7 @@ class Prefilter:
         self.maxlen = max((len(x) for x in self.literals), default=1)
         firsts = {x[0] for x in self.literals}
         # One character that starts every lead, when there is one (most templates: "<").
-        self.char = next(iter(firsts)) if len(firsts) == 1 and not self.classes else None
+        self.char = next(iter(firsts)) if len(firsts) == 1 and not self.classes and not self.back else None
         # One C search for any lead: a trie of the literals in `re` when there are no class leads.
         self.search_re: Any
         if self.classes:
@@ -1307,8 +1398,9 @@ class Scanner:
         n = len(buf)
         q = self.q
         start = self._searched - pre.maxlen + 1
-        if start < q:
-            start = q
+        lo = q - pre.back if q else 0
+        if start < lo:
+            start = lo
         if pre.char is not None:
             if buf.find(pre.char, start) >= 0:
                 return -1
@@ -1320,7 +1412,7 @@ class Scanner:
         # A tail that begins a literal lead: nothing can start before it (or before a loop run
         # that reaches it), so hold from there without asking the cursors.
         lo = n - pre.maxlen + 1
-        m = pre.head_re.search(buf, lo if lo > start else start)
+        m = pre.head_re.search(buf, lo if lo > q else q)
         if m is not None:
             h = j = m.start()
             for loop in pre.loops:

@@ -18,11 +18,17 @@ from chatparse._scan import Commit, Hold, Watch, WatchList
 
 SHAPES = {
     _scan.LiteralSearch: None,  # literal lists: see test_literal_cursor
-    _scan.PrefixSearch: [r"<tool_call>(?=\s*\{)", r"</function>\s*</tool_call>", r"\[TOOL_CALLS\](?P<n>\w+)"],
-    _scan.TriggerSearch: [r"[<\[]x", r"\w;"],
+    _scan.PrefixSearch: [
+        r"<tool_call>(?=\s*\{)",
+        r"</function>\s*</tool_call>",
+        r"\[TOOL_CALLS\](?P<n>\w+)",
+        r"(?<=</parameter>\s{0,4}|>)</function>(?!\s*</tool_call>)",  # a lookbehind is zero-width
+    ],
+    _scan.TriggerSearch: [r"[<\[]x", r"\w;", r"(?<=;)\s*x"],
     _scan.LoopSearch: [r"\s*<tool_call>", r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", r"[^<]*<c>", r"\s{0,4}<x>"],
     _scan.AnchorSearch: [r"^<think>", r"\A\s*x"],
-    _scan.EverySearch: [r"(?=)", r".*?END", r"(?<=;)\s*x"],
+    _scan.AfterSearch: [r"(?<=;)", r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)', r"(?<=a|b;)"],
+    _scan.EverySearch: [r"(?=)", r".*?END", r"(?<=[a-z])"],
     _scan.UnionSearch: [
         r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>",
         r"(?:<\|tool_call\|>|^)\s*(?=\[)",
@@ -126,6 +132,17 @@ def test_trigger_search_tries_only_trigger_characters() -> None:
     d = _delim(r"\w;")
     assert d.cursor({}).advance("ab 12; x", True, 9, -1) == (_scan.MATCH, 4, 6)
     assert _count_steps(d, "abc " * 500) == 0
+
+
+def test_after_search_tries_only_positions_after_its_characters() -> None:
+    # The self-closing DSML call (`<invoke name="x"/>`): a zero-width closer right after `/>`.
+    d = _delim(r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)')
+    assert isinstance(d.strategy, _scan.AfterSearch) and d.strategy.after == [">"]
+    text = '<x name="f"/>'
+    assert d.cursor({}).advance(text + "y", True, 99, -1) == (_scan.MATCH, len(text), len(text))
+    assert _count_steps(d, "abc " * 500) == 0  # no `>`: no attempt
+    body = '<p name="a">v</p>' * 100
+    assert _count_steps(d, body + "z") <= 200  # one attempt per `>` at most
 
 
 def test_every_search_is_linear_with_memos() -> None:
