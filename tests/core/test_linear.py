@@ -423,3 +423,20 @@ def test_memo_memory_is_linear_for_nested_quantifiers() -> None:
         for s in range(len(text)):
             assert _rx.Attempt(prog, s, ctx).run(text, True) is None
         assert ctx.size() <= 4 * n
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_every_watch_list_has_a_prefilter(template: str) -> None:
+    """Per-token speed (issue 9): every watch list of every catalog template and of the union
+    template has leads, so the per-token path decides most feeds with C searches only. A delimiter
+    without leads (`EverySearch`) makes every feed in its region run an attempt per character
+    (a closer alternative led by a lookbehind once made qwen3_xml's call bodies 5x slower)."""
+    t = TEMPLATES[template]
+    lists = [("(start)", t.watch)] + [(n, f.watch) for n, f in t.fields.items() if f.watch is not None]
+    # exempt: no delimiters (an implicit field), or a closer that matches at once (`(?=)`)
+    missing = [
+        n
+        for n, w in lists
+        if w.prefilter is None and w.entries and any(e.delimiter.source != "(?=)" for e in w.entries)
+    ]
+    assert not missing, f"{template}: watch lists without a prefilter: {missing}"
