@@ -720,6 +720,16 @@ def _pattern_strategy_items(items: list[Node]) -> Strategy:
     parts = [_sequence_strategy(b) for b in branches]
     if any(isinstance(p, EverySearch) for p in parts):
         return EverySearch()
+    # Branches with the same literal prefix share their candidates: one finder for them.
+    seen: set[str] = set()
+    unique: list[Strategy] = []
+    for p in parts:
+        if isinstance(p, PrefixSearch):
+            if p.prefix in seen:
+                continue
+            seen.add(p.prefix)
+        unique.append(p)
+    parts = unique
     return parts[0] if len(parts) == 1 else UnionSearch(parts)
 
 
@@ -1401,9 +1411,8 @@ class Scanner:
         lo = q - pre.back if q else 0
         if start < lo:
             start = lo
-        if pre.char is not None:
-            if buf.find(pre.char, start) >= 0:
-                return -1
+        if pre.char is not None and buf.find(pre.char, start) < 0:
+            # The character that starts every lead is absent (one `str.find`).
             self._searched = n
             return self._loop_hold(buf, pre) if pre.loops else n
         if pre.search_re.search(buf, start) is not None:

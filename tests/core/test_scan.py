@@ -312,3 +312,36 @@ def test_auto_mode_prose_is_decided_by_the_prefilter() -> None:
     assert counts["scan"] == 0
     assert counts["search"] <= 2 * n_feeds
     assert text.startswith(got) and len(got) >= len(text) - 16
+
+
+def test_call_bodies_are_decided_by_the_prefilter() -> None:
+    """qwen3_xml call bodies are full of `<parameter=` tags: the prefilter's one lead character
+    (`<`) occurs in almost every feed, but only the closer's literal lead asks the cursors, so the
+    count of cursor scans does not grow with the number of parameters."""
+    from chatparse import ResponseParser, catalog, load_response_template
+
+    tpl = load_response_template(catalog.get("qwen3_xml"))
+    scan = _scan.Scanner._scan
+
+    def scans(n_params: int) -> int:
+        body = "".join(f"<parameter=p{i}>\nvalue {i}\n</parameter>\n" for i in range(n_params))
+        text = f"<tool_call>\n<function=f>\n{body}</function>\n</tool_call>"
+        count = [0]
+
+        def counted(self, *a):  # type: ignore[no-untyped-def]
+            if self.entries[0].field == "tool_calls" and not self.entries[0].is_open:
+                count[0] += 1
+            return scan(self, *a)
+
+        _scan.Scanner._scan = counted  # type: ignore[method-assign]
+        try:
+            p = ResponseParser(tpl, prefix="")
+            for i in range(0, len(text), 3):
+                p.feed(text[i : i + 3])
+            msg, _ = p.finalize()
+        finally:
+            _scan.Scanner._scan = scan  # type: ignore[method-assign]
+        assert len(msg["tool_calls"][0]["function"]["arguments"]) == n_params
+        return count[0]
+
+    assert scans(40) == scans(5) <= 8
