@@ -388,8 +388,8 @@ class AnchorSearch(Strategy):
 
 
 class AfterSearch(Strategy):
-    """A lone lookbehind (`(?<=...invoke name="x"/>)`, a zero-width match): candidates are the
-    positions right after one of the characters that the lookbehind's text can end with."""
+    """A branch led by a lookbehind (`(?<=...invoke name="x"/>)`, `(?<=;)\\s*(?=\\{)`): candidates
+    are the positions right after one of the characters that the lookbehind's text can end with."""
 
     def __init__(self, chars: set[str]) -> None:
         self.chars = chars
@@ -689,7 +689,7 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
     head = _unwrap(items[0])
     if head.op is Op.ASSERT and head.args[0] == "bos":
         return AnchorSearch()
-    if len(items) == 1 and head.op is Op.LOOK and not head.args[0] and not head.args[1]:
+    if head.op is Op.LOOK and not head.args[0] and not head.args[1]:
         chars = _last_chars(_flatten(head.kids[0]))
         if chars:
             return AfterSearch(chars)

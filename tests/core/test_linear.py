@@ -440,3 +440,31 @@ def test_every_watch_list_has_a_prefilter(template: str) -> None:
         if w.prefilter is None and w.entries and any(e.delimiter.source != "(?=)" for e in w.entries)
     ]
     assert not missing, f"{template}: watch lists without a prefilter: {missing}"
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_prose_is_decided_by_the_prefilter(template: str) -> None:
+    """Per-token speed (issue 9: no family far above the median): 4,000 characters of prose in
+    token-sized feeds ask the cursors of a template's first region a bounded number of times (a
+    lookbehind-led branch once gave minimax_m2 and llama3_json a `\\s` lead: every space a scan)."""
+    t = TEMPLATES[template]
+    text = _words(4000)
+    scan = _scan.Scanner._scan
+    count = [0]
+
+    def counted(self, *a):  # type: ignore[no-untyped-def]
+        count[0] += 1
+        return scan(self, *a)
+
+    _scan.Scanner._scan = counted  # type: ignore[method-assign]
+    try:
+        p = chatparse.ResponseParser(t, prefix="")
+        rnd = random.Random(5)
+        i = 0
+        while i < len(text):
+            k = rnd.randint(1, 4)
+            p.feed(text[i : i + k])
+            i += k
+    finally:
+        _scan.Scanner._scan = scan  # type: ignore[method-assign]
+    assert count[0] <= 10, f"{template}: {count[0]} cursor scans on prose"

@@ -24,10 +24,10 @@ SHAPES = {
         r"\[TOOL_CALLS\](?P<n>\w+)",
         r"(?<=</parameter>\s{0,4}|>)</function>(?!\s*</tool_call>)",  # a lookbehind is zero-width
     ],
-    _scan.TriggerSearch: [r"[<\[]x", r"\w;", r"(?<=;)\s*x"],
+    _scan.TriggerSearch: [r"[<\[]x", r"\w;"],
     _scan.LoopSearch: [r"\s*<tool_call>", r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", r"[^<]*<c>", r"\s{0,4}<x>"],
     _scan.AnchorSearch: [r"^<think>", r"\A\s*x"],
-    _scan.AfterSearch: [r"(?<=;)", r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)', r"(?<=a|b;)"],
+    _scan.AfterSearch: [r"(?<=;)", r"(?<=;)\s*x", r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)', r"(?<=a|b;)"],
     _scan.EverySearch: [r"(?=)", r".*?END", r"(?<=[a-z])"],
     _scan.UnionSearch: [
         r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>",
