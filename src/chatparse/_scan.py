@@ -17,8 +17,11 @@ Every delimiter has a *search strategy* (one class per delimiter shape, behind o
 speed): `LiteralSearch` (a literal list: decided by `str.find` alone, no attempts), `PrefixSearch`
 (a pattern that starts with a literal), `TriggerSearch` (a pattern that starts with a character
 class), `LoopSearch` (`C* REST`: the start of the `C` run before a place where REST can start),
-`AnchorSearch` (only position 0, for `^`), `EverySearch` (every position) and `UnionSearch` (the
-branches of a leading alternation or optional group, each with its own strategy). At a candidate,
+`AnchorSearch` (only position 0, for `^`), `AfterSearch` (a branch led by a lookbehind: the
+positions right after a character its text can end with), `EverySearch` (every position) and
+`UnionSearch` (the branches of a leading alternation or optional group, each with its own
+strategy; branches with the same literal prefix share one finder). Lookarounds are zero-width:
+they never count as the literal lead of a match. At a candidate,
 a `Cursor` runs an exact `_rx.Attempt`, which answers fail / match / live; after a failure the
 finder skips every start that the failure decided too (a whole `C` run for `LoopSearch`). A cursor
 reports its first position that is not a certain failure. The scanner combines the cursors: the
@@ -26,9 +29,11 @@ earliest reported position E wins; if any cursor is live at E, the text before E
 the rest held; otherwise the best match at E by key is committed.
 
 A watch list whose every delimiter has literal or single-class leads also has a `Prefilter`: one
-C-speed search of the new text for any lead (plus the trailing run of a leading loop class, such
-as the whitespace before `\\s*<tool_call>`). When it finds nothing, the whole decision is made
-without touching a cursor; this is the per-token fast path.
+C-speed search of the new text for any lead (literal leads as a stdlib `re` trie, cut to 32
+characters; an `AfterSearch` character from one position back), one for a buffer tail inside a
+literal lead, plus the trailing run of a leading loop class (the whitespace before
+`\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
+this is the per-token fast path.
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
