@@ -13,8 +13,9 @@ reference accepts, every function here returns an equal value; where the referen
   the reference) leave a parser or a transform. Cases where the reference leaks another exception
   type, or returns a value nobody asked for, become a `ValueError` instead:
 
-  - `xml-inline` with a `value` group that did not take part in a match (defect D13: the reference
-    stores `None`, or crashes inside a `value_parser` with `AttributeError`);
+  - `xml-inline` with a `value` group that did not take part in a match and a `value_parser`
+    (defect D13: the reference crashes inside the `value_parser` with `AttributeError`); without a
+    `value_parser` the value is `None`, as in the reference;
   - an invalid `tag_pattern` regex (`regex.error` in the reference);
   - `json` input nested too deeply for `json.loads` (`RecursionError`) or with an integer longer than
     Python's digit limit: a parse failure like any other (so `allow_non_json` applies);
@@ -369,17 +370,20 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
         if key is None:
             raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
         raw = groups.get("value", "")
-        if raw is None:
+        if raw is None and value_parser is None:
+            value = None  # the reference stores None for a group that did not take part
+        elif raw is None:
             raise ValueError(
                 f"xml-inline: the 'value' group of tag_pattern did not participate in the match for key "
                 f"{key!r}. Pattern: {tag_pattern}"
             )
-        parser = value_parser
-        if type_parsers:
-            kind = groups.get("type")
-            if kind is not None and kind in type_parsers:
-                parser = type_parsers[kind]
-        value = _sub_parse(raw, parser, "xml-inline")
+        else:
+            parser = value_parser
+            if type_parsers:
+                kind = groups.get("type")
+                if kind is not None and kind in type_parsers:
+                    parser = type_parsers[kind]
+            value = _sub_parse(raw, parser, "xml-inline")
         if unescape_keys:
             key = html.unescape(key)
         if key in out and merge:
