@@ -127,6 +127,27 @@ def test_a_cut_byte_run_keeps_the_streamed_characters(native):
     assert tok.decode(ids[:cut]).endswith("\ufffd" * 4)  # the reference replaces the whole run
 
 
+@pytest.mark.parametrize("name", ["byte-level", "byte-fallback"])
+@pytest.mark.parametrize("native", [True, False])
+def test_every_cut_of_every_sample_in_every_group_size(name: str, native: bool) -> None:
+    """Exhaustive over cuts (hypothesis found two of these): the decode, or for a byte-fallback
+    cut inside a character, the streamed characters and one U+FFFD per dangling byte."""
+    tok = TOKENIZERS[name]()
+    for text in sorted(t for t in set(SAMPLE) if not t.isascii()):  # cuts inside characters
+        whole = tok.encode(text, add_special_tokens=False)
+        prefixes = [tok.decode(whole[:i], skip_special_tokens=False) for i in range(len(whole) + 1)]
+        k = 0
+        for cut in range(len(whole) + 1):
+            ids, full = whole[:cut], prefixes[cut]
+            if "\ufffd" not in full:
+                k = cut  # the longest prefix that decodes without U+FFFD
+            cut_run = prefixes[k] + "\ufffd" * (len(ids) - k)
+            for size in (1, 2, 3, 4):
+                d = IncrementalDecoder(tok, native=native)
+                joined = "".join([d.push(ids[i : i + size]) for i in range(0, len(ids), size)] + [d.flush()])
+                assert joined == full or (name == "byte-fallback" and joined == cut_run), (text, cut, size)
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["byte-level", "byte-fallback"]), st.sampled_from(SAMPLE), st.booleans())
 def test_no_piece_splits_a_character(name, text, native):

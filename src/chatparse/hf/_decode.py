@@ -130,18 +130,34 @@ class IncrementalDecoder:
         full = self._decode(self.ids)
         emitted = "".join(self._parts)
         self._parts = [emitted]
-        if full.startswith(emitted):
-            out = full[len(emitted) :]
-        else:
-            # Decode the ids not yet released, with one released id before them as context (so a
-            # decoder that strips a leading space does not strip it here).
-            start = self._released if self._stream is not None else self._read_offset
-            prefix = max(0, start - 1)
-            window = self.ids[prefix:]
-            out = self._decode(window)[len(self._decode(window[: start - prefix])) :]
+        out = full[len(emitted) :] if full.startswith(emitted) else None
+        if out is None or _REPLACEMENT in out:
+            out = self._tail()
         self._emitted += len(out)
         self._parts.append(out)
         return out
+
+    def _tail(self) -> str:
+        """The text of the ids not yet released: their longest complete part, then the dangling
+        bytes (at most 4 ids: one character's) decoded alone, as `U+FFFD`s.
+
+        The complete part is decoded after the last released character as context (so that a
+        decoder that strips a leading space does not strip it here), never after part of one
+        (a byte run would then decode as invalid as a whole).
+        """
+        start = self._released if self._stream is not None else self._read_offset
+        n = len(self.ids)
+        prefix, context = start, 0
+        for p in range(start - 1, max(0, start - 8) - 1, -1):  # the last released character(s)
+            text = self._decode(self.ids[p:start])
+            if text and _REPLACEMENT not in text:
+                prefix, context = p, len(text)
+                break
+        for j in range(n, max(start, n - 4) - 1, -1):
+            head = self._decode(self.ids[prefix:j])[context:] if j > start else ""
+            if _REPLACEMENT not in head:
+                return head + (self._decode(self.ids[j:]) if j < n else "")
+        return self._decode(self.ids[prefix:])[context:]
 
     def reset(self) -> None:
         """Forget every id: the next `push` starts a new text."""
