@@ -13,6 +13,12 @@ from typing import Any
 
 import pytest
 
+# vLLM picks its platform once, at the first use of `vllm.platforms.current_platform`: the wheel is a
+# CUDA build and the machine has no GPU, so the CPU platform is named before any vLLM import (the
+# serving test builds a `VllmConfig`, which needs a device). Nothing comes from the hub.
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 REQUIRE = {"vllm": "CHATPARSE_REQUIRE_VLLM", "sglang": "CHATPARSE_REQUIRE_SGLANG"}
 
 
