@@ -499,12 +499,13 @@ def _call_fixture(served: Any) -> R.Setup:
     pytest.skip(f"{served.family}: no selected fixture ends with a call")  # every family has one
 
 
-# `tool_choice="none"` parses with the template's `tool_calls` field left out
-# (`ChatParser(parse_tool_calls=False)`, chatparse.openai). Measured here: for these templates that
-# loses markup (a bug of the openai layer's field removal, reported, not the plugin's to patch):
-# DeepSeek V3.1 and Kimi K2 drop the call-section markers that close their content field
-# (`<｜tool▁calls▁begin｜>`, `<|tool_calls_section_begin|>`), gpt-oss drops the whole commentary call.
-NONE_LOSES_MARKUP = {"deepseek", "gpt-oss", "kimi"}
+# `tool_choice="none"` parses with the template's `tool_calls` field left out (as the library's
+# `ChatParser(parse_tool_calls=False)`, chatparse.openai). Measured here: for these templates that
+# loses markup, because their content field also closes on call markers, which then vanish: DeepSeek
+# V3.1 and Kimi K2 drop the call-section markers (`<｜tool▁calls▁begin｜>`,
+# `<|tool_calls_section_begin|>`), gpt-oss the whole commentary call, and since main's catalog round 2
+# Gemma 4, GLM and Qwen3 (Hermes and XML) drop the call closer. Llama and Mistral keep it verbatim.
+NONE_LOSES_MARKUP = {"deepseek", "gemma4", "glm", "gpt-oss", "kimi", "qwen3-hermes", "qwen3-xml"}
 
 
 def test_tool_choice_none_passes_call_markup_through_as_content(
