@@ -337,6 +337,10 @@ def tool_dicts(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
     """The request's tools as plain dicts in the Chat Completions shape (pydantic models dumped)."""
     out: list[dict[str, Any]] = []
     for tool in tools or ():
+        fast = _function_tool(tool)
+        if fast is not None:
+            out.append(fast)
+            continue
         if hasattr(tool, "model_dump"):
             tool = tool.model_dump(exclude_none=True)
         if not isinstance(tool, dict):
@@ -347,6 +351,26 @@ def tool_dicts(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
         elif tool.get("type") == "function" and isinstance(tool.get("name"), str):  # Responses API
             out.append({"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}})
     return out
+
+
+_FUNCTION_KEYS = ("name", "description", "parameters", "strict")
+
+
+def _function_tool(tool: Any) -> dict[str, Any] | None:
+    """A pydantic Chat Completions tool (vLLM's `ChatCompletionToolsParam`, SGLang's `Tool`) as a
+    dict, read from its attributes: what the parser uses (name, description, parameters schema)
+    without pydantic's serializer, which costs more than a short request's parsing. None for
+    anything else (plain dicts, Responses API tools, unexpected shapes: `model_dump` handles them)."""
+    if isinstance(tool, dict) or not hasattr(tool, "model_dump"):
+        return None
+    fn = getattr(tool, "function", None)
+    if fn is None or isinstance(fn, dict) or not isinstance(getattr(fn, "name", None), str):
+        return None
+    params = getattr(fn, "parameters", None)
+    if params is not None and not isinstance(params, dict):
+        return None
+    body = {k: v for k in _FUNCTION_KEYS if (v := getattr(fn, k, None)) is not None}
+    return {"type": getattr(tool, "type", None) or "function", "function": body}
 
 
 def tool_choice_mode(tool_choice: Any) -> str:

@@ -160,8 +160,14 @@ class _OneParse:
         self._last: Any = None  # this step's normal text, as handed over
 
     def _split(self, deltas: list[dict[str, Any]], end: bool) -> tuple[str, str]:
-        reasoning = "".join(d["reasoning_content"] for d in deltas if "reasoning_content" in d)
-        rest = [d for d in deltas if "reasoning_content" not in d]
+        # The common steps first (nothing released, or one reasoning delta): no joins, no lists.
+        if not deltas:
+            reasoning, rest = "", deltas
+        elif len(deltas) == 1 and "reasoning_content" in deltas[0]:
+            reasoning, rest = deltas[0]["reasoning_content"], []
+        else:
+            reasoning = "".join(d["reasoning_content"] for d in deltas if "reasoning_content" in d)
+            rest = [d for d in deltas if "reasoning_content" not in d]
         if rest:
             self.in_reasoning = False
         elif reasoning:
@@ -172,7 +178,12 @@ class _OneParse:
         if end and self._last is not None and ctx.get("handoff") and ctx["handoff"][0] is self._last:
             ctx["handoff"][1].extend(rest)  # the final step: same normal text, more deltas
             return reasoning, ""
-        normal = "".join(d.get("content", "") for d in rest)
+        if not rest:
+            normal = ""
+        elif len(rest) == 1:
+            normal = rest[0].get("content", "")
+        else:
+            normal = "".join(d.get("content", "") for d in rest)
         ctx["handoff"] = (normal, rest)
         self._last = normal
         return reasoning, normal
