@@ -305,15 +305,6 @@ def test_required_and_named_tool_choice_are_refused_with_vllms_validation_error(
     parser.adjust_request(request(tool_choice="auto"))
 
 
-MARKUP_LOST = pytest.mark.xfail(
-    strict=True,
-    reason="since main's catalog round 2 the qwen3 template's content field closes on stray </think> and "
-    "</tool_call>, and its reasoning closer is a pattern: leaving a field out (Resolved.variant, like the "
-    "library's parse_tool_calls=False) now drops those closers from the text",
-)
-
-
-@MARKUP_LOST
 @pytest.mark.parametrize(
     "req, cls_kw",
     [
@@ -333,7 +324,6 @@ def test_call_markup_passes_through_as_content_when_calls_are_not_parsed(
     assert msg["reasoning"] == "The user wants the weather."
 
 
-@MARKUP_LOST
 def test_reasoning_markup_is_content_without_a_reasoning_parser(tok: Any) -> None:
     cls = parser_cls(tok, reasoning=None)
     _, msg = stream(tok, cls, OUTPUT)
