@@ -1,0 +1,580 @@
+"""Deriving one constraint from a response template and a request's tools.
+
+Theory of operation
+-------------------
+The template is the parser's description of the output; the constraint is the generator's. Both
+must agree: every string the constraint accepts must parse, with the same template, into exactly
+the calls the constraint allowed. The derivation therefore builds the output language from the
+template's own parts:
+
+* each tool call is the tool field's opener (its `name` group replaced by the tool's name), a
+  body written by the field's content parser (`json` with its dialect options, `xml-inline` with
+  its tag pattern, `python-call-list`) carrying the tool's arguments as its JSON schema allows,
+  and the closer; where a transform reads the name and arguments decides where they go;
+* free text (content, reasoning, raw string values) excludes the literals every match of each
+  delimiter the parser watches at that point contains (`_regex.necessary`), so text can never be
+  taken for a marker;
+* `tool_choice`, `parallel_tool_calls` and reasoning decide how many calls, and what else, may be
+  written around them.
+
+Parts of a delimiter that only say *where* it may match (a trailing lookahead, a lookbehind
+alternative, `\\Z`) are left out of the written language; every derived constraint is then checked
+by rendering one sample call per tool and parsing it with the template (`_self_check`). Anything a
+grammar cannot express exactly raises `ConstraintError` naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from .. import _rx
+from .._parser import ResponseParser, parse_response
+from .._template import Field, Template, load_response_template
+from ..tools import build_tool_table, coerce_tool_calls
+from ._grammar import (
+    EMPTY,
+    NOTHING,
+    WS_CHARS,
+    Alt,
+    Chars,
+    Expr,
+    Grammar,
+    Lit,
+    Ref,
+    Rep,
+    Seq,
+    alt,
+    opt,
+    ranges_of,
+    ranges_union,
+    rep,
+    seq,
+)
+from ._regex import Emitter, _has_look, first_literal, necessary, parse
+from ._schema import PY_NAME, ConstraintError, SchemaCompiler, members_rule
+
+REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
+TOOL_FIELD = "tool_calls"
+_TOOL_CHOICES = ("auto", "required", "none")
+_WORD_KEY = regex.compile(r"\w+")
+_LENIENT_KEY = regex.compile(r'[^\s{}\[\]:,"][^{}\[\]:,"]*?')
+_PY_NAME = regex.compile(PY_NAME)
+
+
+@dataclass
+class Request:
+    """The request options a constraint depends on (normalised)."""
+
+    tools: list[dict[str, Any]]
+    tool_choice: str  # auto | required | none | named
+    named: str | None
+    parallel: bool
+    reasoning: bool | None
+    strict: bool | None
+
+
+@dataclass
+class CallForms:
+    """The ways one tool call can be written."""
+
+    tool: str
+    opener: Expr
+    body: Expr
+    closer: Expr | None  # None: the call has no written closer
+    closes_at_eos: bool  # the call may be the last thing in the output without its closer
+    chain_prefix: str | None  # the call may be closed by the next call starting with this literal
+    sample: str = ""
+
+
+@dataclass
+class Derivation:
+    """Everything `Constraint` renders, built once."""
+
+    grammar: Grammar
+    request: Request
+    template: Template
+    calls: list[CallForms]
+    text_forbidden: tuple[str, ...] | None
+    reasoning_open: tuple[str, str, tuple[str, ...]] | None  # (opener literal, closer literal, excludes)
+    reasoning_mode: str  # "none" | "optional" | "required" | "inside"
+    json_schema: dict[str, Any] | None = None
+    json_schema_reason: str | None = None
+    tag_reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _tool_list(tools: Any) -> list[dict[str, Any]]:
+    out = []
+    if tools is None:
+        return out
+    if not isinstance(tools, list):
+        raise ConstraintError(f"tools must be a list, got {type(tools).__name__}")
+    seen = set()
+    for i, t in enumerate(tools):
+        fn = t.get("function", t) if isinstance(t, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise ConstraintError(f"tools[{i}] has no function name")
+        if fn["name"] in seen:
+            raise ConstraintError(f"tools[{i}]: the tool {fn['name']!r} is offered twice")
+        seen.add(fn["name"])
+        params = fn.get("parameters")
+        if params is None:
+            params = {"type": "object", "properties": {}}
+        if not isinstance(params, dict):
+            raise ConstraintError(f"tools[{i}] ({fn['name']}): 'parameters' must be an object")
+        out.append({"name": fn["name"], "parameters": params, "strict": fn.get("strict")})
+    return out
+
+
+def normalise_request(
+    tools: Any, tool_choice: Any, parallel_tool_calls: Any, reasoning: Any, strict: Any
+) -> Request:
+    tl = _tool_list(tools)
+    named = None
+    if isinstance(tool_choice, dict):
+        fn = tool_choice.get("function") if tool_choice.get("type", "function") == "function" else None
+        name = fn.get("name") if isinstance(fn, dict) else tool_choice.get("name")
+        if not isinstance(name, str):
+            raise ConstraintError("tool_choice: a named choice needs {'type': 'function', 'function': {'name': ...}}")
+        named, choice = name, "named"
+    elif tool_choice is None:
+        choice = "auto"
+    elif isinstance(tool_choice, str) and tool_choice in _TOOL_CHOICES:
+        choice = tool_choice
+    else:
+        raise ConstraintError(f"tool_choice must be 'auto', 'required', 'none' or a named function, got {tool_choice!r}")
+    if choice in ("required", "named") and not tl:
+        raise ConstraintError(f"tool_choice {choice!r} needs at least one tool")
+    if named is not None and named not in {t["name"] for t in tl}:
+        raise ConstraintError(f"tool_choice names {named!r}, which is not among the offered tools")
+    if parallel_tool_calls is None:
+        parallel_tool_calls = True
+    if not isinstance(parallel_tool_calls, bool):
+        raise ConstraintError("parallel_tool_calls must be a boolean")
+    if reasoning is not None and not isinstance(reasoning, bool):
+        raise ConstraintError("reasoning must be True, False or None")
+    if strict is not None and not isinstance(strict, bool):
+        raise ConstraintError("strict must be a boolean or None")
+    return Request(tl, choice, named, parallel_tool_calls, reasoning, strict)
+
+
+class Deriver:
+    def __init__(
+        self,
+        template: Template,
+        request: Request,
+        *,
+        prefix: str | None,
+        stop: tuple[str, ...],
+        max_whitespace: int | None,
+    ) -> None:
+        self.t = template
+        self.req = request
+        self.prefix = prefix if prefix is not None else ""
+        self.stop = stop
+        self.max_ws = max_whitespace
+        self.g = Grammar()
+        self.ws: Expr = rep(WS_CHARS, 0, max_whitespace)
+        self.notes: list[str] = []
+        truncated = template.truncate_past_last_anchor(self.prefix) if prefix is not None else ""
+        self.at_start = truncated == ""
+        self.tool_field = template.fields.get(TOOL_FIELD)
+        self.reasoning_field = next((template.fields[n] for n in REASONING_FIELDS if n in template.fields), None)
+        self.open_at_start = self._initial_open()
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _initial_open(self) -> str | None:
+        parser = ResponseParser(self.t, prefix=self.prefix)
+        open_field = None
+        for e in parser.initial_events:
+            if e["type"] == "region_open":
+                open_field = e["field"]
+            elif e["type"] in ("region_close", "region_malformed"):
+                open_field = None
+        if open_field is not None and open_field == self.t.implicit:
+            return None
+        return open_field
+
+    def _tree(self, f: Field, which: str) -> _rx.Node | None:
+        d = f.opener if which == "open" else f.closer
+        if d is None:
+            return None
+        if d.literals is not None:
+            return _rx.Node("alt", kids=[_rx.Node("cat", kids=[_rx.Node("lit", (c,)) for c in lit]) for lit in d.literals])
+        return parse(d.source)
+
+    def _where(self, f: Field, which: str) -> str:
+        d = f.opener if which == "open" else f.closer
+        key = ("open" if which == "open" else "close") + ("" if d is not None and d.literals is not None else "_pattern")
+        return f"Field '{f.name}': '{key}'"
+
+    def _necessary(self, f: Field, which: str) -> set[str]:
+        tree = self._tree(f, which)
+        if tree is None:
+            return set()
+        lits = necessary(tree)
+        if lits is None:
+            raise ConstraintError(
+                f"{self._where(f, which)} can match text that contains no fixed marker, so free text "
+                "next to it cannot be kept from being read as that delimiter"
+            )
+        return lits
+
+    def _emit(self, f: Field, which: str, subst: dict[str, Expr] | None = None, at_start: bool = False) -> tuple[Expr, set[str]]:
+        tree = self._tree(f, which)
+        assert tree is not None
+        em = Emitter(self.g, self._where(f, which), subst=subst, at_start=at_start, max_repeat=self.max_ws)
+        return em.emit(tree), em.used
+
+    def _is_stop(self, lit: str) -> bool:
+        return lit in self.stop
+
+    # -- free text ---------------------------------------------------------------------------
+
+    def implicit_forbidden(self) -> tuple[str, ...]:
+        lits: set[str] = set()
+        for f in self.t.fields.values():
+            if f.opener is not None:
+                lits |= self._necessary(f, "open")
+        if self.t.implicit is not None:
+            lits |= self._necessary(self.t.fields[self.t.implicit], "close")
+        return tuple(sorted(lits))
+
+    def _start_restriction(self) -> tuple[tuple[int, int], ...]:
+        """Characters text at buffer position 0 may not start with (a `^` opener alternative)."""
+        bad: tuple[tuple[int, int], ...] = ()
+        if not self.at_start:
+            return bad
+        for f in self.t.fields.values():
+            if f.opener is None or f.opener.literals is not None:
+                continue
+            tree = parse(f.opener.source)
+            em = Emitter(self.g, self._where(f, "open"), at_start=True, peek=True)
+            with_start = em.emit(tree)
+            em2 = Emitter(self.g, self._where(f, "open"), at_start=False, peek=True)
+            without = em2.emit(tree)
+            if with_start == without:
+                continue
+            first, nullable = self.g.first_chars(with_start)
+            if nullable and f is not self.reasoning_field:
+                raise ConstraintError(
+                    f"{self._where(f, 'open')} matches the empty string at the start of the output"
+                )
+            bad = ranges_union(bad, first)
+        return bad
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def _transform_paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(path of the name, path of the arguments) in the transform's scope."""
+        f = self.tool_field
+        assert f is not None
+        tr = f.transform
+        if tr is None:
+            return ("content", "name"), ("content", "arguments")
+        fn = tr.get("function") if isinstance(tr, dict) else None
+
+        def ph(v: Any, what: str) -> tuple[str, ...]:
+            m = regex.fullmatch(r"\{(\w+(?:\.\w+)*)\}", v) if isinstance(v, str) else None
+            if m is None:
+                raise ConstraintError(f"Field '{f.name}': 'transform' must take the call's {what} from a placeholder")
+            return tuple(m.group(1).split("."))
+
+        if isinstance(fn, str):
+            base = ph(fn, "function")
+            return (*base, "name"), (*base, "arguments")
+        if isinstance(fn, dict):
+            return ph(fn.get("name"), "name"), ph(fn.get("arguments"), "arguments")
+        raise ConstraintError(f"Field '{f.name}': 'transform' has no 'function' the calls can be read from")
+
+    def build_calls(self, tools: list[dict[str, Any]]) -> list[CallForms]:
+        f = self.tool_field
+        if f is None:
+            raise ConstraintError("the template has no 'tool_calls' field: it cannot express tool calls")
+        if f.opener is None:
+            raise ConstraintError(f"Field '{f.name}' has no opener: calls cannot be told from text")
+        name_path, args_path = self._transform_paths()
+        for p in (name_path, args_path):
+            if f.transform_each and p[0] == "content":
+                raise ConstraintError(f"Field '{f.name}': 'transform_each' reads the call from list items")
+        out = []
+        for tool in tools:
+            out.append(self._call(f, tool, name_path, args_path))
+        return out
+
+    def _body_forbidden(self, f: Field) -> tuple[str, ...]:
+        if f.closer is None:
+            return ()
+        if f.string_guard is not None:
+            return ()  # JSON-aware closing: the closer is not searched inside strings
+        return tuple(sorted(self._necessary(f, "close")))
+
+    def _call(self, f: Field, tool: dict[str, Any], name_path: tuple[str, ...], args_path: tuple[str, ...]) -> CallForms:
+        name = tool["name"]
+        params = tool["parameters"]
+        where = f"tool {name!r}"
+        captures: dict[str, Expr] = {}
+        if len(name_path) == 1 and not f.transform_each:
+            captures[name_path[0]] = Lit(name)
+        for extra in ("id",):
+            if extra in _transform_placeholders(f.transform) and extra not in captures:
+                # an id the model writes (Kimi's `functions.NAME:IDX`): its own group structure is written
+                pass
+        opener, used = self._emit(f, "open", subst=captures)
+        if captures and not used & set(captures):
+            raise ConstraintError(f"Field '{f.name}': the transform reads '{name_path[0]}', which the opener does not capture")
+        forbidden = self._body_forbidden(f)
+        body = self._body(f, tool, name_path, args_path, forbidden, where)
+        closer: Expr | None = None
+        closes_at_eos = False
+        chain: str | None = None
+        if f.closer is None:
+            closes_at_eos = True
+        elif f.closer.literals is not None:
+            written = [lit for lit in f.closer.literals if not self._is_stop(lit)]
+            closes_at_eos = len(written) < len(f.closer.literals)
+            closer = alt(*(Lit(x) for x in written)) if written else None
+        else:
+            tree = parse(f.closer.source)
+            branches = tree.kids if tree.op == "alt" else [tree]
+            written_exprs = []
+            for b in branches:
+                lt = _look_literal(b)
+                if lt is not None:
+                    chain = lt
+                    continue
+                if _has_look(b) and len(branches) > 1:
+                    continue  # written only where what follows satisfies it: not a closer the grammar writes
+                lit = _literal_of(b)
+                if lit is not None and self._is_stop(lit):
+                    closes_at_eos = True
+                    continue
+                em = Emitter(self.g, self._where(f, "close"), max_repeat=self.max_ws)
+                e = em.emit(b)
+                if e != NOTHING:
+                    written_exprs.append(e)
+            closer = alt(*written_exprs) if written_exprs else None
+        if closer is None and not closes_at_eos and chain is None:
+            raise ConstraintError(f"{self._where(f, 'close')}: no closer the model can write")
+        return CallForms(name, opener, body, closer, closes_at_eos, chain)
+
+    def _body(
+        self, f: Field, tool: dict[str, Any], name_path: tuple[str, ...], args_path: tuple[str, ...],
+        forbidden: tuple[str, ...], where: str,
+    ) -> Expr:
+        params = tool["parameters"]
+        content = f.content
+        args = f.content_args if isinstance(f.content_args, dict) else {}
+        if content == "json":
+            for k in ("prefix", "suffix", "allow_non_json"):
+                if args.get(k):
+                    raise ConstraintError(f"Field '{f.name}': content_args '{k}' cannot be written exactly")
+            delims = args.get("string_delims") or []
+            uq = args.get("unquoted_keys")
+            if delims or uq:
+                if not (delims and uq) or len(delims) != 1 or delims[0][0] != delims[0][1]:
+                    raise ConstraintError(
+                        f"Field '{f.name}': this JSON dialect (unquoted_keys={uq!r}, string_delims={delims!r}) "
+                        "cannot be written exactly"
+                    )
+                sc = SchemaCompiler(self.g, "delimited", forbidden=forbidden, ws=self.ws, delimiter=delims[0][0],
+                                    key_pattern=_LENIENT_KEY if uq == "lenient" else _WORD_KEY, root_schema=params)
+            else:
+                sc = SchemaCompiler(self.g, "json", forbidden=forbidden, ws=self.ws, root_schema=params)
+            return seq(self.ws, self._json_body(f, tool, sc, name_path, args_path, where), self.ws)
+        if content == "xml-inline":
+            if len(name_path) != 1 or f.transform_each:
+                raise ConstraintError(f"Field '{f.name}': xml-inline calls need the name from an opener capture")
+            if args_path != ("content",):
+                raise ConstraintError(f"Field '{f.name}': xml-inline calls need 'arguments': '{{content}}'")
+            return self._xml_body(f, tool, forbidden, where)
+        if content == "python-call-list":
+            if not f.transform_each or name_path != ("name",) or args_path != ("arguments",):
+                raise ConstraintError(f"Field '{f.name}': python-call-list needs a transform_each reading 'name' and 'arguments'")
+            return self._python_body(f, tool, forbidden, where)
+        raise ConstraintError(f"Field '{f.name}': content '{content}' cannot carry tool calls exactly")
+
+    def _object_with(self, sc: SchemaCompiler, keys: list[tuple[str, Expr]], where: str) -> Expr:
+        colon = seq(self.ws, Lit(":"), self.ws)
+        comma = seq(self.ws, Lit(","), self.ws)
+        members = [(seq(sc.key(k, where), colon, v), True) for k, v in keys]
+        body = members_rule(self.g, members, comma, f"{where}-call")
+        return seq(Lit("{"), self.ws, body, self.ws, Lit("}"))
+
+    def _args_expr(self, sc: SchemaCompiler, tool: dict[str, Any], where: str) -> Expr:
+        params = tool["parameters"]
+        if params.get("type", "object") != "object":
+            raise ConstraintError(f"{where}: 'parameters' must describe an object")
+        return sc.value({**params, "type": "object", "properties": params.get("properties", {})}, f"{where}.parameters")
+
+    def _json_body(self, f: Field, tool: dict[str, Any], sc: SchemaCompiler, name_path, args_path, where: str) -> Expr:
+        name = tool["name"]
+        args_expr = self._args_expr(sc, tool, where)
+        name_lit = sc._literal_value(name, where)
+        if f.transform_each:
+            # content is a list of objects; the name and arguments are keys of each item
+            if len(name_path) != 1 or len(args_path) != 1:
+                raise ConstraintError(f"Field '{f.name}': transform_each items must hold the name and arguments")
+            return self._object_with(sc, [(name_path[0], name_lit), (args_path[0], args_expr)], where)
+        root = "content"
+        if len(name_path) == 1 and name_path[0] != root:
+            # the name is an opener capture; the arguments are (a key of) the content
+            if args_path == (root,):
+                return args_expr
+            if len(args_path) == 2 and args_path[0] == root:
+                return self._object_with(sc, [(args_path[1], args_expr)], where)
+            raise ConstraintError(f"Field '{f.name}': arguments path {'.'.join(args_path)} is not supported")
+        if name_path[0] == root and args_path[0] == root and len(name_path) == len(args_path) == 2:
+            return self._object_with(sc, [(name_path[1], name_lit), (args_path[1], args_expr)], where)
+        raise ConstraintError(f"Field '{f.name}': the transform's name/arguments paths are not supported")
+
+    def _xml_body(self, f: Field, tool: dict[str, Any], forbidden: tuple[str, ...], where: str) -> Expr:
+        args = f.content_args
+        pattern = args.get("tag_pattern")
+        if not isinstance(pattern, str):
+            raise ConstraintError(f"Field '{f.name}': xml-inline needs a 'tag_pattern'")
+        if args.get("merge_duplicates"):
+            raise ConstraintError(f"Field '{f.name}': 'merge_duplicates' cannot be written exactly")
+        vp = args.get("value_parser")
+        tree = parse(pattern)
+        tail_lits = _after_group(tree, "value")
+        if tail_lits is None:
+            raise ConstraintError(f"Field '{f.name}': the tag_pattern's value is not followed by a fixed marker")
+        value_forbidden = tuple(sorted(set(forbidden) | tail_lits | self._necessary(f, "close") | _necessary_tree(tree)))
+        params = tool["parameters"]
+        props = params.get("properties", {}) or {}
+        required = params.get("required", []) or []
+        if not isinstance(props, dict) or any(r not in props for r in required):
+            raise ConstraintError(f"{where}: 'required' names undeclared properties")
+        if params.get("additionalProperties") not in (None, False) and props:
+            raise ConstraintError(f"{where}: 'additionalProperties' cannot be enforced exactly")
+        members = []
+        xml_ws = rep(WS_CHARS, 0, 16 if self.max_ws is None else min(16, self.max_ws))
+        for key, schema in props.items():
+            if vp is not None:
+                if not (isinstance(vp, dict) and vp.get("name") == "json"):
+                    raise ConstraintError(f"Field '{f.name}': value_parser {vp!r} cannot be written exactly")
+                sc = SchemaCompiler(self.g, "json", forbidden=value_forbidden, ws=self.ws, root_schema=params)
+                value = sc.value(schema, f"{where}.{key}")
+            else:
+                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}")
+            em = Emitter(self.g, f"Field '{f.name}': content_args 'tag_pattern'", subst={"key": Lit(key), "value": value})
+            tag = em.emit(tree)
+            if tag == NOTHING:
+                raise ConstraintError(f"Field '{f.name}': the tag_pattern cannot be written for {key!r}")
+            members.append((tag, key in required))
+        if not members:
+            return xml_ws
+        body = members_rule(self.g, members, xml_ws, f"{where}-params")
+        return seq(xml_ws, body, xml_ws)
+
+    def _raw_value(self, schema: Any, forbidden: tuple[str, ...], root: Any, path: str) -> Expr:
+        if not isinstance(schema, dict):
+            raise ConstraintError(f"{path}: a schema must be an object")
+        t = schema.get("type")
+        if "enum" in schema or "const" in schema:
+            values = schema["enum"] if "enum" in schema else [schema["const"]]
+            out = []
+            for v in values:
+                if isinstance(v, str):
+                    if v != v.strip() or any(x in v for x in forbidden):
+                        raise ConstraintError(f"{path}: the enum value {v!r} cannot be written as a tag value")
+                    out.append(Lit(v))
+                else:
+                    out.append(Lit(json.dumps(v, ensure_ascii=False)))
+            return alt(*out)
+        if t == "string" and set(schema) - {"type", "description", "title", "default", "examples"}:
+            raise ConstraintError(f"{path}: string keywords {sorted(set(schema) - {'type', 'description', 'title'})} cannot be enforced in a text value")
+        if t == "string":
+            ws = ranges_of(" \t\n\r\x0b\x0c")
+            return self.g.text_excluding(forbidden, trim=ws, follow=None, hint="value")
+        sc = SchemaCompiler(self.g, "raw" if t in ("integer", "number", "boolean", "null") else "json",
+                            forbidden=forbidden, ws=self.ws, root_schema=root)
+        if t in ("object", "array"):
+            return sc.value(schema, path)
+        return sc.value(schema, path)
+
+    def _python_body(self, f: Field, tool: dict[str, Any], forbidden: tuple[str, ...], where: str) -> Expr:
+        name = tool["name"]
+        if not _PY_NAME.fullmatch(name):
+            raise ConstraintError(f"{where}: the name {name!r} cannot be written as a Python call")
+        params = tool["parameters"]
+        sc = SchemaCompiler(self.g, "python", forbidden=forbidden, ws=self.ws, root_schema=params)
+        props = params.get("properties", {}) or {}
+        required = params.get("required", []) or []
+        members = []
+        for key, schema in props.items():
+            if not regex.fullmatch(PY_NAME, key):
+                raise ConstraintError(f"{where}.{key}: the parameter name cannot be a Python keyword argument")
+            members.append((seq(Lit(key), self.ws, Lit("="), self.ws, sc.value(schema, f"{where}.{key}")), key in required))
+        comma = seq(self.ws, Lit(","), self.ws)
+        inner = members_rule(self.g, members, comma, f"{where}-kwargs") if members else EMPTY
+        return seq(Lit(name), self.ws, Lit("("), self.ws, inner, self.ws, Lit(")"))
+
+
+def _transform_placeholders(t: Any) -> set[str]:
+    out: set[str] = set()
+    if isinstance(t, dict):
+        for v in t.values():
+            out |= _transform_placeholders(v)
+    elif isinstance(t, list):
+        for v in t:
+            out |= _transform_placeholders(v)
+    elif isinstance(t, str):
+        m = regex.fullmatch(r"\{(\w+)(?:\.\w+)*\}", t)
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+def _look_literal(node: _rx.Node) -> str | None:
+    """`(?=LIT)` -> LIT."""
+    while node.op == "group" and node.args[0] is None:
+        node = node.kids[0]
+    if node.op == "look" and node.args[:2] == (True, False):
+        from ._regex import _literal_text
+
+        return _literal_text(node.kids[0])
+    return None
+
+
+def _literal_of(node: _rx.Node) -> str | None:
+    from ._regex import _literal_text
+
+    return _literal_text(node)
+
+
+def _necessary_tree(tree: _rx.Node) -> set[str]:
+    # literals of the tag pattern itself (a value containing an opening tag would start a new tag)
+    first = _first_lit(tree)
+    return {first} if first else set()
+
+
+def _first_lit(node: _rx.Node) -> str:
+    from ._regex import _literal_text
+
+    if node.op == "cat":
+        run = ""
+        for k in node.kids:
+            lt = _literal_text(k)
+            if lt is None:
+                break
+            run += lt
+        return run
+    lt = _literal_text(node)
+    return lt or ""
+
+
+def _after_group(tree: _rx.Node, group: str) -> set[str] | None:
+    """Necessary literals of what follows `group` in a top-level sequence."""
+    kids = tree.kids if tree.op == "cat" else [tree]
+    for i, k in enumerate(kids):
+        if k.op == "group" and k.args[0] == group:
+            rest = _rx.Node("cat", kids=kids[i + 1 :])
+            return necessary(rest)
+    return None

@@ -1,0 +1,578 @@
+"""A small context-free grammar IR and its renderings (GBNF / XGrammar EBNF, Lark for llguidance).
+
+Theory of operation
+-------------------
+Everything the constraints layer emits is built once as a `Grammar`: named rules over six kinds of
+expression (`Lit`, `Chars`, `Seq`, `Alt`, `Rep`, `Ref`). Each output format is a pure rendering of
+the same rules, so the GBNF grammar llama.cpp runs, the EBNF inside an XGrammar structural tag and
+the Lark grammar llguidance runs accept the same language by construction.
+
+Free text that must not contain certain strings (a marker the parser would react to) is built by
+`Grammar.text_excluding`: an Aho-Corasick automaton over the forbidden strings whose states become
+right-linear rules. Leaving the text is allowed only in states where the characters that can
+follow cannot complete a forbidden string across the boundary.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Union
+
+import regex
+
+MAX_CODEPOINT = 0x10FFFF
+_SURROGATES = (0xD800, 0xDFFF)
+
+
+# --------------------------------------------------------------------------------------------------
+# Expressions
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal string."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Chars:
+    """One character from a set of inclusive code point ranges (sorted, disjoint, non-adjacent)."""
+
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Rep:
+    item: Expr
+    lo: int
+    hi: int | None  # None: unbounded
+
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+
+
+Expr = Union[Lit, Chars, Seq, Alt, Rep, Ref]
+
+EMPTY = Lit("")
+NOTHING = Alt(())  # the empty language
+
+
+def seq(*items: Expr) -> Expr:
+    """A sequence, flattened, with empty literals dropped and adjacent literals merged."""
+    out: list[Expr] = []
+    for it in items:
+        parts = it.items if isinstance(it, Seq) else (it,)
+        for p in parts:
+            if p == NOTHING:
+                return NOTHING
+            if isinstance(p, Lit):
+                if not p.text:
+                    continue
+                if out and isinstance(out[-1], Lit):
+                    out[-1] = Lit(out[-1].text + p.text)
+                    continue
+            out.append(p)
+    if not out:
+        return EMPTY
+    return out[0] if len(out) == 1 else Seq(tuple(out))
+
+
+def alt(*items: Expr) -> Expr:
+    """An alternation, flattened, without duplicates or empty-language members."""
+    out: list[Expr] = []
+    for it in items:
+        parts = it.items if isinstance(it, Alt) else (it,)
+        for p in parts:
+            if p not in out:
+                out.append(p)
+    if len(out) == 1:
+        return out[0]
+    return Alt(tuple(out))
+
+
+def opt(item: Expr) -> Expr:
+    return rep(item, 0, 1)
+
+
+def rep(item: Expr, lo: int, hi: int | None) -> Expr:
+    if item == NOTHING:
+        return EMPTY if lo == 0 else NOTHING
+    if hi == 0 or item == EMPTY:
+        return EMPTY
+    if lo == 1 and hi == 1:
+        return item
+    return Rep(item, lo, hi)
+
+
+# --------------------------------------------------------------------------------------------------
+# Character sets
+
+
+def ranges_union(*sets: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    pairs = sorted(r for s in sets for r in s)
+    out: list[list[int]] = []
+    for lo, hi in pairs:
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((a, b) for a, b in out)
+
+
+def ranges_complement(s: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    nxt = 0
+    for lo, hi in s:
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= MAX_CODEPOINT:
+        out.append((nxt, MAX_CODEPOINT))
+    return ranges_minus(tuple(out), (_SURROGATES,))
+
+
+def ranges_minus(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for lo, hi in a:
+        cur = lo
+        for blo, bhi in b:
+            if bhi < cur or blo > hi:
+                continue
+            if blo > cur:
+                out.append((cur, blo - 1))
+            cur = max(cur, bhi + 1)
+            if cur > hi:
+                break
+        if cur <= hi:
+            out.append((cur, hi))
+    return tuple(out)
+
+
+def ranges_intersect(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    return ranges_minus(a, ranges_complement(b))
+
+
+def ranges_of(chars: str) -> tuple[tuple[int, int], ...]:
+    return ranges_union(*(((ord(c), ord(c)),) for c in chars)) if chars else ()
+
+
+def ranges_contain(s: tuple[tuple[int, int], ...], cp: int) -> bool:
+    return any(lo <= cp <= hi for lo, hi in s)
+
+
+@functools.lru_cache(maxsize=1)
+def _all_chars() -> str:
+    return "".join(chr(c) for c in range(MAX_CODEPOINT + 1) if not _SURROGATES[0] <= c <= _SURROGATES[1])
+
+
+@functools.lru_cache(maxsize=256)
+def class_ranges(source: str, flags: int) -> tuple[tuple[int, int], ...]:
+    """The code points a one-character `regex` class (e.g. `[^\\s<]`, `\\w`) matches, as ranges."""
+    pattern = regex.compile(f"(?:{source})+", flags)
+    text = _all_chars()
+    out: list[tuple[int, int]] = []
+    for m in pattern.finditer(text):
+        # Runs are contiguous in `text`, which skips the surrogates: split a run that spans them.
+        lo, hi = ord(text[m.start()]), ord(text[m.end() - 1])
+        if lo < _SURROGATES[0] < hi:
+            out.append((lo, _SURROGATES[0] - 1))
+            out.append((_SURROGATES[1] + 1, hi))
+        else:
+            out.append((lo, hi))
+    return ranges_union(tuple(out))
+
+
+ANY_CHAR = Chars(ranges_complement(()))
+WS_CHARS = Chars(ranges_of(" \t\n\r"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Grammar
+
+
+class Grammar:
+    """Named rules; `root` is the start rule. Build with `rule`, render with `gbnf` / `lark`."""
+
+    def __init__(self) -> None:
+        self.rules: dict[str, Expr] = {}
+        self._by_expr: dict[Expr, str] = {}
+        self.root: str | None = None
+
+    def rule(self, hint: str, expr: Expr) -> Ref:
+        """A reference to a rule for `expr` (an equal expression reuses its rule)."""
+        if isinstance(expr, Ref):
+            return expr
+        name = self._by_expr.get(expr)
+        if name is None:
+            name = self._fresh(hint)
+            self.rules[name] = expr
+            self._by_expr[expr] = name
+        return Ref(name)
+
+    def declare(self, hint: str) -> str:
+        """Reserve a rule name for a (possibly recursive) rule defined later with `define`."""
+        name = self._fresh(hint)
+        self.rules[name] = NOTHING
+        return name
+
+    def define(self, name: str, expr: Expr) -> Ref:
+        self.rules[name] = expr
+        return Ref(name)
+
+    def _fresh(self, hint: str) -> str:
+        base = regex.sub(r"[^a-z0-9]+", "-", hint.lower()).strip("-") or "r"
+        if base[0].isdigit():
+            base = "r-" + base
+        name, i = base, 1
+        while name in self.rules or name == "root":
+            i += 1
+            name = f"{base}-{i}"
+        return name
+
+    # -- free text ---------------------------------------------------------------------------
+
+    def text_excluding(
+        self,
+        forbidden: list[str] | tuple[str, ...],
+        *,
+        allowed: tuple[tuple[int, int], ...] | None = None,
+        follow: tuple[tuple[int, int], ...] | None = None,
+        min_len: int = 0,
+        trim: tuple[tuple[int, int], ...] | None = None,
+        lead: tuple[tuple[int, int], ...] | None = None,
+        hint: str = "text",
+    ) -> Ref:
+        """Any string of `allowed` characters (default: all) that contains none of `forbidden`.
+
+        `follow`: the characters that may come right after the text (None: unknown, anything);
+        the text may only end where none of them could complete a forbidden string that began
+        inside the text. `min_len` 1 makes the text non-empty. `trim`: characters the text may
+        neither start nor end with (e.g. whitespace a parser would strip).
+        """
+        key = (tuple(sorted(set(forbidden))), allowed, follow, min_len, trim, lead)
+        cached = self._by_expr.get(("text",) + key)  # type: ignore[call-overload]
+        if cached is not None:
+            return Ref(cached)
+        allowed_r = allowed if allowed is not None else ANY_CHAR.ranges
+        pats = sorted({p for p in forbidden if p})
+        # Aho-Corasick automaton: goto / fail / out
+        goto: list[dict[str, int]] = [{}]
+        out: list[bool] = [False]
+        for p in pats:
+            s = 0
+            for ch in p:
+                if ch not in goto[s]:
+                    goto.append({})
+                    out.append(False)
+                    goto[s][ch] = len(goto) - 1
+                s = goto[s][ch]
+            out[s] = True
+        fail = [0] * len(goto)
+        queue = list(goto[0].values())
+        order: list[int] = []
+        while queue:
+            s = queue.pop(0)
+            order.append(s)
+            for ch, t in goto[s].items():
+                f = fail[s]
+                while f and ch not in goto[f]:
+                    f = fail[f]
+                fail[t] = goto[f].get(ch, 0) if goto[f].get(ch, 0) != t else 0
+                out[t] = out[t] or out[fail[t]]
+                queue.append(t)
+        alphabet = sorted({ch for p in pats for ch in p})
+
+        def delta(s: int, ch: str) -> int:
+            while s and ch not in goto[s]:
+                s = fail[s]
+            return goto[s].get(ch, 0)
+
+        special = ranges_of("".join(alphabet))
+        other = ranges_minus(allowed_r, special)
+        trim_r = trim or ()
+        lead_r = lead or ()
+        follow_special = [ch for ch in alphabet if follow is None or ranges_contain(follow, ord(ch))]
+
+        def can_end(s: int) -> bool:
+            return all(delta(s, ch) == delta(0, ch) for ch in follow_special)
+
+        # States: (automaton state, length so far capped at min_len, last char trimmed?)
+        names: dict[tuple[int, int, bool], str] = {}
+        pending: list[tuple[int, int, bool]] = []
+
+        def state_name(st: tuple[int, int, bool]) -> str:
+            if st not in names:
+                names[st] = self.declare(f"{hint}-s{len(names)}")
+                pending.append(st)
+            return names[st]
+
+        start = state_name((0, 0, False))
+        while pending:
+            s, n, last_trim = pending.pop()
+            choices: list[Expr] = []
+            if n >= min_len and can_end(s) and not last_trim:
+                choices.append(EMPTY)
+            n2 = min(n + 1, max(min_len, 1))
+            # characters outside the forbidden strings' alphabet: back to the root
+            for part, is_trim in ((ranges_minus(other, trim_r), False), (ranges_intersect(other, trim_r), True)):
+                if n == 0 and s == 0 and lead_r:
+                    part = ranges_minus(part, lead_r)
+                if not part or (is_trim and n == 0 and trim is not None):
+                    continue
+                choices.append(seq(Chars(part), Ref(state_name((0, n2, is_trim)))))
+            for ch in alphabet:
+                if not ranges_contain(allowed_r, ord(ch)):
+                    continue
+                t = delta(s, ch)
+                if out[t]:
+                    continue
+                is_trim = ranges_contain(trim_r, ord(ch))
+                if is_trim and n == 0:
+                    continue
+                if n == 0 and s == 0 and ranges_contain(lead_r, ord(ch)):
+                    continue
+                choices.append(seq(Lit(ch), Ref(state_name((t, n2, is_trim)))))
+            self.rules[names[(s, n, last_trim)]] = alt(*choices) if choices else NOTHING
+        self._by_expr[("text",) + key] = start  # type: ignore[index]
+        return Ref(start)
+
+    # -- analysis ----------------------------------------------------------------------------
+
+    def first_chars(self, expr: Expr) -> tuple[tuple[tuple[int, int], ...], bool]:
+        """(characters a string of `expr` can start with, whether `expr` matches the empty string)."""
+        memo: dict[str, tuple[tuple[tuple[int, int], ...], bool]] = {}
+
+        def go(e: Expr, stack: frozenset[str]) -> tuple[tuple[tuple[int, int], ...], bool]:
+            if isinstance(e, Lit):
+                return (ranges_of(e.text[0]), False) if e.text else ((), True)
+            if isinstance(e, Chars):
+                return e.ranges, False
+            if isinstance(e, Seq):
+                acc: tuple[tuple[int, int], ...] = ()
+                for it in e.items:
+                    f, nullable = go(it, stack)
+                    acc = ranges_union(acc, f)
+                    if not nullable:
+                        return acc, False
+                return acc, True
+            if isinstance(e, Alt):
+                acc = ()
+                any_null = False
+                for it in e.items:
+                    f, nullable = go(it, stack)
+                    acc = ranges_union(acc, f)
+                    any_null = any_null or nullable
+                return acc, any_null
+            if isinstance(e, Rep):
+                f, nullable = go(e.item, stack)
+                return f, nullable or e.lo == 0
+            if e.name in memo:
+                return memo[e.name]
+            if e.name in stack:
+                return (), False
+            r = go(self.rules[e.name], stack | {e.name})
+            memo[e.name] = r
+            return r
+
+        return go(expr, frozenset())
+
+    # -- rendering ---------------------------------------------------------------------------
+
+    def _reachable(self) -> list[str]:
+        assert self.root is not None
+        seen: list[str] = []
+        todo = [self.root]
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.append(n)
+            stack: list[Expr] = [self.rules[n]]
+            while stack:
+                e = stack.pop()
+                if isinstance(e, Ref):
+                    todo.append(e.name)
+                elif isinstance(e, (Seq, Alt)):
+                    stack.extend(e.items)
+                elif isinstance(e, Rep):
+                    stack.append(e.item)
+        return seen
+
+    def gbnf(self) -> str:
+        """llama.cpp GBNF (also XGrammar's EBNF): `root ::= ...` first."""
+        lines = []
+        for n in self._reachable():
+            name = "root" if n == self.root else n
+            lines.append(f"{name} ::= {_gbnf(self.rules[n], self.root)}")
+        return "\n".join(lines) + "\n"
+
+    def lark(self) -> str:
+        """Lark for llguidance: `start: ...` first; character classes are regex terminals."""
+        lines = []
+        for n in self._reachable():
+            name = "start" if n == self.root else _lark_name(n)
+            lines.append(f"{name}: {_lark(self.rules[n], self.root)}")
+        return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Renderers
+
+
+def _esc_cp(cp: int, in_class: bool) -> str:
+    ch = chr(cp)
+    if ch == "\\":
+        return "\\\\"
+    if in_class and ch in "]^-[":
+        return "\\" + ch
+    if not in_class and ch == '"':
+        return '\\"'
+    if ch == "\n":
+        return "\\n"
+    if ch == "\r":
+        return "\\r"
+    if ch == "\t":
+        return "\\t"
+    if cp < 0x20 or cp == 0x7F or 0x80 <= cp < 0xA0 or ch.isspace() and cp > 0x7F:
+        return f"\\x{cp:02X}" if cp < 0x100 else (f"\\u{cp:04X}" if cp <= 0xFFFF else f"\\U{cp:08X}")
+    if cp > 0x7F and not ch.isprintable():
+        return f"\\u{cp:04X}" if cp <= 0xFFFF else f"\\U{cp:08X}"
+    return ch
+
+
+def _gbnf_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    comp = ranges_complement(ranges)
+    neg = len(comp) < len(ranges)
+    body_ranges = comp if neg else ranges
+    if neg:
+        body_ranges = ranges_minus(body_ranges, ())
+    parts = []
+    for lo, hi in body_ranges:
+        if lo == hi:
+            parts.append(_esc_cp(lo, True))
+        else:
+            parts.append(f"{_esc_cp(lo, True)}-{_esc_cp(hi, True)}")
+    if neg:
+        # A negated class must not exclude the surrogates' absence: they are not characters anyway.
+        parts = [p for p in parts]
+        return "[^" + "".join(parts) + "]" if parts else "[\\x00-\\U0010FFFF]"
+    return "[" + "".join(parts) + "]"
+
+
+def _gbnf(e: Expr, root: str | None) -> str:
+    if isinstance(e, Lit):
+        return '"' + "".join(_esc_cp(ord(c), False) for c in e.text) + '"'
+    if isinstance(e, Chars):
+        return _gbnf_class(e.ranges) if e.ranges else "( )"
+    if isinstance(e, Seq):
+        return " ".join(_gbnf_atom(i, root) for i in e.items)
+    if isinstance(e, Alt):
+        if not e.items:
+            return '[^\\x00-\\U0010FFFF]'  # matches nothing
+        return " | ".join(_gbnf(i, root) for i in e.items)
+    if isinstance(e, Rep):
+        inner = _gbnf_atom(e.item, root)
+        if (e.lo, e.hi) == (0, None):
+            return inner + "*"
+        if (e.lo, e.hi) == (1, None):
+            return inner + "+"
+        if (e.lo, e.hi) == (0, 1):
+            return inner + "?"
+        hi = "" if e.hi is None else str(e.hi)
+        return f"{inner}{{{e.lo},{hi}}}"
+    return "root" if e.name == root else e.name
+
+
+def _gbnf_atom(e: Expr, root: str | None) -> str:
+    s = _gbnf(e, root)
+    if isinstance(e, (Seq, Alt)) and (not isinstance(e, Alt) or e.items):
+        return f"( {s} )"
+    return s
+
+
+def _lark_name(n: str) -> str:
+    return n.replace("-", "_")
+
+
+def _lark_class(ranges: tuple[tuple[int, int], ...]) -> str:
+    comp = ranges_complement(ranges)
+    neg = len(comp) < len(ranges)
+    body = comp if neg else ranges
+
+    def esc(cp: int) -> str:
+        ch = chr(cp)
+        if ch in "\\]^-[/":
+            return "\\" + ch
+        if cp < 0x20 or cp == 0x7F or not ch.isprintable() or ch.isspace():
+            return f"\\x{{{cp:X}}}"
+        return ch
+
+    parts = "".join(esc(lo) if lo == hi else f"{esc(lo)}-{esc(hi)}" for lo, hi in body)
+    if neg:
+        return f"/[^{parts}]/" if parts else "/(?s:.)/"
+    return f"/[{parts}]/"
+
+
+def _lark_lit(text: str) -> str:
+    out = []
+    for c in text:
+        cp = ord(c)
+        if c in '"\\':
+            out.append("\\" + c)
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\t":
+            out.append("\\t")
+        elif c == "\r":
+            out.append("\\r")
+        elif cp < 0x20 or cp == 0x7F:
+            out.append(f"\\x{cp:02x}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
+def _lark(e: Expr, root: str | None) -> str:
+    if isinstance(e, Lit):
+        return _lark_lit(e.text) if e.text else '""'
+    if isinstance(e, Chars):
+        return _lark_class(e.ranges)
+    if isinstance(e, Seq):
+        return " ".join(_lark_atom(i, root) for i in e.items)
+    if isinstance(e, Alt):
+        if not e.items:
+            return "/[^\\x00-\\x{10FFFF}]/"
+        return " | ".join(_lark(i, root) for i in e.items)
+    if isinstance(e, Rep):
+        inner = _lark_atom(e.item, root)
+        if (e.lo, e.hi) == (0, None):
+            return inner + "*"
+        if (e.lo, e.hi) == (1, None):
+            return inner + "+"
+        if (e.lo, e.hi) == (0, 1):
+            return inner + "?"
+        if e.hi is None:
+            return f"{inner}~{e.lo}" + " " + f"{inner}*"
+        return f"{inner}~{e.lo}..{e.hi}"
+    return "start" if e.name == root else _lark_name(e.name)
+
+
+def _lark_atom(e: Expr, root: str | None) -> str:
+    s = _lark(e, root)
+    if isinstance(e, (Seq, Alt)) and (not isinstance(e, Alt) or e.items):
+        return f"({s})"
+    return s
