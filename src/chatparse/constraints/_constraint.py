@@ -204,6 +204,12 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
             continue
         blocks.append(seq(opener, text, closer))
     B = alt(*blocks) if blocks else NOTHING
+    # section markers: the implicit field's written closers (DeepSeek's and Kimi's call sections)
+    SEP: Expr = NOTHING
+    if implicit is not None and content_like and t.fields[implicit].closer is not None:
+        seps = _written_closer(d, t.fields[implicit])
+        if seps is not None:
+            SEP = g.rule("section", seps)
 
     # ---- call regions
     def call_forms(c: CallForms, opener: Expr) -> tuple[Expr, Expr, Expr]:
@@ -264,23 +270,25 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
 
     def stretch(at_start: bool) -> Expr:
         if not text_allowed:
-            return EMPTY
+            return rep(SEP, 0, None) if SEP != NOTHING else EMPTY
+        mid = alt(B, SEP) if SEP != NOTHING else B
         if content_like:
             T = g.text_excluding(forbidden, follow=follow or None, hint="content")
             T0 = g.text_excluding(forbidden, follow=follow or None, lead=start_bad or None, hint="content") if at_start else T
-            if B == NOTHING:
+            if mid == NOTHING:
                 return T0
-            return seq(T0, rep(seq(B, T), 0, None))
-        return rep(B, 0, None) if B != NOTHING else EMPTY
+            return seq(T0, rep(seq(mid, T), 0, None))
+        return rep(mid, 0, None) if mid != NOTHING else EMPTY
 
     S_later = stretch(False)
     gap = S_later
+    tail_gap = rep(SEP, 0, None) if SEP != NOTHING else EMPTY
 
     def body(lead: Expr, C0: Expr, K0: Expr, L0: Expr, C: Expr, K: Expr, L: Expr) -> Expr:
         if hi_r == 0:
             return lead
         if hi_r == 1:
-            inner = alt(seq(C0, gap), L0)
+            inner = alt(seq(C0, gap if text_allowed else tail_gap), L0)
             return seq(lead, inner) if lo_r else seq(lead, opt(inner))
         Ks = rep(K, 0, None)
         first_closed = alt(seq(K0, Ks, C), C0)
@@ -288,6 +296,8 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         closed_run = seq(Ks, C)
         tail_run = seq(Ks, L)
         more = seq(gap, rep(seq(closed_run, gap), 0, None), opt(tail_run))
+        if not text_allowed:
+            more = seq(tail_gap, rep(seq(closed_run, tail_gap), 0, None), opt(tail_run))
         inner = alt(seq(first_closed, more), first_tail)
         return seq(lead, inner) if lo_r else seq(lead, opt(inner))
 
@@ -529,7 +539,7 @@ def _structural_tag(d, calls, each, offered, req, text_allowed, content_like, B,
     whole = {"type": "structural_tag", "format": {"type": "grammar", "grammar": gbnf}}
     if req.tool_choice == "none" and content_like and B == NOTHING and mode == "none":
         return {"type": "structural_tag", "format": {"type": "any_text", "excludes": list(forbidden)}}
-    if not calls or not content_like or B != NOTHING or mode == "inside" and reasoning_tag is None:
+    if not calls or not content_like or B != NOTHING or (mode == "inside" and reasoning_tag is None) or _has_sections(d):
         return whole
     f = d.tool_field
     tags = []
@@ -633,6 +643,11 @@ def _json_schema(d, calls, each, offered, req) -> tuple[dict[str, Any] | None, s
     if not req.parallel or req.named:
         schema["maxItems"] = 1
     return schema, ""
+
+
+def _has_sections(d: Deriver) -> bool:
+    imp = d.t.implicit
+    return imp is not None and d.t.fields[imp].closer is not None and _written_closer(d, d.t.fields[imp]) is not None
 
 
 def _reasoning_absent(d: Deriver, req: Request) -> bool:

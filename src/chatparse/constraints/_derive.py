@@ -342,13 +342,14 @@ class Deriver:
         else:
             tree = parse(f.closer.source)
             branches = tree.kids if tree.op == "alt" else [tree]
+            all_look = all(_has_look(b) and _look_literal(b) is None for b in branches)
             written_exprs = []
             for b in branches:
                 lt = _look_literal(b)
                 if lt is not None:
                     chain = lt
                     continue
-                if _has_look(b) and len(branches) > 1:
+                if _has_look(b) and len(branches) > 1 and not all_look:
                     continue  # written only where what follows satisfies it: not a closer the grammar writes
                 lit = _literal_of(b)
                 if lit is not None and self._is_stop(lit):
