@@ -380,6 +380,8 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
             "json_schema": js,
             "json_schema_reason": js_reason,
             "samples": samples,
+            "grammar": g,
+            "shortest": _shortest_fn(g),
         }
     )
 
@@ -448,6 +450,16 @@ def _shortest(g: Grammar, e: Expr) -> str:
     if out is None:
         raise ConstraintError("the derived grammar accepts no string")
     return out
+
+
+def _shortest_fn(g: Grammar) -> Any:
+    def short(e: Expr) -> str | None:
+        try:
+            return _shortest(g, e)
+        except ConstraintError:
+            return None
+
+    return short
 
 
 def _self_check(d: Deriver, calls: list[CallForms], each: bool, offered: list[dict[str, Any]]) -> list[str]:
@@ -578,12 +590,18 @@ def _structural_tag(d, calls, each, offered, req, text_allowed, content_like, B,
             if begin not in triggers:
                 triggers.append(begin)
         stop_after_first = hi == 1
-    # a trigger must be a prefix of each of its tags' begins: use the shortest common literal
-    trig = sorted(set(triggers))
-    common = []
-    for b in trig:
-        if not any(b.startswith(x) for x in common):
-            common.append(b)
+    # The triggers are the opener's own markers (every match contains one): free text can then
+    # never hold a call opener, and a marker is always followed by one of the tags.
+    markers = sorted(d._necessary(f, "open"), key=len)
+    common: list[str] = []
+    for b in triggers:
+        m = next((x for x in markers if b.startswith(x)), None)
+        if m is None:
+            return whole
+        if m not in common:
+            common.append(m)
+    if any(not any(b.startswith(x) for b in triggers) for x in markers):
+        return whole
     excludes = [x for x in forbidden if not any(x.startswith(tg) or tg.startswith(x) for tg in common)]
     fmt: dict[str, Any] = {
         "type": "triggered_tags",

@@ -1,0 +1,413 @@
+"""chatparse.constraints: derivation over the whole catalog, engine compilation and acceptance.
+
+Engines are real: XGrammar's `GrammarCompiler` / `GrammarMatcher` (fed byte by byte) for the GBNF
+grammar and the structural tag, llguidance's `LLMatcher` for the Lark grammar. Without them the
+engine tests skip; `CHATPARSE_REQUIRE_CONSTRAINTS=1` (the CI step) turns those skips into failures.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chatparse import catalog, constraints, parse_response
+from chatparse.constraints import ConstraintError
+from chatparse.constraints._grammar import Alt, Chars, Lit, Ref, Rep, Seq
+from chatparse.openai._calls import calls_from_value
+
+from . import engines as E
+
+# Templates whose call syntax the derivation cannot express exactly (checked below: they raise).
+UNSUPPORTED: dict[str, str] = {
+    "gpt_oss": "the call opener names the tool inside a lookahead in the middle of the pattern "
+    "(Harmony's recipient may sit in the role or the channel part of the header)",
+}
+NO_TOOLS = {"deepseek_r1_distill", "lfm2_math"}  # templates without a tool_calls field
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city"],
+        },
+    },
+}
+NESTED = {
+    "type": "function",
+    "function": {
+        "name": "create_event",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "title": {"type": "string"},
+                "attendees": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"email": {"type": "string"}, "optional": {"type": "boolean"}},
+                        "required": ["email"],
+                    },
+                },
+                "where": {"type": "object", "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}}},
+                "note": {"type": ["string", "null"]},
+            },
+            "required": ["title", "attendees"],
+        },
+    },
+}
+UNICODE = {
+    "type": "function",
+    "function": {
+        "name": "météo_日本",
+        "parameters": {"type": "object", "properties": {"ville": {"type": "string"}}, "required": ["ville"]},
+    },
+}
+NOARGS = {"type": "function", "function": {"name": "list_alarms", "parameters": {"type": "object", "properties": {}}}}
+TOOL_SETS = {"weather": [WEATHER], "mixed": [WEATHER, NESTED, NOARGS], "unicode": [UNICODE, NOARGS]}
+
+
+def tool_templates() -> list[str]:
+    return [n for n in catalog.names() if n not in NO_TOOLS]
+
+
+def prompt(name: str) -> str:
+    return str(catalog.describe(name)["generation_prompt"])
+
+
+def derive_or_skip_schema(name: str, tools: list[Any], **kw: Any) -> constraints.Constraint:
+    try:
+        return constraints.derive(name, tools, prefix=prompt(name), **kw)
+    except ConstraintError as e:
+        if name in UNSUPPORTED:
+            pytest.skip(f"{name}: unsupported ({UNSUPPORTED[name]})")
+        # A schema feature a text format cannot carry exactly is a documented, named refusal.
+        if "tool '" in str(e) and ("cannot" in str(e)):
+            pytest.skip(str(e))
+        raise
+
+
+# --------------------------------------------------------------------------- pure derivation
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_unsupported_templates_raise_naming_the_field(name: str) -> None:
+    with pytest.raises(ConstraintError, match="Field 'tool_calls'"):
+        constraints.derive(name, [WEATHER], prefix=prompt(name))
+
+
+@pytest.mark.parametrize("name", sorted(NO_TOOLS))
+def test_templates_without_tool_field(name: str) -> None:
+    with pytest.raises(ConstraintError, match="no 'tool_calls' field"):
+        constraints.derive(name, [WEATHER], tool_choice="required")
+    c = constraints.derive(name, [], tool_choice="none", prefix=prompt(name))
+    assert c.gbnf().startswith("root ::=")
+
+
+@pytest.mark.parametrize("name", tool_templates())
+@pytest.mark.parametrize("tools", sorted(TOOL_SETS))
+@pytest.mark.parametrize("choice", ["auto", "required", "named", "none"])
+def test_every_catalog_template_derives(name: str, tools: str, choice: str) -> None:
+    if name in UNSUPPORTED:
+        pytest.skip(UNSUPPORTED[name])
+    ts = TOOL_SETS[tools]
+    tc: Any = {"type": "function", "function": {"name": ts[0]["function"]["name"]}} if choice == "named" else choice
+    try:
+        c = constraints.derive(name, ts, tool_choice=tc, prefix=prompt(name))
+    except ConstraintError as e:
+        msg = str(e)
+        # the only refusals allowed here name the tool and the schema keyword / value
+        assert "tool '" in msg and "cannot" in msg, msg
+        return
+    assert c.gbnf().startswith("root ::=")
+    assert c.lark().startswith("start:")
+    assert c.structural_tag()["type"] == "structural_tag"
+    for sample in c.sample_calls:
+        msg = parse_response(sample, c.template, prefix=prompt(name), tools=ts) if name != "ernie" else None
+        if msg is not None:
+            assert msg.get("tool_calls"), sample
+
+
+def test_errors_name_what_is_wrong() -> None:
+    with pytest.raises(ConstraintError, match="not among the offered tools"):
+        constraints.derive("qwen3", [WEATHER], tool_choice={"type": "function", "function": {"name": "nope"}})
+    with pytest.raises(ConstraintError, match="needs at least one tool"):
+        constraints.derive("qwen3", [], tool_choice="required")
+    bad = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}}}
+    with pytest.raises(ConstraintError, match="'minimum'"):
+        constraints.derive("qwen3", [bad])
+    with pytest.raises(ConstraintError, match="no JSON schema is exact"):
+        constraints.derive("qwen3", [WEATHER], tool_choice="required").json_schema()
+
+
+def test_json_schema_where_exact() -> None:
+    # Granite 3.0 writes a bare JSON list at the start of the reply: the whole output is JSON.
+    c = constraints.derive("granite30", [WEATHER], tool_choice="required", prefix=prompt("granite30"))
+    schema = c.json_schema()
+    assert schema["type"] == "array" and schema["minItems"] == 1
+    assert c.ollama_format() == schema
+
+
+def test_cache_returns_same_object() -> None:
+    a = constraints.derive("qwen3", [WEATHER], tool_choice="required")
+    b = constraints.derive("qwen3", [WEATHER], tool_choice="required")
+    assert a is b
+
+
+# --------------------------------------------------------------------------- random strings of the grammar
+
+
+def sample(c: constraints.Constraint, rnd: random.Random, budget: int = 400) -> str:
+    """A random string of the constraint's grammar (biased to finish within `budget` characters)."""
+    from chatparse.constraints._constraint import _rep_char
+
+    g = c._p["grammar"]
+    short = c._p["shortest"]
+    out: list[str] = []
+
+    def go(e: Any, depth: int) -> None:
+        over = len(out) > budget or depth > 200
+        if isinstance(e, Lit):
+            out.append(e.text)
+        elif isinstance(e, Chars):
+            lo, hi = rnd.choice(e.ranges)
+            if rnd.random() < 0.7:
+                out.append(_rep_char(e.ranges))
+            else:
+                out.append(chr(rnd.randint(lo, min(hi, lo + 300))))
+        elif isinstance(e, Seq):
+            for i in e.items:
+                go(i, depth + 1)
+        elif isinstance(e, Alt):
+            opts = [i for i in e.items if short(i) is not None]
+            if over:
+                go(min(opts, key=lambda i: len(short(i))), depth + 1)
+            else:
+                go(rnd.choice(opts), depth + 1)
+        elif isinstance(e, Rep):
+            n = e.lo if over else rnd.randint(e.lo, e.lo + 3 if e.hi is None else min(e.hi, e.lo + 3))
+            for _ in range(n):
+                go(e.item, depth + 1)
+        elif isinstance(e, Ref):
+            go(g.rules[e.name], depth + 1)
+
+    go(Ref(g.root), 0)
+    return "".join(out)
+
+
+def _valid(value: Any, schema: Any) -> bool:
+    if not isinstance(schema, dict) or not schema:
+        return True
+    if "enum" in schema:
+        return value in schema["enum"]
+    if "anyOf" in schema:
+        return any(_valid(value, s) for s in schema["anyOf"])
+    t = schema.get("type")
+    types = t if isinstance(t, list) else [t] if t else []
+    if not types:
+        return True
+    for ty in types:
+        if ty == "string" and isinstance(value, str):
+            return True
+        if ty == "integer" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if ty == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if ty == "boolean" and isinstance(value, bool):
+            return True
+        if ty == "null" and value is None:
+            return True
+        if ty == "array" and isinstance(value, list):
+            return all(_valid(v, schema.get("items", {})) for v in value)
+        if ty == "object" and isinstance(value, dict):
+            props = schema.get("properties")
+            if props is None:
+                return True
+            if set(value) - set(props) or any(r not in value for r in schema.get("required", [])):
+                return False
+            return all(_valid(v, props[k]) for k, v in value.items())
+    return False
+
+
+def check_parse(c: constraints.Constraint, name: str, text: str, tools: list[Any], lo: int, hi: int | None) -> None:
+    msg = parse_response(text, c.template, prefix=prompt(name), tools=tools)
+    value = msg.get("tool_calls")
+    items = value if isinstance(value, list) else ([] if value is None else [value])
+    flat: list[Any] = []
+    for it in items:
+        flat.extend(it if isinstance(it, list) else [it])
+    got = calls_from_value(flat) if flat else []
+    assert lo <= len(got) and (hi is None or len(got) <= hi), (text, got)
+    by_name = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    for call, err in got:
+        assert err is None and call is not None, (text, err)
+        assert call["name"] in by_name, (text, call)
+        assert _valid(call["arguments"], by_name[call["name"]]), (text, call)
+
+
+@pytest.mark.parametrize("name", tool_templates())
+@pytest.mark.parametrize("choice", ["auto", "required", "single"])
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**32 - 1))
+def test_strings_of_the_grammar_parse_into_valid_calls(name: str, choice: str, seed: int) -> None:
+    if name in UNSUPPORTED:
+        pytest.skip(UNSUPPORTED[name])
+    tools = [WEATHER, NESTED, NOARGS]
+    kw: dict[str, Any] = {"tool_choice": "auto" if choice == "auto" else "required"}
+    if choice == "single":
+        kw["parallel_tool_calls"] = False
+    try:
+        c = constraints.derive(name, tools, prefix=prompt(name), max_whitespace=3, **kw)
+    except ConstraintError as e:
+        pytest.skip(str(e))
+    text = sample(c, random.Random(seed))
+    check_parse(c, name, text, tools, 1 if choice != "auto" else 0, 1 if choice == "single" else None)
+
+
+# --------------------------------------------------------------------------- engines: compile everything
+
+
+@pytest.mark.parametrize("name", tool_templates())
+@pytest.mark.parametrize("tools", sorted(TOOL_SETS))
+@pytest.mark.parametrize("choice", ["auto", "required", "single"])
+def test_xgrammar_and_llguidance_compile_every_form(name: str, tools: str, choice: str) -> None:
+    E.need("xgrammar")
+    E.need("llguidance")
+    if name in UNSUPPORTED:
+        pytest.skip(UNSUPPORTED[name])
+    kw: dict[str, Any] = {"tool_choice": "auto" if choice == "auto" else "required", "parallel_tool_calls": choice != "single"}
+    try:
+        c = constraints.derive(name, TOOL_SETS[tools], prefix=prompt(name), **kw)
+    except ConstraintError as e:
+        assert "tool '" in str(e), str(e)
+        return
+    E.xg_compile(c, "gbnf")
+    E.xg_compile(c, "structural-tag")
+    E.llg_matcher(c.lark())
+
+
+# --------------------------------------------------------------------------- engines: acceptance and rejection
+
+
+def _full(name: str, c: constraints.Constraint, calls: str) -> str:
+    """A whole output around `calls`: the reasoning a template requires first, then the calls."""
+    if name == "ernie":
+        return "ok</think>" + calls
+    return calls
+
+
+def _forms(c: constraints.Constraint) -> list[tuple[str, Any]]:
+    return [
+        ("gbnf", lambda t: E.xg_accepts(E.xg_compile(c, "gbnf"), t)),
+        ("structural-tag", lambda t: E.xg_accepts(E.xg_compile(c, "structural-tag"), t)),
+        ("lark", lambda t: E.llg_accepts(c.lark(), t)),
+    ]
+
+
+@pytest.mark.parametrize("name", tool_templates())
+def test_acceptance_and_rejection(name: str) -> None:
+    E.need("xgrammar")
+    E.need("llguidance")
+    if name in UNSUPPORTED:
+        pytest.skip(UNSUPPORTED[name])
+    tools = [WEATHER, NOARGS]
+    auto = derive_or_skip_schema(name, tools)
+    req = derive_or_skip_schema(name, tools, tool_choice="required")
+    single = derive_or_skip_schema(name, tools, tool_choice="required", parallel_tool_calls=False)
+    other = derive_or_skip_schema(name, [{"type": "function", "function": {"name": "other_tool", "parameters": {"type": "object", "properties": {}}}}])
+    weather = next(s for s in auto.sample_calls if "get_weather" in s)
+    good = _full(name, auto, weather)
+    for label, accepts in _forms(auto):
+        assert accepts(good), (label, good)
+    for label, accepts in _forms(req):
+        assert accepts(good), (label, good)
+        assert not accepts(_full(name, req, "")), (label, "required accepted no call")
+    # an unoffered tool
+    bad_name = _full(name, other, next(s for s in other.sample_calls))
+    for label, accepts in _forms(auto):
+        assert not accepts(bad_name), (label, bad_name)
+    # a second call under parallel_tool_calls=false (where the template can write two)
+    two = _full(name, single, weather + weather)
+    if len(_calls(name, two, tools)) == 2:
+        for label, accepts in _forms(single):
+            assert not accepts(two), (label, two)
+
+
+def _calls(name: str, text: str, tools: list[Any]) -> list[Any]:
+    try:
+        msg = parse_response(text, catalog.get(name), prefix=prompt(name), tools=tools)
+    except ValueError:
+        return []
+    v = msg.get("tool_calls") or []
+    flat: list[Any] = []
+    for it in v if isinstance(v, list) else [v]:
+        flat.extend(it if isinstance(it, list) else [it])
+    return flat
+
+
+WRONG = [
+    ("qwen3", '<tool_call>{"name": "get_weather", "arguments": {"days": 3}}</tool_call>', "missing required"),
+    ("qwen3", '<tool_call>{"name": "get_weather", "arguments": {"city": 3}}</tool_call>', "wrong type"),
+    ("qwen3", '<tool_call>{"name": "get_weather", "arguments": {"city": "x", "unit": "kelvin"}}</tool_call>', "enum"),
+    ("qwen3", '<tool_call>{"name": "get_time", "arguments": {}}</tool_call>', "unoffered"),
+    ("gemma4", "<|tool_call>call:get_weather{days:3}<tool_call|>", "missing required"),
+    ("gemma4", "<|tool_call>call:get_weather{city:3}<tool_call|>", "wrong type"),
+    ("qwen3_xml", "<tool_call>\n<function=get_weather>\n<parameter=days>\nthree\n</parameter>\n</function>\n</tool_call>", "wrong type"),
+    ("glm", "<tool_call>get_weather<arg_key>days</arg_key><arg_value>3</arg_value></tool_call>", "missing required"),
+    ("mistral_v13", '[TOOL_CALLS]get_weather[ARGS]{"city": true}', "wrong type"),
+    ("deepseek_v31", "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{}<｜tool▁call▁end｜>", "missing required"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "why"), WRONG)
+def test_invalid_calls_rejected(name: str, text: str, why: str) -> None:
+    E.need("xgrammar")
+    E.need("llguidance")
+    c = constraints.derive(name, [WEATHER], prefix=prompt(name))
+    for label, accepts in _forms(c):
+        assert not accepts(text), (label, why)
+
+
+# --------------------------------------------------------------------------- engines: corpus
+
+
+def test_corpus_outputs_under_auto(record_property: Any) -> None:
+    """Valid tool-calling outputs of the canitoolcall corpus and the own fixtures, under `auto`.
+
+    Not every valid output is accepted yet (see docs/constraints.md, "Known gaps"): the test pins
+    the measured count so it can only go up, and checks that gbnf, structural tag and Lark agree.
+    """
+    E.need("xgrammar")
+    E.need("llguidance")
+    pytest.importorskip("canitoolcall")
+    from .corpus import cases
+
+    accepted = rejected = unsupported = 0
+    for case in cases():
+        try:
+            c = constraints.derive(case.template, case.tools, prefix=case.prefix)
+        except ConstraintError:
+            unsupported += 1
+            continue
+        lark_ok = E.llg_accepts(c.lark(), case.output)
+        xg_ok = E.xg_accepts(E.xg_compile(c, "gbnf"), case.output)
+        assert lark_ok == xg_ok, case.id
+        if lark_ok:
+            accepted += 1
+            check_parse(c, case.template, case.output, case.tools, 1, None) if case.template != "ernie" else None
+        else:
+            rejected += 1
+    record_property("accepted", accepted)
+    print(json.dumps({"accepted": accepted, "rejected": rejected, "unsupported": unsupported}))
+    assert accepted >= 250
