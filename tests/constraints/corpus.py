@@ -55,7 +55,14 @@ def cases() -> tuple[Case, ...]:
         name = cfg.template_name
         stops = list(catalog.describe(name).get("stop") or [])
         out.append(
-            Case(fx.id, name, cfg.kwargs["prefix"], [dict(t) for t in fx.tools], _cut_at_stop(fx.raw_output, stops), len(calls))
+            Case(
+                fx.id,
+                name,
+                cfg.kwargs["prefix"],
+                [dict(t) for t in fx.tools],
+                _cut_at_stop(fx.raw_output, stops),
+                len(calls),
+            )
         )
     return tuple(out)
 

@@ -12,9 +12,9 @@ from .._parser import parse_response
 from .._template import Template, load_response_template
 from ..tools import build_tool_table
 from ._derive import REASONING_FIELDS, CallForms, Deriver, Request, normalise_request
-from ._grammar import EMPTY, NOTHING, WS_CHARS, Alt, Expr, Grammar, Lit, Rep, Seq, alt, opt, rep, seq
-from ._regex import first_literal, necessary
-from ._schema import ConstraintError, SchemaCompiler
+from ._grammar import EMPTY, NOTHING, Alt, Expr, Grammar, Lit, Rep, Seq, alt, opt, rep, seq
+from ._regex import first_literal
+from ._schema import ConstraintError
 
 __all__ = ["Constraint", "ConstraintError", "derive"]
 
@@ -131,9 +131,19 @@ def derive(
     """
     try:
         key = json.dumps(
-            [template if not isinstance(template, Template) else id(template), tools, tool_choice,
-             parallel_tool_calls, reasoning, strict, prefix, stop, max_whitespace],
-            sort_keys=True, default=str,
+            [
+                template if not isinstance(template, Template) else id(template),
+                tools,
+                tool_choice,
+                parallel_tool_calls,
+                reasoning,
+                strict,
+                prefix,
+                stop,
+                max_whitespace,
+            ],
+            sort_keys=True,
+            default=str,
         )
     except (TypeError, ValueError):
         key = None
@@ -143,7 +153,9 @@ def derive(
             if hit is not None:
                 _CACHE.move_to_end(key)
                 return hit
-    c = _derive(template, tools, tool_choice, parallel_tool_calls, reasoning, strict, prefix, stop, max_whitespace)
+    c = _derive(
+        template, tools, tool_choice, parallel_tool_calls, reasoning, strict, prefix, stop, max_whitespace
+    )
     if key is not None:
         with _LOCK:
             _CACHE[key] = c
@@ -162,7 +174,9 @@ def _load(template: Any) -> tuple[Template, tuple[str, ...], str | None]:
         return template, (), None
     if isinstance(template, dict):
         return load_response_template(template), (), None
-    raise ConstraintError(f"template must be a catalog name, a dict or a Template, got {type(template).__name__}")
+    raise ConstraintError(
+        f"template must be a catalog name, a dict or a Template, got {type(template).__name__}"
+    )
 
 
 def _derive(template, tools, tool_choice, parallel, reasoning, strict, prefix, stop, max_ws) -> Constraint:
@@ -180,7 +194,9 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     if req.tool_choice == "none":
         offered = []
     lo_calls = 1 if req.tool_choice in ("required", "named") else 0
-    hi_calls: int | None = 0 if req.tool_choice == "none" else (1 if (not req.parallel or req.named) else None)
+    hi_calls: int | None = (
+        0 if req.tool_choice == "none" else (1 if (not req.parallel or req.named) else None)
+    )
     calls = d.build_calls(offered) if offered else []
     f = d.tool_field
     each = bool(f is not None and f.transform_each)
@@ -235,7 +251,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
             cf = CallForms("*", opener, listx, c0.closer, c0.closes_at_eos, None)
             regions.append(call_forms(cf, opener))
         (Cn, Kn, Ln), (Cs, Ks, Ls) = regions
-        lo_r, hi_r = lo_calls, (0 if hi_calls == 0 else 1)
+        lo_r, hi_r = lo_calls, (0 if hi_calls == 0 else 1)  # type: int, int | None
     else:
         Cn_l, Kn_l, Ln_l = [], [], []
         for c in calls:
@@ -243,7 +259,11 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
             Cn_l.append(C1)
             Kn_l.append(K1)
             Ln_l.append(L1)
-        Cn, Kn, Ln = alt(*Cn_l) if Cn_l else NOTHING, alt(*Kn_l) if Kn_l else NOTHING, alt(*Ln_l) if Ln_l else NOTHING
+        Cn, Kn, Ln = (
+            alt(*Cn_l) if Cn_l else NOTHING,
+            alt(*Kn_l) if Kn_l else NOTHING,
+            alt(*Ln_l) if Ln_l else NOTHING,
+        )
         if f is not None and calls and d.at_start:
             Cs_l, Ks_l, Ls_l = [], [], []
             for c in calls:
@@ -274,7 +294,11 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         mid = alt(B, SEP) if SEP != NOTHING else B
         if content_like:
             T = g.text_excluding(forbidden, follow=follow or None, hint="content")
-            T0 = g.text_excluding(forbidden, follow=follow or None, lead=start_bad or None, hint="content") if at_start else T
+            T0 = (
+                g.text_excluding(forbidden, follow=follow or None, lead=start_bad or None, hint="content")
+                if at_start
+                else T
+            )
             if mid == NOTHING:
                 return T0
             return seq(T0, rep(seq(mid, T), 0, None))
@@ -314,7 +338,9 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     reasoning_tag: tuple[str, str, tuple[str, ...]] | None = None
     root: Expr
     if d.open_at_start is not None and (R is None or d.open_at_start != R.name):
-        raise ConstraintError(f"the prompt leaves the field {d.open_at_start!r} open; a constraint cannot continue it")
+        raise ConstraintError(
+            f"the prompt leaves the field {d.open_at_start!r} open; a constraint cannot continue it"
+        )
     if R is None:
         if req.reasoning:
             raise ConstraintError("reasoning=True, but the template has no reasoning field")
@@ -337,7 +363,9 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
             block = seq(r_open_s, r_text, r_close)
             if nullable and d.at_start:
                 if req.reasoning is False:
-                    raise ConstraintError(f"Field '{R.name}' opens at the start of every output; reasoning=False cannot hold")
+                    raise ConstraintError(
+                        f"Field '{R.name}' opens at the start of every output; reasoning=False cannot hold"
+                    )
                 mode = "required"
                 root = seq(block, rest_later)
             elif req.reasoning is True:
@@ -366,7 +394,22 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     # ---- self check: one sample call per tool must parse back into that call
     samples = _self_check(d, calls, each, offered)
 
-    tag = _structural_tag(d, calls, each, offered, req, text_allowed, content_like, B, forbidden, mode, reasoning_tag, gbnf, lo_calls, hi_calls)
+    tag = _structural_tag(
+        d,
+        calls,
+        each,
+        offered,
+        req,
+        text_allowed,
+        content_like,
+        B,
+        forbidden,
+        mode,
+        reasoning_tag,
+        gbnf,
+        lo_calls,
+        hi_calls,
+    )
     js, js_reason = _json_schema(d, calls, each, offered, req)
     return Constraint(
         {
@@ -393,7 +436,21 @@ def _written_closer(d: Deriver, fld: Any) -> Expr | None:
         written = [x for x in fld.closer.literals if not d._is_stop(x)]
         return alt(*(Lit(x) for x in written)) if written else None
     e, _ = d._emit(fld, "close")
+    e = _drop_stops(e, d.stop)
     return None if e == NOTHING else e
+
+
+def _drop_stops(e: Expr, stops: tuple[str, ...]) -> Expr:
+    """Remove the alternatives that are stop strings: the engine ends the output there."""
+    if isinstance(e, Lit):
+        return NOTHING if e.text in stops else e
+    if isinstance(e, Alt):
+        return alt(*(x for x in (_drop_stops(i, stops) for i in e.items) if x != NOTHING)) if e.items else e
+    if isinstance(e, Seq):
+        return seq(
+            *(_drop_stops(i, stops) if isinstance(i, (Alt, Lit)) and i is e.items[-1] else i for i in e.items)
+        )
+    return e
 
 
 # --------------------------------------------------------------------------------------------------
@@ -435,8 +492,8 @@ def _shortest(g: Grammar, e: Expr) -> str:
             v = ev(x.item)
             return None if v is None else v * x.lo
         if hasattr(x, "ranges"):
-            return _rep_char(x.ranges) if x.ranges else None  # type: ignore[union-attr]
-        return best.get(x.name)  # type: ignore[union-attr]
+            return _rep_char(x.ranges) if x.ranges else None
+        return best.get(x.name)
 
     changed = True
     while changed:
@@ -463,7 +520,7 @@ def _shortest_fn(g: Grammar) -> Any:
 
 
 def _self_check(d: Deriver, calls: list[CallForms], each: bool, offered: list[dict[str, Any]]) -> list[str]:
-    out = []
+    out: list[str] = []
     if not calls:
         return out
     g = d.g
@@ -486,7 +543,15 @@ def _self_check(d: Deriver, calls: list[CallForms], each: bool, offered: list[di
         out.append(text)
         for sample, n in ((text, 1), (two, 2 if two != text else 1)):
             try:
-                msg = parse_response(lead + sample, d.t, prefix=prefix, tools=[{"type": "function", "function": {"name": x["name"], "parameters": x["parameters"]}} for x in offered])
+                msg = parse_response(
+                    lead + sample,
+                    d.t,
+                    prefix=prefix,
+                    tools=[
+                        {"type": "function", "function": {"name": x["name"], "parameters": x["parameters"]}}
+                        for x in offered
+                    ],
+                )
             except ValueError as e:
                 raise ConstraintError(
                     f"the derived call for {c.tool!r} does not parse with the template ({e}); sample {sample!r}"
@@ -547,11 +612,19 @@ def _split_begin(e: Expr) -> tuple[str, Expr] | None:
     return None
 
 
-def _structural_tag(d, calls, each, offered, req, text_allowed, content_like, B, forbidden, mode, reasoning_tag, gbnf, lo, hi) -> dict[str, Any]:
+def _structural_tag(
+    d, calls, each, offered, req, text_allowed, content_like, B, forbidden, mode, reasoning_tag, gbnf, lo, hi
+) -> dict[str, Any]:
     whole = {"type": "structural_tag", "format": {"type": "grammar", "grammar": gbnf}}
     if req.tool_choice == "none" and content_like and B == NOTHING and mode == "none":
         return {"type": "structural_tag", "format": {"type": "any_text", "excludes": list(forbidden)}}
-    if not calls or not content_like or B != NOTHING or (mode == "inside" and reasoning_tag is None) or _has_sections(d):
+    if (
+        not calls
+        or not content_like
+        or B != NOTHING
+        or (mode == "inside" and reasoning_tag is None)
+        or _has_sections(d)
+    ):
         return whole
     f = d.tool_field
     tags = []
@@ -571,7 +644,14 @@ def _structural_tag(d, calls, each, offered, req, text_allowed, content_like, B,
         begin, rest = split
         end = c0.closer.text if isinstance(c0.closer, Lit) else ""
         content = seq(rest, Lit("["), d.ws, items, d.ws, Lit("]"), EMPTY if end else c0.closer)
-        tags.append({"type": "tag", "begin": begin, "content": {"type": "grammar", "grammar": _ebnf_of(d, content)}, "end": end})
+        tags.append(
+            {
+                "type": "tag",
+                "begin": begin,
+                "content": {"type": "grammar", "grammar": _ebnf_of(d, content)},
+                "end": end,
+            }
+        )
         triggers.append(begin)
         stop_after_first = True
     else:
@@ -586,7 +666,14 @@ def _structural_tag(d, calls, each, offered, req, text_allowed, content_like, B,
             begin, rest = split
             end = c.closer.text if isinstance(c.closer, Lit) else ""
             content = seq(rest, c.body, EMPTY if end else c.closer)
-            tags.append({"type": "tag", "begin": begin, "content": {"type": "grammar", "grammar": _ebnf_of(d, content)}, "end": end})
+            tags.append(
+                {
+                    "type": "tag",
+                    "begin": begin,
+                    "content": {"type": "grammar", "grammar": _ebnf_of(d, content)},
+                    "end": end,
+                }
+            )
             if begin not in triggers:
                 triggers.append(begin)
         stop_after_first = hi == 1
@@ -619,7 +706,10 @@ def _structural_tag(d, calls, each, offered, req, text_allowed, content_like, B,
         if ex:
             any_text["excludes"] = ex
         if mode == "inside":
-            block = {"type": "sequence", "elements": [any_text, {"type": "const_string", "value": r_close}]}
+            block: dict[str, Any] = {
+                "type": "sequence",
+                "elements": [any_text, {"type": "const_string", "value": r_close}],
+            }
         else:
             block = {"type": "tag", "begin": r_open, "content": any_text, "end": r_close}
         if mode == "optional":
@@ -636,7 +726,15 @@ def _json_schema(d, calls, each, offered, req) -> tuple[dict[str, Any] | None, s
         "(use the structural tag, GBNF or Lark form)"
     )
     f = d.tool_field
-    if not calls or f is None or req.tool_choice not in ("required", "named") or d.reasoning_field is not None and req.reasoning is not False and d.open_at_start is None and not _reasoning_absent(d, req):
+    if (
+        not calls
+        or f is None
+        or req.tool_choice not in ("required", "named")
+        or d.reasoning_field is not None
+        and req.reasoning is not False
+        and d.open_at_start is None
+        and not _reasoning_absent(d, req)
+    ):
         return None, reason
     if not each or f.content != "json" or not d.at_start:
         return None, reason
@@ -651,13 +749,19 @@ def _json_schema(d, calls, each, offered, req) -> tuple[dict[str, Any] | None, s
     items = []
     for x in offered:
         params = x["parameters"]
-        items.append({
-            "type": "object",
-            "properties": {name_key: {"const": x["name"]}, args_key: params},
-            "required": [name_key, args_key],
-            "additionalProperties": False,
-        })
-    schema: dict[str, Any] = {"type": "array", "items": items[0] if len(items) == 1 else {"anyOf": items}, "minItems": 1}
+        items.append(
+            {
+                "type": "object",
+                "properties": {name_key: {"const": x["name"]}, args_key: params},
+                "required": [name_key, args_key],
+                "additionalProperties": False,
+            }
+        )
+    schema: dict[str, Any] = {
+        "type": "array",
+        "items": items[0] if len(items) == 1 else {"anyOf": items},
+        "minItems": 1,
+    }
     if not req.parallel or req.named:
         schema["maxItems"] = 1
     return schema, ""
@@ -665,7 +769,11 @@ def _json_schema(d, calls, each, offered, req) -> tuple[dict[str, Any] | None, s
 
 def _has_sections(d: Deriver) -> bool:
     imp = d.t.implicit
-    return imp is not None and d.t.fields[imp].closer is not None and _written_closer(d, d.t.fields[imp]) is not None
+    return (
+        imp is not None
+        and d.t.fields[imp].closer is not None
+        and _written_closer(d, d.t.fields[imp]) is not None
+    )
 
 
 def _reasoning_absent(d: Deriver, req: Request) -> bool:

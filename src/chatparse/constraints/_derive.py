@@ -32,29 +32,22 @@ from typing import Any
 import regex
 
 from .. import _rx
-from .._parser import ResponseParser, parse_response
-from .._template import Field, Template, load_response_template
-from ..tools import build_tool_table, coerce_tool_calls
+from .._parser import ResponseParser
+from .._template import Field, Template
 from ._grammar import (
     EMPTY,
     NOTHING,
     WS_CHARS,
-    Alt,
-    Chars,
     Expr,
     Grammar,
     Lit,
-    Ref,
-    Rep,
-    Seq,
     alt,
-    opt,
     ranges_of,
     ranges_union,
     rep,
     seq,
 )
-from ._regex import Emitter, _has_look, first_literal, necessary, parse
+from ._regex import Emitter, _has_look, necessary, parse
 from ._schema import PY_NAME, ConstraintError, SchemaCompiler, members_rule
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
@@ -108,7 +101,7 @@ class Derivation:
 
 
 def _tool_list(tools: Any) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     if tools is None:
         return out
     if not isinstance(tools, list):
@@ -139,14 +132,18 @@ def normalise_request(
         fn = tool_choice.get("function") if tool_choice.get("type", "function") == "function" else None
         name = fn.get("name") if isinstance(fn, dict) else tool_choice.get("name")
         if not isinstance(name, str):
-            raise ConstraintError("tool_choice: a named choice needs {'type': 'function', 'function': {'name': ...}}")
+            raise ConstraintError(
+                "tool_choice: a named choice needs {'type': 'function', 'function': {'name': ...}}"
+            )
         named, choice = name, "named"
     elif tool_choice is None:
         choice = "auto"
     elif isinstance(tool_choice, str) and tool_choice in _TOOL_CHOICES:
         choice = tool_choice
     else:
-        raise ConstraintError(f"tool_choice must be 'auto', 'required', 'none' or a named function, got {tool_choice!r}")
+        raise ConstraintError(
+            f"tool_choice must be 'auto', 'required', 'none' or a named function, got {tool_choice!r}"
+        )
     if choice in ("required", "named") and not tl:
         raise ConstraintError(f"tool_choice {choice!r} needs at least one tool")
     if named is not None and named not in {t["name"] for t in tl}:
@@ -183,7 +180,9 @@ class Deriver:
         truncated = template.truncate_past_last_anchor(self.prefix) if prefix is not None else ""
         self.at_start = truncated == ""
         self.tool_field = template.fields.get(TOOL_FIELD)
-        self.reasoning_field = next((template.fields[n] for n in REASONING_FIELDS if n in template.fields), None)
+        self.reasoning_field = next(
+            (template.fields[n] for n in REASONING_FIELDS if n in template.fields), None
+        )
         self.open_at_start = self._initial_open()
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -205,12 +204,16 @@ class Deriver:
         if d is None:
             return None
         if d.literals is not None:
-            return _rx.Node("alt", kids=[_rx.Node("cat", kids=[_rx.Node("lit", (c,)) for c in lit]) for lit in d.literals])
+            return _rx.Node(
+                "alt", kids=[_rx.Node("cat", kids=[_rx.Node("lit", (c,)) for c in lit]) for lit in d.literals]
+            )
         return parse(d.source)
 
     def _where(self, f: Field, which: str) -> str:
         d = f.opener if which == "open" else f.closer
-        key = ("open" if which == "open" else "close") + ("" if d is not None and d.literals is not None else "_pattern")
+        key = ("open" if which == "open" else "close") + (
+            "" if d is not None and d.literals is not None else "_pattern"
+        )
         return f"Field '{f.name}': '{key}'"
 
     def _necessary(self, f: Field, which: str) -> set[str]:
@@ -225,7 +228,9 @@ class Deriver:
             )
         return lits
 
-    def _emit(self, f: Field, which: str, subst: dict[str, Expr] | None = None, at_start: bool = False) -> tuple[Expr, set[str]]:
+    def _emit(
+        self, f: Field, which: str, subst: dict[str, Expr] | None = None, at_start: bool = False
+    ) -> tuple[Expr, set[str]]:
         tree = self._tree(f, which)
         assert tree is not None
         em = Emitter(self.g, self._where(f, which), subst=subst, at_start=at_start, max_repeat=self.max_ws)
@@ -282,7 +287,9 @@ class Deriver:
         def ph(v: Any, what: str) -> tuple[str, ...]:
             m = regex.fullmatch(r"\{(\w+(?:\.\w+)*)\}", v) if isinstance(v, str) else None
             if m is None:
-                raise ConstraintError(f"Field '{f.name}': 'transform' must take the call's {what} from a placeholder")
+                raise ConstraintError(
+                    f"Field '{f.name}': 'transform' must take the call's {what} from a placeholder"
+                )
             return tuple(m.group(1).split("."))
 
         if isinstance(fn, str):
@@ -314,9 +321,11 @@ class Deriver:
             return ()  # JSON-aware closing: the closer is not searched inside strings
         return tuple(sorted(self._necessary(f, "close")))
 
-    def _call(self, f: Field, tool: dict[str, Any], name_path: tuple[str, ...], args_path: tuple[str, ...]) -> CallForms:
+    def _call(
+        self, f: Field, tool: dict[str, Any], name_path: tuple[str, ...], args_path: tuple[str, ...]
+    ) -> CallForms:
         name = tool["name"]
-        params = tool["parameters"]
+        tool["parameters"]
         where = f"tool {name!r}"
         captures: dict[str, Expr] = {}
         if len(name_path) == 1 and not f.transform_each:
@@ -327,7 +336,9 @@ class Deriver:
                 pass
         opener, used = self._emit(f, "open", subst=captures)
         if captures and not used & set(captures):
-            raise ConstraintError(f"Field '{f.name}': the transform reads '{name_path[0]}', which the opener does not capture")
+            raise ConstraintError(
+                f"Field '{f.name}': the transform reads '{name_path[0]}', which the opener does not capture"
+            )
         forbidden = self._body_forbidden(f)
         body = self._body(f, tool, name_path, args_path, forbidden, where)
         closer: Expr | None = None
@@ -365,8 +376,13 @@ class Deriver:
         return CallForms(name, opener, body, closer, closes_at_eos, chain)
 
     def _body(
-        self, f: Field, tool: dict[str, Any], name_path: tuple[str, ...], args_path: tuple[str, ...],
-        forbidden: tuple[str, ...], where: str,
+        self,
+        f: Field,
+        tool: dict[str, Any],
+        name_path: tuple[str, ...],
+        args_path: tuple[str, ...],
+        forbidden: tuple[str, ...],
+        where: str,
     ) -> Expr:
         params = tool["parameters"]
         content = f.content
@@ -383,20 +399,31 @@ class Deriver:
                         f"Field '{f.name}': this JSON dialect (unquoted_keys={uq!r}, string_delims={delims!r}) "
                         "cannot be written exactly"
                     )
-                sc = SchemaCompiler(self.g, "delimited", forbidden=forbidden, ws=self.ws, delimiter=delims[0][0],
-                                    key_pattern=_LENIENT_KEY if uq == "lenient" else _WORD_KEY, root_schema=params)
+                sc = SchemaCompiler(
+                    self.g,
+                    "delimited",
+                    forbidden=forbidden,
+                    ws=self.ws,
+                    delimiter=delims[0][0],
+                    key_pattern=_LENIENT_KEY if uq == "lenient" else _WORD_KEY,
+                    root_schema=params,
+                )
             else:
                 sc = SchemaCompiler(self.g, "json", forbidden=forbidden, ws=self.ws, root_schema=params)
             return seq(self.ws, self._json_body(f, tool, sc, name_path, args_path, where), self.ws)
         if content == "xml-inline":
             if len(name_path) != 1 or f.transform_each:
-                raise ConstraintError(f"Field '{f.name}': xml-inline calls need the name from an opener capture")
+                raise ConstraintError(
+                    f"Field '{f.name}': xml-inline calls need the name from an opener capture"
+                )
             if args_path != ("content",):
                 raise ConstraintError(f"Field '{f.name}': xml-inline calls need 'arguments': '{{content}}'")
             return self._xml_body(f, tool, forbidden, where)
         if content == "python-call-list":
             if not f.transform_each or name_path != ("name",) or args_path != ("arguments",):
-                raise ConstraintError(f"Field '{f.name}': python-call-list needs a transform_each reading 'name' and 'arguments'")
+                raise ConstraintError(
+                    f"Field '{f.name}': python-call-list needs a transform_each reading 'name' and 'arguments'"
+                )
             return self._python_body(f, tool, forbidden, where)
         raise ConstraintError(f"Field '{f.name}': content '{content}' cannot carry tool calls exactly")
 
@@ -411,16 +438,22 @@ class Deriver:
         params = tool["parameters"]
         if params.get("type", "object") != "object":
             raise ConstraintError(f"{where}: 'parameters' must describe an object")
-        return sc.value({**params, "type": "object", "properties": params.get("properties", {})}, f"{where}.parameters")
+        return sc.value(
+            {**params, "type": "object", "properties": params.get("properties", {})}, f"{where}.parameters"
+        )
 
-    def _json_body(self, f: Field, tool: dict[str, Any], sc: SchemaCompiler, name_path, args_path, where: str) -> Expr:
+    def _json_body(
+        self, f: Field, tool: dict[str, Any], sc: SchemaCompiler, name_path, args_path, where: str
+    ) -> Expr:
         name = tool["name"]
         args_expr = self._args_expr(sc, tool, where)
         name_lit = sc._literal_value(name, where)
         if f.transform_each:
             # content is a list of objects; the name and arguments are keys of each item
             if len(name_path) != 1 or len(args_path) != 1:
-                raise ConstraintError(f"Field '{f.name}': transform_each items must hold the name and arguments")
+                raise ConstraintError(
+                    f"Field '{f.name}': transform_each items must hold the name and arguments"
+                )
             return self._object_with(sc, [(name_path[0], name_lit), (args_path[0], args_expr)], where)
         root = "content"
         if len(name_path) == 1 and name_path[0] != root:
@@ -445,8 +478,12 @@ class Deriver:
         tree = parse(pattern)
         tail_lits = _after_group(tree, "value")
         if tail_lits is None:
-            raise ConstraintError(f"Field '{f.name}': the tag_pattern's value is not followed by a fixed marker")
-        value_forbidden = tuple(sorted(set(forbidden) | tail_lits | self._necessary(f, "close") | _necessary_tree(tree)))
+            raise ConstraintError(
+                f"Field '{f.name}': the tag_pattern's value is not followed by a fixed marker"
+            )
+        value_forbidden = tuple(
+            sorted(set(forbidden) | tail_lits | self._necessary(f, "close") | _necessary_tree(tree))
+        )
         params = tool["parameters"]
         props = params.get("properties", {}) or {}
         required = params.get("required", []) or []
@@ -464,7 +501,11 @@ class Deriver:
                 value = sc.value(schema, f"{where}.{key}")
             else:
                 value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}")
-            em = Emitter(self.g, f"Field '{f.name}': content_args 'tag_pattern'", subst={"key": Lit(key), "value": value})
+            em = Emitter(
+                self.g,
+                f"Field '{f.name}': content_args 'tag_pattern'",
+                subst={"key": Lit(key), "value": value},
+            )
             tag = em.emit(tree)
             if tag == NOTHING:
                 raise ConstraintError(f"Field '{f.name}': the tag_pattern cannot be written for {key!r}")
@@ -484,18 +525,27 @@ class Deriver:
             for v in values:
                 if isinstance(v, str):
                     if v != v.strip() or any(x in v for x in forbidden):
-                        raise ConstraintError(f"{path}: the enum value {v!r} cannot be written as a tag value")
+                        raise ConstraintError(
+                            f"{path}: the enum value {v!r} cannot be written as a tag value"
+                        )
                     out.append(Lit(v))
                 else:
                     out.append(Lit(json.dumps(v, ensure_ascii=False)))
             return alt(*out)
         if t == "string" and set(schema) - {"type", "description", "title", "default", "examples"}:
-            raise ConstraintError(f"{path}: string keywords {sorted(set(schema) - {'type', 'description', 'title'})} cannot be enforced in a text value")
+            raise ConstraintError(
+                f"{path}: string keywords {sorted(set(schema) - {'type', 'description', 'title'})} cannot be enforced in a text value"
+            )
         if t == "string":
             ws = ranges_of(" \t\n\r\x0b\x0c")
             return self.g.text_excluding(forbidden, trim=ws, follow=None, hint="value")
-        sc = SchemaCompiler(self.g, "raw" if t in ("integer", "number", "boolean", "null") else "json",
-                            forbidden=forbidden, ws=self.ws, root_schema=root)
+        sc = SchemaCompiler(
+            self.g,
+            "raw" if t in ("integer", "number", "boolean", "null") else "json",
+            forbidden=forbidden,
+            ws=self.ws,
+            root_schema=root,
+        )
         if t in ("object", "array"):
             return sc.value(schema, path)
         return sc.value(schema, path)
@@ -511,8 +561,15 @@ class Deriver:
         members = []
         for key, schema in props.items():
             if not regex.fullmatch(PY_NAME, key):
-                raise ConstraintError(f"{where}.{key}: the parameter name cannot be a Python keyword argument")
-            members.append((seq(Lit(key), self.ws, Lit("="), self.ws, sc.value(schema, f"{where}.{key}")), key in required))
+                raise ConstraintError(
+                    f"{where}.{key}: the parameter name cannot be a Python keyword argument"
+                )
+            members.append(
+                (
+                    seq(Lit(key), self.ws, Lit("="), self.ws, sc.value(schema, f"{where}.{key}")),
+                    key in required,
+                )
+            )
         comma = seq(self.ws, Lit(","), self.ws)
         inner = members_rule(self.g, members, comma, f"{where}-kwargs") if members else EMPTY
         return seq(Lit(name), self.ws, Lit("("), self.ws, inner, self.ws, Lit(")"))

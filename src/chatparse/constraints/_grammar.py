@@ -65,7 +65,7 @@ class Ref:
     name: str
 
 
-Expr = Union[Lit, Chars, Seq, Alt, Rep, Ref]
+Expr = Union[Lit, Chars, Seq, Alt, Rep, Ref]  # noqa: UP007 (a runtime alias on 3.10)
 
 EMPTY = Lit("")
 NOTHING = Alt(())  # the empty language
@@ -145,9 +145,12 @@ def ranges_complement(s: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], 
     return ranges_minus(tuple(out), (_SURROGATES,))
 
 
-def ranges_minus(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+def ranges_minus(
+    a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int], ...]:
+    b = ranges_union(b)
     out: list[tuple[int, int]] = []
-    for lo, hi in a:
+    for lo, hi in ranges_union(a):
         cur = lo
         for blo, bhi in b:
             if bhi < cur or blo > hi:
@@ -162,7 +165,9 @@ def ranges_minus(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...])
     return tuple(out)
 
 
-def ranges_intersect(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+def ranges_intersect(
+    a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]
+) -> tuple[tuple[int, int], ...]:
     return ranges_minus(a, ranges_complement(b))
 
 
@@ -328,7 +333,10 @@ class Grammar:
                 choices.append(EMPTY)
             n2 = min(n + 1, max(min_len, 1))
             # characters outside the forbidden strings' alphabet: back to the root
-            for part, is_trim in ((ranges_minus(other, trim_r), False), (ranges_intersect(other, trim_r), True)):
+            for part, is_trim in (
+                (ranges_minus(other, trim_r), False),
+                (ranges_intersect(other, trim_r), True),
+            ):
                 if n == 0 and s == 0 and lead_r:
                     part = ranges_minus(part, lead_r)
                 if not part or (is_trim and n == 0 and trim is not None):
@@ -482,7 +490,7 @@ def _gbnf(e: Expr, root: str | None) -> str:
         return " ".join(_gbnf_atom(i, root) for i in e.items)
     if isinstance(e, Alt):
         if not e.items:
-            return '[^\\x00-\\U0010FFFF]'  # matches nothing
+            return "[^\\x00-\\U0010FFFF]"  # matches nothing
         return " | ".join(_gbnf(i, root) for i in e.items)
     if isinstance(e, Rep):
         inner = _gbnf_atom(e.item, root)

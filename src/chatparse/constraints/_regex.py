@@ -100,10 +100,17 @@ class Emitter:
                     kids = plain
                 else:
                     # all need one: keep the forms with the longest fixed marker (e.g. a closing tag)
-                    score = [max((len(x) for x in (_nec(k) if isinstance(_nec(k), set) else set())), default=0) for k in kids]
+                    score = [
+                        max((len(x) for x in (_nec(k) if isinstance(_nec(k), set) else set())), default=0)
+                        for k in kids
+                    ]
                     kids = [k for k, sc in zip(kids, score) if sc == max(score)]
             branches = [self.emit(k, trailing) for k in kids]
-            return alt(*[b for b in branches if b != NOTHING]) if any(b != NOTHING for b in branches) else NOTHING
+            return (
+                alt(*[b for b in branches if b != NOTHING])
+                if any(b != NOTHING for b in branches)
+                else NOTHING
+            )
         if op == "group":
             name = node.args[0]
             if name is not None and name in self.subst:
@@ -196,7 +203,7 @@ def necessary(node: _rx.Node) -> set[str] | None:
     r = _nec(node)
     if r == _END_ONLY:
         return set()
-    return r  # type: ignore[return-value]
+    return r
 
 
 def _best(cands: list[set[str]]) -> set[str] | None:
@@ -246,7 +253,7 @@ def _nec(node: _rx.Node) -> Any:
         lo = node.args[0]
         return _nec(node.kids[0]) if lo >= 1 else None
     if op == "look":
-        ahead, negate = node.args[0], node.args[1]
+        _ahead, negate = node.args[0], node.args[1]
         if negate:
             return None
         return _nec(node.kids[0])

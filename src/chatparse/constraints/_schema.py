@@ -118,7 +118,9 @@ class SchemaCompiler:
         self._refs: dict[str, str] = {}
         for f in self.forbidden:
             if dialect == "json" and "\\" in f:
-                raise ConstraintError(f"a marker containing a backslash ({f!r}) cannot be excluded from JSON strings")
+                raise ConstraintError(
+                    f"a marker containing a backslash ({f!r}) cannot be excluded from JSON strings"
+                )
 
     # -- entry points --------------------------------------------------------------------------
 
@@ -156,7 +158,9 @@ class SchemaCompiler:
                         f"{path}: 'oneOf' branches that are not told apart by their types cannot be "
                         "enforced exactly (a value matching two branches would be accepted)"
                     )
-                rest = {k: v for k, v in schema.items() if k not in (union, "nullable") and k not in _ANNOTATIONS}
+                rest = {
+                    k: v for k, v in schema.items() if k not in (union, "nullable") and k not in _ANNOTATIONS
+                }
                 if rest:
                     raise ConstraintError(f"{path}: '{union}' next to {sorted(rest)} is not supported")
                 out = alt(*(self.value(b, f"{path}.{union}[{i}]") for i, b in enumerate(branches)))
@@ -238,7 +242,9 @@ class SchemaCompiler:
 
     def _integer(self) -> Expr:
         digits = 14 if self.dialect == "python" else 19
-        return self.g.rule("integer", seq(opt(Lit("-")), alt(Lit("0"), seq(_DIGIT19, rep(_DIGIT, 0, digits)))))
+        return self.g.rule(
+            "integer", seq(opt(Lit("-")), alt(Lit("0"), seq(_DIGIT19, rep(_DIGIT, 0, digits))))
+        )
 
     def _number(self) -> Expr:
         frac = seq(Lit("."), rep(_DIGIT, 1, None))
@@ -277,7 +283,9 @@ class SchemaCompiler:
             if bounded:
                 body = rep(alt(Chars(plain), escape), lo, hi)
             else:
-                run = self.g.text_excluding(self.forbidden, allowed=plain, follow=ranges_of('"\\'), hint="str")
+                run = self.g.text_excluding(
+                    self.forbidden, allowed=plain, follow=ranges_of('"\\'), hint="str"
+                )
                 body = seq(run, rep(seq(self.g.rule("escape", escape), run), 0, None))
             return self.g.rule("string", seq(Lit('"'), body, Lit('"')))
         if self.dialect == "python":
@@ -288,7 +296,9 @@ class SchemaCompiler:
                 if bounded:
                     body = rep(alt(Chars(plain), escape), lo, hi)
                 else:
-                    run = self.g.text_excluding(self.forbidden, allowed=plain, follow=ranges_of(q + "\\"), hint="pystr")
+                    run = self.g.text_excluding(
+                        self.forbidden, allowed=plain, follow=ranges_of(q + "\\"), hint="pystr"
+                    )
                     body = seq(run, rep(seq(self.g.rule("pyescape", escape), run), 0, None))
                 out.append(seq(Lit(q), body, Lit(q)))
             return self.g.rule("string", alt(*out))
@@ -307,7 +317,11 @@ class SchemaCompiler:
                 raise ConstraintError(f"{path}: the value {v!r} contains a marker of the format")
             return Lit(text)
         if isinstance(v, bool):
-            return Lit({"python": "True", "raw": "true"}.get(self.dialect, "true") if v else {"python": "False", "raw": "false"}.get(self.dialect, "false"))
+            return Lit(
+                {"python": "True", "raw": "true"}.get(self.dialect, "true")
+                if v
+                else {"python": "False", "raw": "false"}.get(self.dialect, "false")
+            )
         if v is None:
             return Lit("None" if self.dialect == "python" else "null")
         if isinstance(v, (int, float)):
@@ -351,9 +365,13 @@ class SchemaCompiler:
         ws = self.ws
         colon = seq(ws, Lit(":"), ws)
         comma = seq(ws, Lit(","), ws)
-        extra = schema.get("additionalProperties", None)
+        extra = schema.get("additionalProperties")
         if "properties" not in schema:
-            value = self.any_value() if extra in (None, True) else self.value(extra, f"{path}.additionalProperties")
+            value = (
+                self.any_value()
+                if extra in (None, True)
+                else self.value(extra, f"{path}.additionalProperties")
+            )
             if extra is False:
                 return seq(Lit("{"), ws, Lit("}"))
             member = seq(self._any_key(), colon, value)
@@ -366,7 +384,9 @@ class SchemaCompiler:
         members_spec = [(self.key(k, f"{path}.{k}"), v, r) for k, v, r in self.object_members(schema, path)]
         if not members_spec:
             return seq(Lit("{"), ws, Lit("}"))
-        body = members_rule(self.g, [(seq(k, colon, v), r) for k, v, r in members_spec], comma, f"{path}-members")
+        body = members_rule(
+            self.g, [(seq(k, colon, v), r) for k, v, r in members_spec], comma, f"{path}-members"
+        )
         return self.g.rule("object", seq(Lit("{"), ws, body, ws, Lit("}")))
 
     def _array(self, schema: dict, path: str) -> Expr:
@@ -382,7 +402,9 @@ class SchemaCompiler:
             if not isinstance(prefix, list):
                 raise ConstraintError(f"{path}.prefixItems must be a list")
             if items not in (False,) or lo not in (0, len(prefix)) or hi not in (None, len(prefix)):
-                raise ConstraintError(f"{path}: 'prefixItems' is supported only as a fixed tuple ('items': false)")
+                raise ConstraintError(
+                    f"{path}: 'prefixItems' is supported only as a fixed tuple ('items': false)"
+                )
             parts = [self.value(p, f"{path}.prefixItems[{i}]") for i, p in enumerate(prefix)]
             body: Expr = EMPTY
             for i, p in enumerate(parts):
@@ -442,7 +464,11 @@ def _disjoint_by_type(branches: list[Any]) -> bool:
     seen: set[str] = set()
     for b in branches:
         t = b.get("type") if isinstance(b, dict) else None
-        if not isinstance(t, str) or t in seen or (t in ("integer", "number") and {"integer", "number"} & seen):
+        if (
+            not isinstance(t, str)
+            or t in seen
+            or (t in ("integer", "number") and {"integer", "number"} & seen)
+        ):
             return False
         seen.add(t)
     return True
