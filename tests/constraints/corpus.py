@@ -19,17 +19,21 @@ class Case:
     template: str
     prefix: str
     tools: list[dict[str, Any]]
-    output: str  # the raw output up to the first stop string (engines stop there and drop it)
+    output: str  # the raw output without the stop strings that end it (engines drop them)
     calls: int
 
 
 def _cut_at_stop(text: str, stops: list[str]) -> str:
-    cut = len(text)
-    for s in stops:
-        i = text.find(s)
-        if i != -1:
-            cut = min(cut, i)
-    return text[:cut]
+    """Drop the stop strings that end the output: engines end on the end-of-sequence token and
+    leave it out. A stop string inside the output (an argument that mentions `<|im_end|>`) is
+    text the model wrote, and stays."""
+    cut = True
+    while cut:
+        cut = False
+        for s in stops:
+            if s and text.endswith(s):
+                text, cut = text[: len(text) - len(s)], True
+    return text
 
 
 @functools.lru_cache(maxsize=1)

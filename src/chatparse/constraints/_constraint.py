@@ -14,7 +14,7 @@ from ..tools import build_tool_table
 from ._derive import REASONING_FIELDS, CallForms, Deriver, Request, normalise_request
 from ._grammar import EMPTY, NOTHING, Alt, Expr, Grammar, Lit, Rep, Seq, alt, opt, rep, seq
 from ._regex import first_literal
-from ._schema import ConstraintError
+from ._schema import KEY_ORDERS, ConstraintError
 
 __all__ = ["Constraint", "ConstraintError", "derive"]
 
@@ -109,6 +109,7 @@ def derive(
     prefix: str | None = None,
     stop: list[str] | tuple[str, ...] | None = None,
     max_whitespace: int | None = None,
+    key_order: str = "any",
 ) -> Constraint:
     """Derive the constraint for one request.
 
@@ -120,6 +121,10 @@ def derive(
     semantics (schemas are always enforced). `prefix`: the rendered prompt, so that a region the
     prompt opened (a pre-written `<think>`) is continued. `stop`: strings the engine stops on,
     never written (default: the catalog entry's). `max_whitespace`: cap on whitespace runs.
+    `key_order`: `"any"` (default) lets object members and call keys come in any order, each at
+    most once with every required one present, for objects of up to
+    `ANY_ORDER_MAX_MEMBERS` (6) members; `"schema"` keeps the schema's order everywhere (the
+    smallest grammar).
 
     Results are cached by all arguments. Raises `ConstraintError` naming the template field or
     schema keyword that cannot be expressed exactly.
@@ -141,6 +146,7 @@ def derive(
                 prefix,
                 stop,
                 max_whitespace,
+                key_order,
             ],
             sort_keys=True,
             default=str,
@@ -153,8 +159,19 @@ def derive(
             if hit is not None:
                 _CACHE.move_to_end(key)
                 return hit
+    if key_order not in KEY_ORDERS:
+        raise ConstraintError(f"key_order must be one of {list(KEY_ORDERS)}, got {key_order!r}")
     c = _derive(
-        template, tools, tool_choice, parallel_tool_calls, reasoning, strict, prefix, stop, max_whitespace
+        template,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        reasoning,
+        strict,
+        prefix,
+        stop,
+        max_whitespace,
+        key_order,
     )
     if key is not None:
         with _LOCK:
@@ -179,11 +196,13 @@ def _load(template: Any) -> tuple[Template, tuple[str, ...], str | None]:
     )
 
 
-def _derive(template, tools, tool_choice, parallel, reasoning, strict, prefix, stop, max_ws) -> Constraint:
+def _derive(
+    template, tools, tool_choice, parallel, reasoning, strict, prefix, stop, max_ws, key_order
+) -> Constraint:
     tpl, catalog_stop, _name = _load(template)
     req = normalise_request(tools, tool_choice, parallel, reasoning, strict)
     stops = tuple(stop) if stop is not None else catalog_stop
-    d = Deriver(tpl, req, prefix=prefix, stop=stops, max_whitespace=max_ws)
+    d = Deriver(tpl, req, prefix=prefix, stop=stops, max_whitespace=max_ws, key_order=key_order)
     return _assemble(d, req)
 
 
@@ -208,8 +227,12 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     forbidden = d.implicit_forbidden() if t.implicit is not None or t.fields else ()
     start_bad = d._start_restriction()
     blocks: list[Expr] = []
+    tag_blocks: list[Expr] = []  # the structural tag leaves reasoning first only (a subset)
     for name, fld in t.fields.items():
-        if fld.opener is None or name == "tool_calls" or fld is d.reasoning_field:
+        if fld.opener is None or name == "tool_calls":
+            continue
+        is_reasoning = fld is d.reasoning_field
+        if is_reasoning and req.reasoning is False:
             continue
         if fld.content != "text" or fld.transform is not None:
             continue  # a field the answer text does not go to: not written
@@ -219,7 +242,12 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         if closer is None:
             continue
         blocks.append(seq(opener, text, closer))
+        if not is_reasoning:
+            tag_blocks.append(blocks[-1])
+    # a reasoning block after text (`\n<think>...`) or after another one (Inkling): the parser
+    # reads it wherever its opener appears
     B = alt(*blocks) if blocks else NOTHING
+    B_tag = alt(*tag_blocks) if tag_blocks else NOTHING
     # section markers: the implicit field's written closers (DeepSeek's and Kimi's call sections)
     SEP: Expr = NOTHING
     if implicit is not None and content_like and t.fields[implicit].closer is not None:
@@ -244,7 +272,12 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         comma = seq(d.ws, Lit(","), d.ws)
         lo_i, hi_i = max(lo_calls, 1), hi_calls
         items = seq(item, rep(seq(comma, item), lo_i - 1, None if hi_i is None else hi_i - 1))
-        listx = seq(Lit("["), d.ws, items, d.ws, Lit("]"))
+        listx = seq(Lit("["), d.ws, items, d.ws, Lit("]"), d.ws)
+        fits = d._lookahead_check()
+        if fits is None or fits(seq(d.ws, Lit("["))):
+            listx = seq(d.ws, listx)  # the JSON parser strips whitespace around the list
+        if fits is not None and not fits(listx):
+            raise ConstraintError("Field 'tool_calls': its opener's lookahead does not hold for the call list")
         c0 = calls[0]
         regions = []
         for opener in (opener_n, opener_s):
@@ -292,17 +325,17 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         if not text_allowed:
             return rep(SEP, 0, None) if SEP != NOTHING else EMPTY
         mid = alt(B, SEP) if SEP != NOTHING else B
-        if content_like:
-            T = g.text_excluding(forbidden, follow=follow or None, hint="content")
-            T0 = (
-                g.text_excluding(forbidden, follow=follow or None, lead=start_bad or None, hint="content")
-                if at_start
-                else T
-            )
-            if mid == NOTHING:
-                return T0
-            return seq(T0, rep(seq(mid, T), 0, None))
-        return rep(mid, 0, None) if mid != NOTHING else EMPTY
+        # free text: content, or text in a null region, which the parser drops (Cohere, Kimi K3's
+        # `<|open|>tools<|sep|>` wrapper): it never holds a marker, so it never changes the calls
+        T = g.text_excluding(forbidden, follow=follow or None, hint="content")
+        T0 = (
+            g.text_excluding(forbidden, follow=follow or None, lead=start_bad or None, hint="content")
+            if at_start
+            else T
+        )
+        if mid == NOTHING:
+            return T0
+        return seq(T0, rep(seq(mid, T), 0, None))
 
     S_later = stretch(False)
     gap = S_later
@@ -402,7 +435,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         req,
         text_allowed,
         content_like,
-        B,
+        B_tag,
         forbidden,
         mode,
         reasoning_tag,
@@ -424,7 +457,6 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
             "json_schema_reason": js_reason,
             "samples": samples,
             "grammar": g,
-            "shortest": _shortest_fn(g),
         }
     )
 
@@ -457,66 +489,12 @@ def _drop_stops(e: Expr, stops: tuple[str, ...]) -> Expr:
 # sample calls
 
 
-def _rep_char(ranges: Any) -> str:
-    for pref in "a0":
-        if any(lo <= ord(pref) <= hi for lo, hi in ranges):
-            return pref
-    for a, b in ranges:
-        for cp in range(a, min(b, a + 200) + 1):
-            if chr(cp).isalnum():
-                return chr(cp)
-    return chr(ranges[0][0])
-
-
 def _shortest(g: Grammar, e: Expr) -> str:
-    """A shortest string of `e` (for self-checks), by fixed-point iteration over the rules."""
-    best: dict[str, str | None] = {n: None for n in g.rules}
-
-    def ev(x: Expr) -> str | None:
-        if isinstance(x, Lit):
-            return x.text
-        if isinstance(x, Seq):
-            parts = []
-            for i in x.items:
-                v = ev(i)
-                if v is None:
-                    return None
-                parts.append(v)
-            return "".join(parts)
-        if isinstance(x, Alt):
-            vals = [v for v in (ev(i) for i in x.items) if v is not None]
-            return min(vals, key=len) if vals else None
-        if isinstance(x, Rep):
-            if x.lo == 0:
-                return ""
-            v = ev(x.item)
-            return None if v is None else v * x.lo
-        if hasattr(x, "ranges"):
-            return _rep_char(x.ranges) if x.ranges else None
-        return best.get(x.name)
-
-    changed = True
-    while changed:
-        changed = False
-        for n, r in g.rules.items():
-            v = ev(r)
-            if v is not None and (best[n] is None or len(v) < len(best[n])):  # type: ignore[arg-type]
-                best[n] = v
-                changed = True
-    out = ev(e)
+    """A shortest string of `e` (for self-checks)."""
+    out = g.shortest(e)
     if out is None:
         raise ConstraintError("the derived grammar accepts no string")
     return out
-
-
-def _shortest_fn(g: Grammar) -> Any:
-    def short(e: Expr) -> str | None:
-        try:
-            return _shortest(g, e)
-        except ConstraintError:
-            return None
-
-    return short
 
 
 def _self_check(d: Deriver, calls: list[CallForms], each: bool, offered: list[dict[str, Any]]) -> list[str]:

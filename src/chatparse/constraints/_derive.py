@@ -25,6 +25,7 @@ grammar cannot express exactly raises `ConstraintError` naming the field.
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,8 +47,9 @@ from ._grammar import (
     ranges_union,
     rep,
     seq,
+    violates_prefix,
 )
-from ._regex import Emitter, _has_look, necessary, parse
+from ._regex import Emitter, _has_look, _literal_text, necessary, parse
 from ._schema import PY_NAME, ConstraintError, SchemaCompiler, members_rule
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
@@ -168,9 +170,11 @@ class Deriver:
         prefix: str | None,
         stop: tuple[str, ...],
         max_whitespace: int | None,
+        key_order: str = "any",
     ) -> None:
         self.t = template
         self.req = request
+        self.key_order = key_order
         self.prefix = prefix if prefix is not None else ""
         self.stop = stop
         self.max_ws = max_whitespace
@@ -233,8 +237,52 @@ class Deriver:
     ) -> tuple[Expr, set[str]]:
         tree = self._tree(f, which)
         assert tree is not None
-        em = Emitter(self.g, self._where(f, which), subst=subst, at_start=at_start, max_repeat=self.max_ws)
-        return em.emit(tree), em.used
+        drop = self._self_closing_parts(f) if which == "open" else ()
+        em = Emitter(
+            self.g,
+            self._where(f, which),
+            subst=subst,
+            at_start=at_start,
+            max_repeat=self.max_ws,
+            drop_optional=drop,
+        )
+        e = em.emit(tree)
+        if which == "open":
+            for tail in self._self_closing_tails(f):
+                if self.g.can_end_with(e, tail):
+                    raise ConstraintError(
+                        f"{self._where(f, 'close')}: its lookbehind alternative can match the end of an "
+                        f"opener the grammar writes (ending in {tail!r}), which would close the call "
+                        "before its arguments"
+                    )
+        return e, em.used
+
+    def _self_closing_tails(self, f: Field) -> tuple[str, ...]:
+        """The fixed endings of the closer's lookbehind alternatives (`(?<=... />)` -> `/>`).
+
+        Such an alternative closes a call that has no body (DSML's `<invoke name="x"/>`). The grammar
+        always writes a body and a written closer, so the opener it writes must never end that way.
+        """
+        if f.closer is None or f.closer.literals is not None:
+            return ()
+        tree = parse(f.closer.source)
+        out = []
+        for b in tree.kids if tree.op == "alt" else [tree]:
+            while b.op == "group" and b.args[0] is None:
+                b = b.kids[0]
+            if b.op == "look" and not b.args[0] and not b.args[1]:
+                tail = _trailing_literal(b.kids[0])
+                if not tail:
+                    raise ConstraintError(
+                        f"{self._where(f, 'close')}: a lookbehind alternative without a fixed ending"
+                    )
+                out.append(tail)
+        return tuple(out)
+
+    def _self_closing_parts(self, f: Field) -> tuple[str, ...]:
+        """Optional literals of the opener that are a prefix of a self-closing ending (`/` of `/>`)."""
+        tails = self._self_closing_tails(f)
+        return tuple(t[:i] for t in tails for i in range(1, len(t)))
 
     def _is_stop(self, lit: str) -> bool:
         return lit in self.stop
@@ -341,6 +389,12 @@ class Deriver:
             )
         forbidden = self._body_forbidden(f)
         body = self._body(f, tool, name_path, args_path, forbidden, where)
+        fits = self._lookahead_check()
+        if fits is not None and not f.transform_each and not fits(body):
+            raise ConstraintError(
+                f"{self._where(f, 'open')}: its lookahead does not hold for every call the grammar "
+                f"writes for {name!r}"
+            )
         closer: Expr | None = None
         closes_at_eos = False
         chain: str | None = None
@@ -407,9 +461,17 @@ class Deriver:
                     delimiter=delims[0][0],
                     key_pattern=_LENIENT_KEY if uq == "lenient" else _WORD_KEY,
                     root_schema=params,
+                    key_order=self.key_order,
                 )
             else:
-                sc = SchemaCompiler(self.g, "json", forbidden=forbidden, ws=self.ws, root_schema=params)
+                sc = SchemaCompiler(
+                    self.g,
+                    "json",
+                    forbidden=forbidden,
+                    ws=self.ws,
+                    root_schema=params,
+                    key_order=self.key_order,
+                )
             return seq(self.ws, self._json_body(f, tool, sc, name_path, args_path, where), self.ws)
         if content == "xml-inline":
             if len(name_path) != 1 or f.transform_each:
@@ -428,11 +490,63 @@ class Deriver:
         raise ConstraintError(f"Field '{f.name}': content '{content}' cannot carry tool calls exactly")
 
     def _object_with(self, sc: SchemaCompiler, keys: list[tuple[str, Expr]], where: str) -> Expr:
+        """A call object: `keys` (the name and arguments the transform reads) in any order, and at
+        most one of the keys models add that the transform ignores (`IGNORED_CALL_KEYS`)."""
         colon = seq(self.ws, Lit(":"), self.ws)
         comma = seq(self.ws, Lit(","), self.ws)
         members = [(seq(sc.key(k, where), colon, v), True) for k, v in keys]
-        body = members_rule(self.g, members, comma, f"{where}-call")
-        return seq(Lit("{"), self.ws, body, self.ws, Lit("}"))
+        read = {k for k, _ in keys} | _transform_placeholder_keys(self.tool_field)
+        extra = [
+            seq(sc.key(k, where), colon, sc.value(schema, f"{where}.{k}"))
+            for k, schema in IGNORED_CALL_KEYS.items()
+            if k not in read
+        ]
+        if extra and self.key_order == "any":
+            members.append((self.g.rule("ignored-call-key", alt(*extra)), False))
+        open_ = seq(Lit("{"), self.ws)
+        # an opener lookahead reads the call object only where the object follows the opener
+        lead = self._lookahead_check() if not self.tool_field.transform_each else None  # type: ignore[union-attr]
+        first_ok = None
+        if lead is not None:
+            first_ok = lambda i: lead(seq(open_, members[i][0]))  # noqa: E731
+        body = members_rule(self.g, members, comma, f"{where}-call", order=self.key_order, first_ok=first_ok)
+        return seq(open_, body, self.ws, Lit("}"))
+
+    # -- an opener's trailing lookahead ------------------------------------------------------
+
+    def _lookahead_check(self) -> Any:
+        """For a tool opener ending in a lookahead (`\\s*(?=\\{\\s*"name")`): a test that every string of
+        a body expression satisfies it (exact, `violates_prefix`), or None without one."""
+        f = self.tool_field
+        if f is None or f.opener is None or f.opener.literals is not None:
+            return None
+        tree = parse(f.opener.source)
+        kids = tree.kids if tree.op == "cat" else [tree]
+        if not kids or kids[-1].op != "look" or kids[-1].args[:2] != (True, False):
+            if _has_trailing_look(tree):
+                raise ConstraintError(
+                    f"{self._where(f, 'open')}: a lookahead at the end of only some alternatives"
+                )
+            return None
+        tail: list[_rx.Node] = []
+        for k in reversed(kids[:-1]):
+            if _literal_text(k) is not None or k.op == "look" or k.op == "assert":
+                break
+            tail.insert(0, k)
+        where = self._where(f, "open")
+        tail_node = _rx.Node("cat", kids=tail)
+        written_tail = Emitter(self.g, where, max_repeat=self.max_ws).emit(tail_node)
+        tail_re = Emitter(self.g, where).emit(tail_node)
+        look = Emitter(self.g, where, peek=True).emit(kids[-1].kids[0])
+        pattern = seq(tail_re, look)
+
+        def fits(e: Expr) -> bool:
+            try:
+                return not violates_prefix(self.g, seq(written_tail, e), pattern)
+            except ValueError as err:
+                raise ConstraintError(f"{where}: the lookahead cannot be checked ({err})") from None
+
+        return fits
 
     def _args_expr(self, sc: SchemaCompiler, tool: dict[str, Any], where: str) -> Expr:
         params = tool["parameters"]
@@ -495,16 +609,40 @@ class Deriver:
         xml_ws = rep(WS_CHARS, 0, 16 if self.max_ws is None else min(16, self.max_ws))
         for key, schema in props.items():
             if vp is not None:
-                if not (isinstance(vp, dict) and vp.get("name") == "json"):
+                vargs = vp.get("args") or {} if isinstance(vp, dict) else {}
+                if (
+                    not (isinstance(vp, dict) and vp.get("name") == "json")
+                    or not isinstance(vargs, dict)
+                    or set(vargs) - {"allow_non_json", "strip"}
+                ):
                     raise ConstraintError(f"Field '{f.name}': value_parser {vp!r} cannot be written exactly")
-                sc = SchemaCompiler(self.g, "json", forbidden=value_forbidden, ws=self.ws, root_schema=params)
+                sc = SchemaCompiler(
+                    self.g,
+                    "json",
+                    forbidden=value_forbidden,
+                    ws=self.ws,
+                    root_schema=params,
+                    key_order=self.key_order,
+                )
                 value = sc.value(schema, f"{where}.{key}")
+                if vargs.get("allow_non_json") and _plain_string(schema):
+                    # text that is not JSON is kept as written (Kimi K3 writes `Paris`, not `"Paris"`)
+                    value = alt(value, _non_json_text(self.g, value_forbidden))
             else:
                 value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}")
+            key_forms = [Lit(key)]
+            if args.get("unescape_keys"):
+                if html.unescape(key) != key:
+                    raise ConstraintError(
+                        f"{where}.{key}: the parameter name reads differently once unescaped (unescape_keys)"
+                    )
+                escaped = html.escape(key, quote=True)
+                if escaped != key:
+                    key_forms.append(Lit(escaped))  # `q&amp;a`: what an XML writer puts in the attribute
             em = Emitter(
                 self.g,
                 f"Field '{f.name}': content_args 'tag_pattern'",
-                subst={"key": Lit(key), "value": value},
+                subst={"key": alt(*key_forms), "value": value},
             )
             tag = em.emit(tree)
             if tag == NOTHING:
@@ -512,7 +650,7 @@ class Deriver:
             members.append((tag, key in required))
         if not members:
             return xml_ws
-        body = members_rule(self.g, members, xml_ws, f"{where}-params")
+        body = members_rule(self.g, members, xml_ws, f"{where}-params", order=self.key_order)
         return seq(xml_ws, body, xml_ws)
 
     def _raw_value(self, schema: Any, forbidden: tuple[str, ...], root: Any, path: str) -> Expr:
@@ -537,14 +675,15 @@ class Deriver:
                 f"{path}: string keywords {sorted(set(schema) - {'type', 'description', 'title'})} cannot be enforced in a text value"
             )
         if t == "string":
-            ws = ranges_of(" \t\n\r\x0b\x0c")
-            return self.g.text_excluding(forbidden, trim=ws, follow=None, hint="value")
+            # verbatim: the tool coercion keeps a string value's text as written, whitespace too
+            return self.g.text_excluding(forbidden, follow=None, hint="value")
         sc = SchemaCompiler(
             self.g,
             "raw" if t in ("integer", "number", "boolean", "null") else "json",
             forbidden=forbidden,
             ws=self.ws,
             root_schema=root,
+            key_order=self.key_order,
         )
         if t in ("object", "array"):
             return sc.value(schema, path)
@@ -555,7 +694,9 @@ class Deriver:
         if not _PY_NAME.fullmatch(name):
             raise ConstraintError(f"{where}: the name {name!r} cannot be written as a Python call")
         params = tool["parameters"]
-        sc = SchemaCompiler(self.g, "python", forbidden=forbidden, ws=self.ws, root_schema=params)
+        sc = SchemaCompiler(
+            self.g, "python", forbidden=forbidden, ws=self.ws, root_schema=params, key_order=self.key_order
+        )
         props = params.get("properties", {}) or {}
         required = params.get("required", []) or []
         members = []
@@ -571,8 +712,96 @@ class Deriver:
                 )
             )
         comma = seq(self.ws, Lit(","), self.ws)
-        inner = members_rule(self.g, members, comma, f"{where}-kwargs") if members else EMPTY
-        return seq(Lit(name), self.ws, Lit("("), self.ws, inner, self.ws, Lit(")"))
+        inner = (
+            members_rule(self.g, members, comma, f"{where}-kwargs", order=self.key_order)
+            if members
+            else EMPTY
+        )
+        # no whitespace between the name and "(": openers look ahead for `name(` (pythonic, lfm2)
+        return seq(Lit(name), Lit("("), self.ws, inner, self.ws, Lit(")"))
+
+
+IGNORED_CALL_KEYS: dict[str, dict[str, Any]] = {
+    "id": {"type": "string"},
+    "tool_call_id": {"type": "string"},
+    "call_id": {"type": "string"},
+    "type": {"const": "function"},
+}
+"""Keys models write in a JSON call object next to the name and arguments, which a transform
+that does not read them ignores (Cohere's `tool_call_id`, Mistral's `id`, Llama's `type`). A call
+object admits at most one of them, anywhere (with `key_order="any"`)."""
+
+
+def _transform_placeholder_keys(f: Field | None) -> set[str]:
+    """The last path segments of the transform's placeholders (keys of the call object it reads)."""
+    out: set[str] = set()
+
+    def walk(t: Any) -> None:
+        if isinstance(t, dict):
+            for v in t.values():
+                walk(v)
+        elif isinstance(t, list):
+            for v in t:
+                walk(v)
+        elif isinstance(t, str):
+            for m in regex.finditer(r"\{(\w+(?:\.\w+)*)\}", t):
+                out.add(m.group(1).split(".")[-1])
+
+    if f is not None:
+        walk(f.transform)
+    return out
+
+
+def _plain_string(schema: Any) -> bool:
+    """A schema every string satisfies, and nothing else (`{"type": "string"}` with annotations)."""
+    if not isinstance(schema, dict) or schema.get("type") != "string":
+        return False
+    return not set(schema) - {"type", "description", "title", "default", "examples", "deprecated"}
+
+
+# What `json.loads` accepts at the start of a document: whitespace, a structural character, a
+# digit or minus, or the first letter of a keyword (Python also reads NaN and Infinity).
+_JSON_LEADS = " \t\n\r{[\"-0123456789"
+_JSON_KEYWORDS = ("true", "false", "null", "NaN", "Infinity")
+
+
+def _non_json_text(g: Grammar, forbidden: tuple[str, ...]) -> Expr:
+    """Text `json.loads` refuses (so a value parser with `allow_non_json` keeps it as a string).
+
+    Non-empty text that starts with a character no JSON document starts with; or a keyword cut
+    short or changed (`tru`, `trust`, `nulls`); or a keyword followed by a character other than
+    whitespace, or by one whitespace character and then one. A subset: `3 apples` or
+    `true  story` are not written raw (they can still be written as JSON strings).
+    """
+    lead = ranges_of(_JSON_LEADS + "".join(k[0] for k in _JSON_KEYWORDS))
+    forms: list[Expr] = [g.text_excluding(forbidden, lead=lead, min_len=1, hint="rawtext")]
+    ws = ranges_of(" \t\n\r")
+    for kw in _JSON_KEYWORDS:
+        if any(x in kw for x in forbidden if x):
+            continue
+        try:
+            for i in range(1, len(kw)):
+                rest = g.text_excluding(forbidden, lead=ranges_of(kw[i]), after=kw[:i], hint="rawtext")
+                forms.append(seq(Lit(kw[:i]), rest))
+            forms.append(seq(Lit(kw), g.text_excluding(forbidden, lead=ws, min_len=1, after=kw, hint="rawtext")))
+            for w in " \t\n\r":
+                rest = g.text_excluding(forbidden, lead=ws, min_len=1, after=kw + w, hint="rawtext")
+                forms.append(seq(Lit(kw + w), rest))
+        except ValueError:
+            continue
+    return g.rule("non-json-text", alt(*forms))
+
+
+def _has_trailing_look(node: _rx.Node) -> bool:
+    if node.op == "look" and node.args[0]:
+        return True
+    if node.op in ("alt",):
+        return any(_has_trailing_look(k) for k in node.kids)
+    if node.op in ("group", "atomic") and node.kids:
+        return _has_trailing_look(node.kids[0])
+    if node.op == "cat" and node.kids:
+        return _has_trailing_look(node.kids[-1])
+    return False
 
 
 def _transform_placeholders(t: Any) -> set[str]:
@@ -599,6 +828,22 @@ def _look_literal(node: _rx.Node) -> str | None:
 
         return _literal_text(node.kids[0])
     return None
+
+
+def _trailing_literal(node: _rx.Node) -> str:
+    """The literal characters every match of `node` ends with (a cat's last literal run)."""
+    from ._regex import _literal_text
+
+    while node.op == "group" and node.args[0] is None and node.kids:
+        node = node.kids[0]
+    kids = node.kids if node.op == "cat" else [node]
+    run = ""
+    for k in reversed(kids):
+        lt = _literal_text(k)
+        if lt is None:
+            break
+        run = lt + run
+    return run
 
 
 def _literal_of(node: _rx.Node) -> str | None:

@@ -216,6 +216,10 @@ class Grammar:
         self.rules: dict[str, Expr] = {}
         self._by_expr: dict[Expr, str] = {}
         self.root: str | None = None
+        self._version = 0  # bumped whenever a rule is added or redefined
+        self._shortest: tuple[int, dict[str, str | None]] | None = None
+        # free-text automata: start rule -> all its state rules (right-linear: `s ::= c t | ""`)
+        self.automata: dict[str, list[str]] = {}
 
     def rule(self, hint: str, expr: Expr) -> Ref:
         """A reference to a rule for `expr` (an equal expression reuses its rule)."""
@@ -226,16 +230,19 @@ class Grammar:
             name = self._fresh(hint)
             self.rules[name] = expr
             self._by_expr[expr] = name
+            self._version += 1
         return Ref(name)
 
     def declare(self, hint: str) -> str:
         """Reserve a rule name for a (possibly recursive) rule defined later with `define`."""
         name = self._fresh(hint)
         self.rules[name] = NOTHING
+        self._version += 1
         return name
 
     def define(self, name: str, expr: Expr) -> Ref:
         self.rules[name] = expr
+        self._version += 1
         return Ref(name)
 
     def _fresh(self, hint: str) -> str:
@@ -259,6 +266,7 @@ class Grammar:
         min_len: int = 0,
         trim: tuple[tuple[int, int], ...] | None = None,
         lead: tuple[tuple[int, int], ...] | None = None,
+        after: str = "",
         hint: str = "text",
     ) -> Ref:
         """Any string of `allowed` characters (default: all) that contains none of `forbidden`.
@@ -266,9 +274,11 @@ class Grammar:
         `follow`: the characters that may come right after the text (None: unknown, anything);
         the text may only end where none of them could complete a forbidden string that began
         inside the text. `min_len` 1 makes the text non-empty. `trim`: characters the text may
-        neither start nor end with (e.g. whitespace a parser would strip).
+        neither start nor end with (e.g. whitespace a parser would strip). `lead`: characters the
+        text may not start with. `after`: text the caller writes right before this one (a
+        forbidden string may not be completed across it).
         """
-        key = (tuple(sorted(set(forbidden))), allowed, follow, min_len, trim, lead)
+        key = (tuple(sorted(set(forbidden))), allowed, follow, min_len, trim, lead, after)
         cached = self._by_expr.get(("text",) + key)  # type: ignore[call-overload]
         if cached is not None:
             return Ref(cached)
@@ -325,7 +335,12 @@ class Grammar:
                 pending.append(st)
             return names[st]
 
-        start = state_name((0, 0, False))
+        s0 = 0
+        for ch in after:  # the text continues `after`, which the caller writes before it
+            s0 = delta(s0, ch)
+            if out[s0]:
+                raise ValueError(f"text_excluding: {after!r} already contains a forbidden string")
+        start = state_name((s0, 0, False))
         while pending:
             s, n, last_trim = pending.pop()
             choices: list[Expr] = []
@@ -337,7 +352,7 @@ class Grammar:
                 (ranges_minus(other, trim_r), False),
                 (ranges_intersect(other, trim_r), True),
             ):
-                if n == 0 and s == 0 and lead_r:
+                if n == 0 and lead_r:
                     part = ranges_minus(part, lead_r)
                 if not part or (is_trim and n == 0 and trim is not None):
                     continue
@@ -351,14 +366,95 @@ class Grammar:
                 is_trim = ranges_contain(trim_r, ord(ch))
                 if is_trim and n == 0:
                     continue
-                if n == 0 and s == 0 and ranges_contain(lead_r, ord(ch)):
+                if n == 0 and ranges_contain(lead_r, ord(ch)):
                     continue
                 choices.append(seq(Lit(ch), Ref(state_name((t, n2, is_trim)))))
             self.rules[names[(s, n, last_trim)]] = alt(*choices) if choices else NOTHING
+            self._version += 1
         self._by_expr[("text",) + key] = start  # type: ignore[index]
+        self.automata[start] = list(names.values())
         return Ref(start)
 
     # -- analysis ----------------------------------------------------------------------------
+
+    def can_end_with(self, expr: Expr, suffix: str) -> bool:
+        """Whether some string of `expr` ends with `suffix`, or could, given the text before it.
+
+        Works right to left on the set of parts of `suffix` still to be matched (each a prefix of
+        `suffix`), so it is exact and finite for any grammar; a part left over when `expr` is
+        consumed means the text before `expr` could complete the suffix, which counts as yes.
+        """
+        if not suffix:
+            return True
+        memo: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
+
+        def back(e: Expr, pending: frozenset[str], stack: frozenset[str]) -> frozenset[str]:
+            # the prefixes of `suffix` still unmatched after reading `e` backwards ("" = matched)
+            if not pending or pending == {""}:
+                return pending
+            out: set[str] = {""} if "" in pending else set()
+            live = pending - {""}
+            if isinstance(e, Lit):
+                for p in live:
+                    if p.endswith(e.text):
+                        out.add(p[: len(p) - len(e.text)])
+                    elif e.text.endswith(p):
+                        out.add("")
+            elif isinstance(e, Chars):
+                out |= {p[:-1] for p in live if ranges_contain(e.ranges, ord(p[-1]))}
+            elif isinstance(e, Seq):
+                cur = frozenset(live)
+                for it in reversed(e.items):
+                    cur = back(it, cur, stack)
+                out |= cur
+            elif isinstance(e, Alt):
+                for it in e.items:
+                    out |= back(it, frozenset(live), stack)
+            elif isinstance(e, Rep):
+                cur, seen = frozenset(live), set(live) if e.lo == 0 else set()
+                for i in range(1, (e.hi if e.hi is not None else len(suffix) + 1) + 1):
+                    cur = back(e.item, cur, stack)
+                    if i >= e.lo:
+                        if cur <= seen and i > e.lo:
+                            break
+                        seen |= cur
+                    if not cur:
+                        break
+                out |= seen
+            else:
+                key = (e.name, frozenset(live))
+                if key in memo:
+                    out |= memo[key]
+                elif e.name in stack:
+                    out.add("")  # a recursive rule: answer conservatively
+                else:
+                    r = back(self.rules[e.name], frozenset(live), stack | {e.name})
+                    memo[key] = r
+                    out |= r
+            return frozenset(out)
+
+        return bool(back(expr, frozenset({suffix}), frozenset()))
+
+    def shortest(self, expr: Expr) -> str | None:
+        """A shortest string of `expr` (None: `expr` accepts nothing).
+
+        The shortest string of every rule is computed once per version of the grammar, by a
+        fixed-point iteration over the rules, so sampling and self-checks cost one evaluation
+        of `expr` each.
+        """
+        if self._shortest is None or self._shortest[0] != self._version:
+            best: dict[str, str | None] = dict.fromkeys(self.rules)
+            changed = True
+            while changed:
+                changed = False
+                for n, r in self.rules.items():
+                    v = _shortest_of(r, best)
+                    cur = best[n]
+                    if v is not None and (cur is None or len(v) < len(cur)):
+                        best[n] = v
+                        changed = True
+            self._shortest = (self._version, best)
+        return _shortest_of(expr, self._shortest[1])
 
     def first_chars(self, expr: Expr) -> tuple[tuple[tuple[int, int], ...], bool]:
         """(characters a string of `expr` can start with, whether `expr` matches the empty string)."""
@@ -429,12 +525,85 @@ class Grammar:
         return "\n".join(lines) + "\n"
 
     def lark(self) -> str:
-        """Lark for llguidance: `start: ...` first; character classes are regex terminals."""
+        """Lark for llguidance: `start: ...` first; character classes are regex terminals.
+
+        Free-text automata are written left-linear (`t ::= s c`): llguidance's Earley parser keeps
+        one item per pending right-recursive rule, so right-linear text would grow every row with
+        the text's length (it stops at 2,000 items), while left recursion keeps rows constant.
+        GBNF keeps them right-linear: llama.cpp's grammar engine cannot run left recursion.
+        """
         lines = []
+        inner: set[str] = set()
+        for start, states in self.automata.items():
+            inner.update(x for x in states if x != start)
         for n in self._reachable():
+            if n in inner:
+                continue
             name = "start" if n == self.root else _lark_name(n)
+            if n in self.automata:
+                lines.extend(self._lark_left_linear(n, name))
+                continue
             lines.append(f"{name}: {_lark(self.rules[n], self.root)}")
         return "\n".join(lines) + "\n"
+
+    def _lark_left_linear(self, start: str, name: str) -> list[str]:
+        """The automaton at `start` as left-linear rules: `L_t` matches what leads from start to t."""
+        incoming: dict[str, list[str]] = {x: [] for x in self.automata[start]}
+        accepting: list[str] = []
+        for st in self.automata[start]:
+            rule = self.rules[st]
+            for choice in rule.items if isinstance(rule, Alt) else (rule,):
+                if choice == EMPTY:
+                    accepting.append(st)
+                    continue
+                assert isinstance(choice, Seq) and len(choice.items) == 2, choice
+                edge, target = choice.items
+                assert isinstance(target, Ref), choice
+                incoming[target.name].append(f"{_lark_name(st)}_l {_lark_atom(edge, self.root)}")
+        out = []
+        for st in self.automata[start]:
+            alts = incoming[st] + (['""'] if st == start else [])
+            if alts:
+                out.append(f"{_lark_name(st)}_l: " + " | ".join(alts))
+        body = " | ".join(f"{_lark_name(x)}_l" for x in accepting if incoming[x] or x == start)
+        out.insert(0, f"{name}: {body or _lark(NOTHING, None)}")
+        return out
+
+
+def representative_char(ranges: tuple[tuple[int, int], ...]) -> str:
+    """A readable member of a character set (`a`, `0`, another letter or digit, else the first)."""
+    for pref in "a0":
+        if ranges_contain(ranges, ord(pref)):
+            return pref
+    for a, b in ranges:
+        for cp in range(a, min(b, a + 200) + 1):
+            if chr(cp).isalnum():
+                return chr(cp)
+    return chr(ranges[0][0])
+
+
+def _shortest_of(x: Expr, best: dict[str, str | None]) -> str | None:
+    if isinstance(x, Lit):
+        return x.text
+    if isinstance(x, Seq):
+        parts = []
+        for i in x.items:
+            v = _shortest_of(i, best)
+            if v is None:
+                return None
+            parts.append(v)
+        return "".join(parts)
+    if isinstance(x, Alt):
+        vals = [v for v in (_shortest_of(i, best) for i in x.items) if v is not None]
+        return min(vals, key=len) if vals else None
+    if isinstance(x, Rep):
+        if x.lo == 0:
+            return ""
+        v = _shortest_of(x.item, best)
+        return None if v is None else v * x.lo
+    if isinstance(x, Chars):
+        return representative_char(x.ranges) if x.ranges else None
+    return best.get(x.name)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -556,7 +725,13 @@ def _lark_lit(text: str) -> str:
 
 def _lark(e: Expr, root: str | None) -> str:
     if isinstance(e, Lit):
-        return _lark_lit(e.text) if e.text else '""'
+        # One lexeme per character: llguidance's lexer takes the longest lexeme the parser allows,
+        # so a multi-character literal would win over a one-character one that the correct parse
+        # needs (`"<"` then `"｜DSML｜"` versus `"<｜DSML｜"`). Single characters never compete.
+        if not e.text:
+            return '""'
+        parts = [_lark_lit(c) for c in e.text]
+        return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
     if isinstance(e, Chars):
         return _lark_class(e.ranges)
     if isinstance(e, Seq):
@@ -584,3 +759,154 @@ def _lark_atom(e: Expr, root: str | None) -> str:
     if isinstance(e, (Seq, Alt)) and (not isinstance(e, Alt) or e.items):
         return f"({s})"
     return s
+
+
+# --------------------------------------------------------------------------------------------------
+# Lookahead checks: does every string of a grammar expression start with a string of a regular one?
+
+
+class _Nfa:
+    """A Thompson NFA for a regular expression of the IR (rules are inlined; recursion refused)."""
+
+    def __init__(self, g: Grammar, expr: Expr) -> None:
+        self.g = g
+        self.trans: list[list[tuple[tuple[tuple[int, int], ...] | None, int]]] = []
+        self.start = self._new()
+        self.final = self._build(expr, self.start, frozenset())
+
+    def _new(self) -> int:
+        self.trans.append([])
+        return len(self.trans) - 1
+
+    def _edge(self, a: int, label: tuple[tuple[int, int], ...] | None) -> int:
+        b = self._new()
+        self.trans[a].append((label, b))
+        return b
+
+    def _build(self, e: Expr, s: int, stack: frozenset[str]) -> int:
+        if isinstance(e, Lit):
+            for ch in e.text:
+                s = self._edge(s, ranges_of(ch))
+            return s
+        if isinstance(e, Chars):
+            return self._edge(s, e.ranges)
+        if isinstance(e, Seq):
+            for it in e.items:
+                s = self._build(it, s, stack)
+            return s
+        if isinstance(e, Alt):
+            end = self._new()
+            for it in e.items:
+                self.trans[self._build(it, self._edge(s, None), stack)].append((None, end))
+            return end
+        if isinstance(e, Rep):
+            for _ in range(e.lo):
+                s = self._build(e.item, s, stack)
+            if e.hi is None:
+                loop = self._edge(s, None)
+                back = self._build(e.item, loop, stack)
+                self.trans[back].append((None, loop))
+                return loop
+            end = self._new()
+            self.trans[s].append((None, end))
+            for _ in range(e.hi - e.lo):
+                s = self._build(e.item, s, stack)
+                self.trans[s].append((None, end))
+            return end
+        if e.name in stack:
+            raise ValueError(f"the rule {e.name!r} is recursive: not a regular expression")
+        return self._build(self.g.rules[e.name], s, stack | {e.name})
+
+    def closure(self, states: set[int]) -> frozenset[int]:
+        todo, seen = list(states), set(states)
+        while todo:
+            for label, t in self.trans[todo.pop()]:
+                if label is None and t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return frozenset(seen)
+
+    def step(self, d: frozenset[int], ranges: tuple[tuple[int, int], ...]) -> set[frozenset[int]]:
+        """The DFA states reached from `d` on each character of `ranges` (one per class of them)."""
+        labels = [(lab, t) for s in d for lab, t in self.trans[s] if lab is not None]
+        cuts = {lo for lo, _ in ranges} | {hi + 1 for _, hi in ranges}
+        for lab, _ in labels:
+            cuts |= {lo for lo, _ in lab} | {hi + 1 for _, hi in lab}
+        points = sorted(cuts)
+        out: set[frozenset[int]] = set()
+        for a, b in zip(points, points[1:]):
+            if not ranges_contain(ranges, a):
+                continue
+            del b
+            out.add(self.closure({t for lab, t in labels if ranges_contain(lab, a)}))
+        return out
+
+
+def violates_prefix(g: Grammar, expr: Expr, prefix: Expr) -> bool:
+    """True if some string of `expr` does not start with a string of the regular `prefix`.
+
+    Exact: runs `prefix`'s automaton (subset construction on the fly) over the grammar, rule by
+    rule, to a fixed point. A string of `expr` that ends before `prefix` is complete counts as a
+    violation (what follows is not known here).
+    """
+    nfa = _Nfa(g, prefix)
+    start = nfa.closure({nfa.start})
+    done = nfa.final
+    table: dict[tuple[str, frozenset[int]], frozenset[frozenset[int]]] = {}
+    changed = True
+
+    def settled(d: frozenset[int]) -> bool:
+        return done in d or not d
+
+    def go(e: Expr, d: frozenset[int]) -> frozenset[frozenset[int]]:
+        nonlocal changed
+        if settled(d):
+            return frozenset({d})
+        if isinstance(e, Lit):
+            for ch in e.text:
+                (d,) = nfa.step(d, ranges_of(ch)) or {frozenset()}
+                if settled(d):
+                    break
+            return frozenset({d})
+        if isinstance(e, Chars):
+            return frozenset(nfa.step(d, e.ranges)) if e.ranges else frozenset()
+        if isinstance(e, Seq):
+            cur = frozenset({d})
+            for it in e.items:
+                cur = frozenset(x for c in cur for x in go(it, c))
+            return cur
+        if isinstance(e, Alt):
+            return frozenset(x for it in e.items for x in go(it, d))
+        if isinstance(e, Rep):
+            cur = frozenset({d})
+            acc: set[frozenset[int]] = set(cur) if e.lo == 0 else set()
+            i = 0
+            while e.hi is None or i < e.hi:
+                i += 1
+                cur = frozenset(x for c in cur for x in go(e.item, c))
+                if i >= e.lo:
+                    if cur <= acc and i > e.lo:
+                        break
+                    acc |= cur
+                if not cur:
+                    break
+            return frozenset(acc)
+        key = (e.name, d)
+        if fresh.get(key) != rounds:  # each round re-derives every rule once from the last values
+            fresh[key] = rounds
+            old = table.get(key, frozenset())
+            table[key] = old
+            val = go(g.rules[e.name], d) | old
+            if val != old:
+                table[key] = val
+                changed = True
+        return table[key]
+
+    fresh: dict[tuple[str, frozenset[int]], int] = {}
+    rounds = 0
+    result: frozenset[frozenset[int]] = frozenset()
+    while changed:
+        changed = False
+        rounds += 1
+        result = go(expr, start)
+    return any(done not in d for d in result)

@@ -62,8 +62,10 @@ class Emitter:
         at_start: bool = False,
         max_repeat: int | None = None,
         peek: bool = False,
+        drop_optional: tuple[str, ...] = (),
     ) -> None:
         self.peek = peek
+        self.drop_optional = drop_optional
         self.g = grammar
         self.where = where
         self.subst = subst or {}
@@ -126,6 +128,8 @@ class Emitter:
             if tempered is not None and lo == 0 and hi is None:
                 return self.g.text_excluding([tempered], hint="tempered")
             if lo == 0 and _has_look(body) and not self.peek:
+                return EMPTY
+            if lo == 0 and hi == 1 and _literal_text(body) in self.drop_optional:
                 return EMPTY
             inner = self.emit(body, trailing and hi == 1)
             if hi is None and self.max_repeat is not None:

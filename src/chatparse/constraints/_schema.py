@@ -10,8 +10,9 @@ Dialects:
   type as JSON text.
 
 Every construct is either rendered exactly or rejected with `ConstraintError` naming the schema
-path and keyword: nothing is approximated. Objects list their properties in the schema's order,
-required ones always, optional ones possibly left out; ``additionalProperties`` is treated as
+path and keyword: nothing is approximated. Objects take their properties in any order (each at
+most once, required ones always) up to `ANY_ORDER_MAX_MEMBERS` properties, in the schema's order
+beyond (optional ones possibly left out); ``additionalProperties`` is treated as
 ``false`` where properties are declared (XGrammar's strict mode), and a schema without
 ``properties`` is a free-form object.
 """
@@ -104,8 +105,10 @@ class SchemaCompiler:
         delimiter: str | None = None,
         key_pattern: Any = None,
         root_schema: Any = None,
+        key_order: str = "any",
     ) -> None:
         self.g = grammar
+        self.key_order = key_order
         self.dialect = dialect
         if dialect == "json":
             # a raw JSON string holds no unescaped quote: markers with one cannot appear in it
@@ -304,8 +307,13 @@ class SchemaCompiler:
             return self.g.rule("string", alt(*out))
         if self.dialect == "delimited":
             assert self.delimiter is not None
+            # \x01 and \x02 are the parser's sentinels for delimited strings: it refuses a region
+            # that contains them
             body = self.g.text_excluding(
-                (*self.forbidden, self.delimiter), follow=ranges_of(self.delimiter[0]), hint="dstr"
+                (*self.forbidden, self.delimiter),
+                allowed=ranges_minus(ranges_complement(()), ranges_of("\x01\x02")),
+                follow=ranges_of(self.delimiter[0]),
+                hint="dstr",
             )
             return self.g.rule("string", seq(Lit(self.delimiter), body, Lit(self.delimiter)))
         raise ConstraintError(f"{path}: string values are written by the enclosing format")  # raw: caller
@@ -385,7 +393,11 @@ class SchemaCompiler:
         if not members_spec:
             return seq(Lit("{"), ws, Lit("}"))
         body = members_rule(
-            self.g, [(seq(k, colon, v), r) for k, v, r in members_spec], comma, f"{path}-members"
+            self.g,
+            [(seq(k, colon, v), r) for k, v, r in members_spec],
+            comma,
+            f"{path}-members",
+            order=self.key_order,
         )
         return self.g.rule("object", seq(Lit("{"), ws, body, ws, Lit("}")))
 
@@ -432,7 +444,9 @@ class SchemaCompiler:
         comma = seq(ws, Lit(","), ws)
         v = Ref(name)
         if self.dialect == "raw":
-            inner = SchemaCompiler(self.g, "json", forbidden=self.forbidden, ws=self.ws)
+            inner = SchemaCompiler(
+                self.g, "json", forbidden=self.forbidden, ws=self.ws, key_order=self.key_order
+            )
             return self.g.define(name, inner.any_value())
         member = seq(self._any_key(), ws, Lit(":"), ws, v)
         obj = seq(Lit("{"), ws, opt(seq(member, rep(seq(comma, member), 0, None))), ws, Lit("}"))
@@ -443,21 +457,71 @@ class SchemaCompiler:
         return v
 
 
-def members_rule(g: Grammar, members: list[tuple[Expr, bool]], comma: Expr, hint: str) -> Expr:
-    """Members in order, separated by `comma`; optional ones may be left out (linear size)."""
+ANY_ORDER_MAX_MEMBERS = 6
+"""Objects with at most this many members accept them in any order (each at most once, every
+required one present): the grammar tracks which members were written, 2**n states for n members.
+Larger objects take their members in the schema's order (optional ones may be left out)."""
+
+KEY_ORDERS = ("any", "schema")
+
+
+def members_rule(
+    g: Grammar,
+    members: list[tuple[Expr, bool]],
+    comma: Expr,
+    hint: str,
+    *,
+    order: str = "any",
+    first_ok: Any = None,
+) -> Expr:
+    """The members of an object, separated by `comma`; optional ones may be left out.
+
+    `order="any"` (up to `ANY_ORDER_MAX_MEMBERS` members): any order, each member at most once,
+    every required member present. Otherwise the given order (linear size). `first_ok(i)`, if
+    given, says whether member `i` may be written first (an opener's lookahead may demand it).
+    """
     n = len(members)
+    ok = (lambda i: True) if first_ok is None else first_ok
+    if order == "any" and 1 < n <= ANY_ORDER_MAX_MEMBERS:
+        return _members_any_order(g, members, comma, hint, ok)
     first: list[Expr] = [EMPTY] * (n + 1)  # nothing written yet
     after: list[Expr] = [EMPTY] * (n + 1)  # something written: each member needs a comma
     for i in range(n - 1, -1, -1):
         m, required = members[i]
         a = seq(comma, m, after[i + 1])
-        f = seq(m, after[i + 1])
+        f = seq(m, after[i + 1]) if ok(i) else NOTHING
         if not required:
             a = alt(a, after[i + 1])
             f = alt(f, first[i + 1])
         after[i] = g.rule(f"{hint}-a{i}", a) if i else a
         first[i] = g.rule(f"{hint}-f{i}", f) if i else f
     return first[0]
+
+
+def _members_any_order(
+    g: Grammar, members: list[tuple[Expr, bool]], comma: Expr, hint: str, ok: Any
+) -> Expr:
+    n = len(members)
+    required = frozenset(i for i, (_, r) in enumerate(members) if r)
+    refs = [m if isinstance(m, (Lit, Ref)) else g.rule(f"{hint}-m{i}", m) for i, (m, _) in enumerate(members)]
+    names: dict[frozenset[int], Expr] = {}
+
+    def after(used: frozenset[int]) -> Expr:
+        if used in names:
+            return names[used]
+        if len(used) == n:
+            names[used] = EMPTY
+            return EMPTY
+        name = g.declare(f"{hint}-s{len(names)}")
+        names[used] = Ref(name)
+        choices = [EMPTY] if required <= used else []
+        choices += [seq(comma, refs[i], after(used | {i})) for i in range(n) if i not in used]
+        g.define(name, alt(*choices))
+        return names[used]
+
+    start = [EMPTY] if not required else []
+    start += [seq(refs[i], after(frozenset({i}))) for i in range(n) if ok(i)]
+    return alt(*start) if start else NOTHING
 
 
 def _disjoint_by_type(branches: list[Any]) -> bool:
