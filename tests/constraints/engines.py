@@ -22,6 +22,20 @@ def need(module: str) -> Any:
         pytest.skip(f"{module} not installed")
 
 
+def available() -> set[str]:
+    """The engine packages importable here (under CHATPARSE_REQUIRE_CONSTRAINTS=1: all, or fail)."""
+    out = set()
+    for module in ("xgrammar", "llguidance"):
+        try:
+            __import__(module)
+        except ImportError as e:
+            if REQUIRE:
+                pytest.fail(f"{module} is required here (CHATPARSE_REQUIRE_CONSTRAINTS=1): {e}")
+            continue
+        out.add(module)
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def _xg_compiler() -> Any:
     xgr = need("xgrammar")

@@ -277,7 +277,9 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         if fits is None or fits(seq(d.ws, Lit("["))):
             listx = seq(d.ws, listx)  # the JSON parser strips whitespace around the list
         if fits is not None and not fits(listx):
-            raise ConstraintError("Field 'tool_calls': its opener's lookahead does not hold for the call list")
+            raise ConstraintError(
+                "Field 'tool_calls': its opener's lookahead does not hold for the call list"
+            )
         c0 = calls[0]
         regions = []
         for opener in (opener_n, opener_s):
@@ -370,11 +372,20 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     mode = "none"
     reasoning_tag: tuple[str, str, tuple[str, ...]] | None = None
     root: Expr
-    if d.open_at_start is not None and (R is None or d.open_at_start != R.name):
-        raise ConstraintError(
-            f"the prompt leaves the field {d.open_at_start!r} open; a constraint cannot continue it"
-        )
-    if R is None:
+    opened = t.fields.get(d.open_at_start) if d.open_at_start is not None else None
+    if opened is not None and opened is not R:
+        # the prompt opened a text field (Kimi K3's no-thinking prefill opens the response):
+        # its text continues, then its closer, then the rest
+        o_close = _written_closer(d, opened)
+        if opened.content != "text" or opened.transform is not None or o_close is None:
+            raise ConstraintError(
+                f"the prompt leaves the field {opened.name!r} open; a constraint cannot continue it"
+            )
+        if req.reasoning:
+            raise ConstraintError(f"reasoning=True, but the prompt opened {opened.name!r}")
+        o_text = g.text_excluding(tuple(sorted(d._necessary(opened, "close"))), hint=f"{opened.name}-text")
+        root = seq(o_text if text_allowed else EMPTY, o_close, rest_later)
+    elif R is None:
         if req.reasoning:
             raise ConstraintError("reasoning=True, but the template has no reasoning field")
         root = rest_start
@@ -505,8 +516,8 @@ def _self_check(d: Deriver, calls: list[CallForms], each: bool, offered: list[di
     table = build_tool_table([{"name": x["name"], "parameters": x["parameters"]} for x in offered])
     prefix = d.prefix
     lead = ""
-    if d.open_at_start is not None and d.reasoning_field is not None:
-        lead = _shortest(g, _written_closer(d, d.reasoning_field) or EMPTY)
+    if d.open_at_start is not None:
+        lead = _shortest(g, _written_closer(d, d.t.fields[d.open_at_start]) or EMPTY)
     f = d.tool_field
     assert f is not None
     for c in calls:

@@ -39,18 +39,19 @@ from ._grammar import (
     EMPTY,
     NOTHING,
     WS_CHARS,
+    Alt,
     Expr,
     Grammar,
     Lit,
     alt,
-    ranges_of,
+    json_scalar_automaton,
     ranges_union,
     rep,
     seq,
     violates_prefix,
 )
 from ._regex import Emitter, _has_look, _literal_text, necessary, parse
-from ._schema import PY_NAME, ConstraintError, SchemaCompiler, members_rule
+from ._schema import PY_NAME, ConstraintError, SchemaCompiler, _disjoint_by_type, members_rule
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 TOOL_FIELD = "tool_calls"
@@ -462,6 +463,7 @@ class Deriver:
                     key_pattern=_LENIENT_KEY if uq == "lenient" else _WORD_KEY,
                     root_schema=params,
                     key_order=self.key_order,
+                    key_forbidden=tuple(sorted(self._necessary(f, "close"))),
                 )
             else:
                 sc = SchemaCompiler(
@@ -502,13 +504,18 @@ class Deriver:
             if k not in read
         ]
         if extra and self.key_order == "any":
-            members.append((self.g.rule("ignored-call-key", alt(*extra)), False))
+            members.append((alt(*extra), False))
         open_ = seq(Lit("{"), self.ws)
         # an opener lookahead reads the call object only where the object follows the opener
         lead = self._lookahead_check() if not self.tool_field.transform_each else None  # type: ignore[union-attr]
         first_ok = None
         if lead is not None:
-            first_ok = lambda i: lead(seq(open_, members[i][0]))  # noqa: E731
+
+            def first_ok(i: int) -> Expr:
+                m = members[i][0]
+                forms = m.items if isinstance(m, Alt) else (m,)
+                return alt(*(x for x in forms if lead(seq(open_, x))))
+
         body = members_rule(self.g, members, comma, f"{where}-call", order=self.key_order, first_ok=first_ok)
         return seq(open_, body, self.ws, Lit("}"))
 
@@ -625,9 +632,16 @@ class Deriver:
                     key_order=self.key_order,
                 )
                 value = sc.value(schema, f"{where}.{key}")
-                if vargs.get("allow_non_json") and _plain_string(schema):
+                if vargs.get("allow_non_json"):
                     # text that is not JSON is kept as written (Kimi K3 writes `Paris`, not `"Paris"`)
-                    value = alt(value, _non_json_text(self.g, value_forbidden))
+                    if _plain_string(schema):
+                        value = alt(value, _non_json_text(self.g, value_forbidden))
+                    elif (
+                        isinstance(schema, dict)
+                        and isinstance(schema.get("enum"), list)
+                        and schema.get("type", "string") == "string"
+                    ):
+                        value = alt(value, *_raw_enum(schema["enum"], value_forbidden))
             else:
                 value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}")
             key_forms = [Lit(key)]
@@ -674,8 +688,10 @@ class Deriver:
             raise ConstraintError(
                 f"{path}: string keywords {sorted(set(schema) - {'type', 'description', 'title'})} cannot be enforced in a text value"
             )
-        if t == "string":
-            # verbatim: the tool coercion keeps a string value's text as written, whitespace too
+        if t == "string" or _any_text_valid(schema):
+            # verbatim: the tool coercion keeps a string value's text as written, whitespace too;
+            # a typeless schema, or a union of plain types with `string`, takes any text (what the
+            # coercion casts is valid for the type it cast to, the rest stays a string)
             return self.g.text_excluding(forbidden, follow=None, hint="value")
         sc = SchemaCompiler(
             self.g,
@@ -752,6 +768,49 @@ def _transform_placeholder_keys(f: Field | None) -> set[str]:
     return out
 
 
+_ANNOTATION_KEYS = {"description", "title", "default", "examples", "deprecated", "$comment"}
+
+
+def _plain_types(schema: Any) -> list[str] | None:
+    """The types of a schema made only of plain `type`s (lists, `anyOf`, disjoint `oneOf`,
+    `nullable`), or None if it constrains anything further."""
+    if not isinstance(schema, dict):
+        return None
+    keys = set(schema) - _ANNOTATION_KEYS
+    out: list[str] = []
+    t = schema.get("type")
+    if t is not None:
+        if isinstance(t, str):
+            out.append(t)
+        elif isinstance(t, list) and all(isinstance(x, str) for x in t):
+            out.extend(t)
+        else:
+            return None
+    for union in ("anyOf", "oneOf"):
+        if union in schema:
+            branches = schema[union]
+            if not isinstance(branches, list) or not branches:
+                return None
+            if union == "oneOf" and not _disjoint_by_type(branches):
+                return None
+            for b in branches:
+                sub = _plain_types(b)
+                if sub is None or not sub:
+                    return None
+                out.extend(sub)
+    if schema.get("nullable") is True:
+        out.append("null")
+    if keys - {"type", "anyOf", "oneOf", "nullable"}:
+        return None
+    return out
+
+
+def _any_text_valid(schema: Any) -> bool:
+    """Every text is valid for this schema once the tool coercion has read it."""
+    types = _plain_types(schema)
+    return types is not None and (not types or "string" in types)
+
+
 def _plain_string(schema: Any) -> bool:
     """A schema every string satisfies, and nothing else (`{"type": "string"}` with annotations)."""
     if not isinstance(schema, dict) or schema.get("type") != "string":
@@ -759,37 +818,27 @@ def _plain_string(schema: Any) -> bool:
     return not set(schema) - {"type", "description", "title", "default", "examples", "deprecated"}
 
 
-# What `json.loads` accepts at the start of a document: whitespace, a structural character, a
-# digit or minus, or the first letter of a keyword (Python also reads NaN and Infinity).
-_JSON_LEADS = " \t\n\r{[\"-0123456789"
-_JSON_KEYWORDS = ("true", "false", "null", "NaN", "Infinity")
-
-
 def _non_json_text(g: Grammar, forbidden: tuple[str, ...]) -> Expr:
-    """Text `json.loads` refuses (so a value parser with `allow_non_json` keeps it as a string).
+    """Text `json.loads` refuses, so that a value parser with `allow_non_json` keeps it verbatim.
 
-    Non-empty text that starts with a character no JSON document starts with; or a keyword cut
-    short or changed (`tru`, `trust`, `nulls`); or a keyword followed by a character other than
-    whitespace, or by one whitespace character and then one. A subset: `3 apples` or
-    `true  story` are not written raw (they can still be written as JSON strings).
+    Exact (an automaton of the JSON scalars runs beside the text), except that text starting with
+    `{` or `[` (after whitespace) is never written raw: objects and arrays are not regular. Such a
+    value can still be written as a JSON string.
     """
-    lead = ranges_of(_JSON_LEADS + "".join(k[0] for k in _JSON_KEYWORDS))
-    forms: list[Expr] = [g.text_excluding(forbidden, lead=lead, min_len=1, hint="rawtext")]
-    ws = ranges_of(" \t\n\r")
-    for kw in _JSON_KEYWORDS:
-        if any(x in kw for x in forbidden if x):
+    return g.text_excluding(forbidden, avoid=json_scalar_automaton(), hint="rawtext")
+
+
+def _raw_enum(values: list[Any], forbidden: tuple[str, ...]) -> list[Expr]:
+    """The enum's strings that `json.loads` refuses and hold no marker: written as they are."""
+    out: list[Expr] = []
+    for v in values:
+        if not isinstance(v, str) or any(x in v for x in forbidden if x):
             continue
         try:
-            for i in range(1, len(kw)):
-                rest = g.text_excluding(forbidden, lead=ranges_of(kw[i]), after=kw[:i], hint="rawtext")
-                forms.append(seq(Lit(kw[:i]), rest))
-            forms.append(seq(Lit(kw), g.text_excluding(forbidden, lead=ws, min_len=1, after=kw, hint="rawtext")))
-            for w in " \t\n\r":
-                rest = g.text_excluding(forbidden, lead=ws, min_len=1, after=kw + w, hint="rawtext")
-                forms.append(seq(Lit(kw + w), rest))
+            json.loads(v)
         except ValueError:
-            continue
-    return g.rule("non-json-text", alt(*forms))
+            out.append(Lit(v))
+    return out
 
 
 def _has_trailing_look(node: _rx.Node) -> bool:

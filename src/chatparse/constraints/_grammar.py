@@ -202,6 +202,94 @@ def class_ranges(source: str, flags: int) -> tuple[tuple[int, int], ...]:
 
 
 ANY_CHAR = Chars(ranges_complement(()))
+
+
+@dataclass(frozen=True)
+class Avoid:
+    """A deterministic automaton over code points, for text that must not match it.
+
+    `edges[q]`: `(ranges, target)` pairs; characters in none of them lead to `DEAD` (the text can
+    no longer match, anything may follow); a target `BLOCK` forbids the character there.
+    """
+
+    name: str
+    start: int
+    accepting: frozenset[int]
+    edges: tuple[tuple[tuple[tuple[tuple[int, int], ...], int], ...], ...]
+
+    DEAD = -1
+    BLOCK = -2
+
+    def split(
+        self, q: int, part: tuple[tuple[int, int], ...]
+    ) -> list[tuple[tuple[tuple[int, int], ...], int]]:
+        """`part` cut by the outgoing edges of `q`: (characters, next state) pairs."""
+        out = []
+        rest = part
+        for ranges, target in self.edges[q]:
+            inter = ranges_intersect(rest, ranges)
+            if inter:
+                out.append((inter, target))
+                rest = ranges_minus(rest, ranges)
+        if rest:
+            out.append((rest, self.DEAD))
+        return out
+
+
+@functools.lru_cache(maxsize=1)
+def json_scalar_automaton() -> Avoid:
+    """What `json.loads` reads as a whole document, except objects and arrays (which it blocks):
+    whitespace, then a number, a string, `true` / `false` / `null` / `NaN` / `Infinity` /
+    `-Infinity`, then whitespace."""
+    ws = ranges_of(" \t\n\r")
+    digit = ranges_of("0123456789")
+    states: list[list[tuple[tuple[tuple[int, int], ...], int]]] = []
+
+    def new() -> int:
+        states.append([])
+        return len(states) - 1
+
+    start, tail = new(), new()  # leading whitespace; trailing whitespace (accepting)
+    zero, intg, dot, frac, exp, sign, expd = (new() for _ in range(7))
+    minus, string, esc = new(), new(), new()
+    accepting = {tail, zero, intg, frac, expd}
+
+    def keyword(src: int, word: str) -> None:
+        q = src
+        for ch in word[:-1]:
+            nxt = new()
+            states[q].append((ranges_of(ch), nxt))
+            q = nxt
+        states[q].append((ranges_of(word[-1]), tail))
+
+    states[start] += [(ws, start), (ranges_of("{["), Avoid.BLOCK), (ranges_of('"'), string)]
+    states[start] += [(ranges_of("-"), minus), (ranges_of("0"), zero), (ranges_of("123456789"), intg)]
+    for w in ("true", "false", "null", "NaN", "Infinity"):
+        keyword(start, w)
+    states[minus] += [(ranges_of("0"), zero), (ranges_of("123456789"), intg)]
+    keyword(minus, "Infinity")
+    number_end = [(ranges_of("."), dot), (ranges_of("eE"), exp), (ws, tail)]
+    states[zero] += number_end
+    states[intg] += [(digit, intg), *number_end]
+    states[dot] += [(digit, frac)]
+    states[frac] += [(digit, frac), (ranges_of("eE"), exp), (ws, tail)]
+    states[exp] += [(ranges_of("+-"), sign), (digit, expd)]
+    states[sign] += [(digit, expd)]
+    states[expd] += [(digit, expd), (ws, tail)]
+    states[tail] += [(ws, tail)]
+    hexd = ranges_of("0123456789abcdefABCDEF")
+    states[string] += [(ranges_of('"'), tail), (ranges_of("\\"), esc), (((0, 0x1F),), Avoid.DEAD)]
+    states[string] += [(ranges_complement(()), string)]
+    states[esc] += [(ranges_of('"\\/bfnrt'), string)]
+    u1, u2, u3, u4 = (new() for _ in range(4))
+    states[esc] += [(ranges_of("u"), u1)]
+    states[u1] += [(hexd, u2)]
+    states[u2] += [(hexd, u3)]
+    states[u3] += [(hexd, u4)]
+    states[u4] += [(hexd, string)]
+    return Avoid("json-scalar", start, frozenset(accepting), tuple(tuple(e) for e in states))
+
+
 WS_CHARS = Chars(ranges_of(" \t\n\r"))
 
 
@@ -267,6 +355,7 @@ class Grammar:
         trim: tuple[tuple[int, int], ...] | None = None,
         lead: tuple[tuple[int, int], ...] | None = None,
         after: str = "",
+        avoid: Avoid | None = None,
         hint: str = "text",
     ) -> Ref:
         """Any string of `allowed` characters (default: all) that contains none of `forbidden`.
@@ -276,9 +365,10 @@ class Grammar:
         inside the text. `min_len` 1 makes the text non-empty. `trim`: characters the text may
         neither start nor end with (e.g. whitespace a parser would strip). `lead`: characters the
         text may not start with. `after`: text the caller writes right before this one (a
-        forbidden string may not be completed across it).
+        forbidden string may not be completed across it). `avoid`: an automaton that must not
+        accept the whole text (text that is not a JSON scalar, say).
         """
-        key = (tuple(sorted(set(forbidden))), allowed, follow, min_len, trim, lead, after)
+        key = (tuple(sorted(set(forbidden))), allowed, follow, min_len, trim, lead, after, avoid)
         cached = self._by_expr.get(("text",) + key)  # type: ignore[call-overload]
         if cached is not None:
             return Ref(cached)
@@ -325,28 +415,38 @@ class Grammar:
         def can_end(s: int) -> bool:
             return all(delta(s, ch) == delta(0, ch) for ch in follow_special)
 
-        # States: (automaton state, length so far capped at min_len, last char trimmed?)
-        names: dict[tuple[int, int, bool], str] = {}
-        pending: list[tuple[int, int, bool]] = []
+        # States: (automaton state, length so far capped at min_len, last char trimmed?, state of
+        # `avoid`, -1 once it can no longer accept)
+        names: dict[tuple[int, int, bool, int], str] = {}
+        pending: list[tuple[int, int, bool, int]] = []
 
-        def state_name(st: tuple[int, int, bool]) -> str:
+        def state_name(st: tuple[int, int, bool, int]) -> str:
             if st not in names:
                 names[st] = self.declare(f"{hint}-s{len(names)}")
                 pending.append(st)
             return names[st]
+
+        def split(q: int, part: tuple[tuple[int, int], ...]) -> list[tuple[tuple[tuple[int, int], ...], int]]:
+            if avoid is None or q < 0:
+                return [(part, -1)] if part else []
+            return [(r, t) for r, t in avoid.split(q, part) if r and t != Avoid.BLOCK]
 
         s0 = 0
         for ch in after:  # the text continues `after`, which the caller writes before it
             s0 = delta(s0, ch)
             if out[s0]:
                 raise ValueError(f"text_excluding: {after!r} already contains a forbidden string")
-        start = state_name((s0, 0, False))
+        start = state_name((s0, 0, False, avoid.start if avoid is not None else -1))
         while pending:
-            s, n, last_trim = pending.pop()
+            s, n, last_trim, q = pending.pop()
             choices: list[Expr] = []
-            if n >= min_len and can_end(s) and not last_trim:
+            ends_ok = avoid is None or q < 0 or q not in avoid.accepting
+            if n >= min_len and can_end(s) and not last_trim and ends_ok:
                 choices.append(EMPTY)
             n2 = min(n + 1, max(min_len, 1))
+            # one edge per target state, labelled with all the characters that lead there (few
+            # edges keep the grammar small and llguidance's Earley rows short)
+            edges: dict[tuple[int, int, bool, int], tuple[tuple[int, int], ...]] = {}
             # characters outside the forbidden strings' alphabet: back to the root
             for part, is_trim in (
                 (ranges_minus(other, trim_r), False),
@@ -356,7 +456,9 @@ class Grammar:
                     part = ranges_minus(part, lead_r)
                 if not part or (is_trim and n == 0 and trim is not None):
                     continue
-                choices.append(seq(Chars(part), Ref(state_name((0, n2, is_trim)))))
+                for piece, q2 in split(q, part):
+                    tgt = (0, n2, is_trim, q2)
+                    edges[tgt] = ranges_union(edges.get(tgt, ()), piece)
             for ch in alphabet:
                 if not ranges_contain(allowed_r, ord(ch)):
                     continue
@@ -368,8 +470,14 @@ class Grammar:
                     continue
                 if n == 0 and ranges_contain(lead_r, ord(ch)):
                     continue
-                choices.append(seq(Lit(ch), Ref(state_name((t, n2, is_trim)))))
-            self.rules[names[(s, n, last_trim)]] = alt(*choices) if choices else NOTHING
+                for piece, q2 in split(q, ranges_of(ch)):
+                    tgt = (t, n2, is_trim, q2)
+                    edges[tgt] = ranges_union(edges.get(tgt, ()), piece)
+            for tgt, label in edges.items():
+                one = label[0][0] if len(label) == 1 and label[0][0] == label[0][1] else None
+                edge: Expr = Lit(chr(one)) if one is not None else Chars(label)
+                choices.append(seq(edge, Ref(state_name(tgt))))
+            self.rules[names[(s, n, last_trim, q)]] = alt(*choices) if choices else NOTHING
             self._version += 1
         self._by_expr[("text",) + key] = start  # type: ignore[index]
         self.automata[start] = list(names.values())

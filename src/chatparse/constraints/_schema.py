@@ -32,6 +32,7 @@ from ._grammar import (
     Lit,
     Ref,
     alt,
+    class_ranges,
     opt,
     ranges_complement,
     ranges_minus,
@@ -106,8 +107,10 @@ class SchemaCompiler:
         key_pattern: Any = None,
         root_schema: Any = None,
         key_order: str = "any",
+        key_forbidden: tuple[str, ...] = (),
     ) -> None:
         self.g = grammar
+        self.key_forbidden = key_forbidden
         self.key_order = key_order
         self.dialect = dialect
         if dialect == "json":
@@ -355,7 +358,11 @@ class SchemaCompiler:
         if self.dialect == "python":
             return Lit(_py_repr(name))
         if self.dialect == "delimited":
-            if self.key_pattern is None or not self.key_pattern.fullmatch(name):
+            if (
+                self.key_pattern is None
+                or not self.key_pattern.fullmatch(name)
+                or any(x in name for x in self.key_forbidden if x)
+            ):
                 raise ConstraintError(
                     f"{path}: the property name {name!r} cannot be written as a bare key in this format"
                 )
@@ -364,6 +371,17 @@ class SchemaCompiler:
 
     def _any_key(self) -> Expr:
         if self.dialect == "delimited":
+            if self.key_pattern is not None and self.key_pattern.pattern.startswith("[^"):
+                # lenient bare keys (`{Basic LLM Chain: ...}`): no JSON punctuation, not starting
+                # with whitespace, never the region's closer (keys are outside strings)
+                punct = ranges_of('{}[]:,"\x01\x02')
+                return self.g.text_excluding(
+                    self.key_forbidden,
+                    allowed=ranges_minus(ranges_complement(()), punct),
+                    lead=class_ranges(r"\s", 0),
+                    min_len=1,
+                    hint="lenient-key",
+                )
             # bare keys: a run of word characters (the reference's `\w+`), never a marker
             word = Chars(ranges_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"))
             return rep(word, 1, None)
@@ -478,10 +496,11 @@ def members_rule(
 
     `order="any"` (up to `ANY_ORDER_MAX_MEMBERS` members): any order, each member at most once,
     every required member present. Otherwise the given order (linear size). `first_ok(i)`, if
-    given, says whether member `i` may be written first (an opener's lookahead may demand it).
+    given, gives the forms of member `i` that may be written first (NOTHING: none; an opener's
+    lookahead may demand a particular first key).
     """
     n = len(members)
-    ok = (lambda i: True) if first_ok is None else first_ok
+    ok = (lambda i: members[i][0]) if first_ok is None else first_ok
     if order == "any" and 1 < n <= ANY_ORDER_MAX_MEMBERS:
         return _members_any_order(g, members, comma, hint, ok)
     first: list[Expr] = [EMPTY] * (n + 1)  # nothing written yet
@@ -489,7 +508,7 @@ def members_rule(
     for i in range(n - 1, -1, -1):
         m, required = members[i]
         a = seq(comma, m, after[i + 1])
-        f = seq(m, after[i + 1]) if ok(i) else NOTHING
+        f = seq(ok(i), after[i + 1])
         if not required:
             a = alt(a, after[i + 1])
             f = alt(f, first[i + 1])
@@ -498,9 +517,7 @@ def members_rule(
     return first[0]
 
 
-def _members_any_order(
-    g: Grammar, members: list[tuple[Expr, bool]], comma: Expr, hint: str, ok: Any
-) -> Expr:
+def _members_any_order(g: Grammar, members: list[tuple[Expr, bool]], comma: Expr, hint: str, ok: Any) -> Expr:
     n = len(members)
     required = frozenset(i for i, (_, r) in enumerate(members) if r)
     refs = [m if isinstance(m, (Lit, Ref)) else g.rule(f"{hint}-m{i}", m) for i, (m, _) in enumerate(members)]
@@ -514,13 +531,16 @@ def _members_any_order(
             return EMPTY
         name = g.declare(f"{hint}-s{len(names)}")
         names[used] = Ref(name)
-        choices = [EMPTY] if required <= used else []
+        choices: list[Expr] = [EMPTY] if required <= used else []
         choices += [seq(comma, refs[i], after(used | {i})) for i in range(n) if i not in used]
         g.define(name, alt(*choices))
         return names[used]
 
-    start = [EMPTY] if not required else []
-    start += [seq(refs[i], after(frozenset({i}))) for i in range(n) if ok(i)]
+    start: list[Expr] = [EMPTY] if not required else []
+    for i in range(n):
+        lead = ok(i)
+        if lead != NOTHING:
+            start.append(seq(refs[i] if lead == members[i][0] else lead, after(frozenset({i}))))
     return alt(*start) if start else NOTHING
 
 
