@@ -12,5 +12,5 @@ PY="$PWD/.venv-constraints/bin/python"
 "$PY" -m pip install --disable-pip-version-check -q -e '.[test,constraints]'
 echo "constraints step: install took $((SECONDS - start)) s"
 
-CHATPARSE_REQUIRE_CONSTRAINTS=1 "$PY" -m pytest -q tests/constraints -p no:cacheprovider
+CHATPARSE_REQUIRE_CONSTRAINTS=1 "$PY" -m pytest -q tests/constraints -m "not llamacpp" -p no:cacheprovider
 echo "constraints step: total $((SECONDS - start)) s"

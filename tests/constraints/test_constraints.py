@@ -403,6 +403,35 @@ def test_invalid_calls_rejected(name: str, text: str, why: str) -> None:
         assert not accepts(text), (label, why)
 
 
+# Strings hypothesis found the grammar accepting while the template read them differently (each
+# shrunk by hypothesis, then fixed): they must stay rejected, and the template confirms why.
+REGRESSIONS = [
+    # the opener looks ahead for `name(`: whitespace before "(" hides the call
+    ("pythonic", "required", "[list_alarms\t()]", "no call"),
+    # \x01 / \x02 are the parser's sentinels for delimited strings: the region fails to parse
+    ("functiongemma", "auto", "<start_function_call>call:list_alarms{}<end_function_call>"
+     "<start_function_call>call:get_weather{city:<escape>\x01<escape>}<end_function_call>", "error"),
+    # `/>` closes the invoke before its parameters (the closer's lookbehind)
+    ("deepseek_dsml", "required", '<｜DSML｜invoke name="get_weather"/><｜DSML｜parameter name="city">'
+     "x</｜DSML｜parameter></｜DSML｜invoke>", "no valid call"),
+    # GLM's `</tool_call>` closes only after `</arg_value>` or right after `<tool_call>NAME`
+    ("glm", "auto", "<tool_call>\tlist_alarms</tool_call><think></think><tool_call>get_weather"
+     "<arg_key>city</arg_key><arg_value></arg_value></tool_call>", "wrong arguments"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "choice", "text", "why"), REGRESSIONS)
+def test_regressions_rejected(name: str, choice: str, text: str, why: str) -> None:
+    E.need("xgrammar")
+    E.need("llguidance")
+    tools = [WEATHER, NOARGS]
+    c = constraints.derive(name, tools, tool_choice=choice, prefix=prompt(name))
+    for label, accepts in _forms(c):
+        assert not accepts(text), (label, why)
+    with pytest.raises((AssertionError, ValueError)):  # the template does not read valid calls there
+        check_parse(c, name, text, tools, 1, None)
+
+
 # --------------------------------------------------------------------------- engines: corpus
 
 

@@ -302,7 +302,9 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         if f is not None and calls and d.at_start:
             Cs_l, Ks_l, Ls_l = [], [], []
             for c in calls:
-                op_s, _ = d._emit(f, "open", subst={"name": Lit(c.tool)}, at_start=True)
+                op_s, _ = d._emit(
+                    f, "open", subst={"name": Lit(c.tool)}, at_start=True, max_repeat=c.opener_repeat
+                )
                 C1, K1, L1 = call_forms(c, op_s)
                 Cs_l.append(C1)
                 Ks_l.append(K1)
@@ -649,7 +651,9 @@ def _structural_tag(
             if split is None or c.closer is None or c.closes_at_eos or c.chain_prefix:
                 return whole
             if d.at_start:
-                op_s, _ = d._emit(f, "open", subst={"name": Lit(c.tool)}, at_start=True)
+                op_s, _ = d._emit(
+                    f, "open", subst={"name": Lit(c.tool)}, at_start=True, max_repeat=c.opener_repeat
+                )
                 if op_s != c.opener:
                     return whole
             begin, rest = split

@@ -49,6 +49,7 @@ from ._grammar import (
     rep,
     seq,
     violates_prefix,
+    violates_suffix,
 )
 from ._regex import Emitter, _has_look, _literal_text, necessary, parse
 from ._schema import PY_NAME, ConstraintError, SchemaCompiler, _disjoint_by_type, members_rule
@@ -84,6 +85,7 @@ class CallForms:
     closes_at_eos: bool  # the call may be the last thing in the output without its closer
     chain_prefix: str | None  # the call may be closed by the next call starting with this literal
     sample: str = ""
+    opener_repeat: int | None = -1  # the opener's repetition cap (-1: max_whitespace; 0: none)
 
 
 @dataclass
@@ -234,7 +236,12 @@ class Deriver:
         return lits
 
     def _emit(
-        self, f: Field, which: str, subst: dict[str, Expr] | None = None, at_start: bool = False
+        self,
+        f: Field,
+        which: str,
+        subst: dict[str, Expr] | None = None,
+        at_start: bool = False,
+        max_repeat: int | None = -1,
     ) -> tuple[Expr, set[str]]:
         tree = self._tree(f, which)
         assert tree is not None
@@ -244,7 +251,7 @@ class Deriver:
             self._where(f, which),
             subst=subst,
             at_start=at_start,
-            max_repeat=self.max_ws,
+            max_repeat=self.max_ws if max_repeat == -1 else max_repeat,
             drop_optional=drop,
         )
         e = em.emit(tree)
@@ -399,6 +406,7 @@ class Deriver:
         closer: Expr | None = None
         closes_at_eos = False
         chain: str | None = None
+        opener_repeat: int | None = -1
         if f.closer is None:
             closes_at_eos = True
         elif f.closer.literals is not None:
@@ -408,14 +416,24 @@ class Deriver:
         else:
             tree = parse(f.closer.source)
             branches = tree.kids if tree.op == "alt" else [tree]
-            all_look = all(_has_look(b) and _look_literal(b) is None for b in branches)
             written_exprs = []
+            behind: list[tuple[Expr, Expr]] = []  # (what must precede, the closer) of `(?<=L)X`
             for b in branches:
                 lt = _look_literal(b)
                 if lt is not None:
                     chain = lt
                     continue
-                if _has_look(b) and len(branches) > 1 and not all_look:
+                lb = _lookbehind_form(b)
+                if lb is not None:
+                    where_c = self._where(f, "close")
+                    behind.append(
+                        (
+                            Emitter(self.g, where_c, peek=True).emit(lb[0]),
+                            Emitter(self.g, where_c, max_repeat=self.max_ws).emit(lb[1]),
+                        )
+                    )
+                    continue
+                if _has_look(b) and len(branches) > 1:
                     continue  # written only where what follows satisfies it: not a closer the grammar writes
                 lit = _literal_of(b)
                 if lit is not None and self._is_stop(lit):
@@ -425,10 +443,27 @@ class Deriver:
                 e = em.emit(b)
                 if e != NOTHING:
                     written_exprs.append(e)
+            if not written_exprs and behind:
+                # `(?<=L)X`: X closes the call only after L; every call written must end with L.
+                # Failing that, try the opener without its optional repetitions (GLM's
+                # `<tool_call>\s*NAME`: `<tool_call>NAME` is what `(?<=<tool_call>[^<\s]+)` reads).
+                if f.transform_each:
+                    raise ConstraintError(f"{self._where(f, 'close')}: a lookbehind closer after a call list")
+                tight, _ = self._emit(f, "open", subst=captures, max_repeat=0)
+                for op, reps in ((opener, -1), (tight, 0)):
+                    ok = [x for lb_re, x in behind if not violates_suffix(self.g, seq(op, body), lb_re)]
+                    if ok:
+                        opener, written_exprs, opener_repeat = op, ok, reps
+                        break
+                else:
+                    raise ConstraintError(
+                        f"{self._where(f, 'close')}: its lookbehind does not hold after every call the "
+                        f"grammar writes for {name!r}, and its other forms depend on what follows"
+                    )
             closer = alt(*written_exprs) if written_exprs else None
         if closer is None and not closes_at_eos and chain is None:
             raise ConstraintError(f"{self._where(f, 'close')}: no closer the model can write")
-        return CallForms(name, opener, body, closer, closes_at_eos, chain)
+        return CallForms(name, opener, body, closer, closes_at_eos, chain, opener_repeat=opener_repeat)
 
     def _body(
         self,
@@ -498,11 +533,18 @@ class Deriver:
         comma = seq(self.ws, Lit(","), self.ws)
         members = [(seq(sc.key(k, where), colon, v), True) for k, v in keys]
         read = {k for k, _ in keys} | _transform_placeholder_keys(self.tool_field)
-        extra = [
-            seq(sc.key(k, where), colon, sc.value(schema, f"{where}.{k}"))
-            for k, schema in IGNORED_CALL_KEYS.items()
-            if k not in read
-        ]
+        tr = self.tool_field.transform if self.tool_field is not None else None
+        if isinstance(tr, dict) and isinstance(tr.get("function"), str):
+            read = set(IGNORED_CALL_KEYS)  # `"function": "{content}"` copies every key: none is ignored
+        extra = []
+        for k, schema in IGNORED_CALL_KEYS.items():
+            if k in read:
+                continue
+            try:
+                value = sc.value({**schema, "maxLength": IGNORED_ID_MAX} if "type" in schema else schema, k)
+            except ConstraintError:  # a bounded string is not exact next to excluded markers
+                value = sc.value(schema, f"{where}.{k}")
+            extra.append(seq(sc.key(k, where), colon, value))
         if extra and self.key_order == "any":
             members.append((alt(*extra), False))
         open_ = seq(Lit("{"), self.ws)
@@ -657,6 +699,7 @@ class Deriver:
                 self.g,
                 f"Field '{f.name}': content_args 'tag_pattern'",
                 subst={"key": alt(*key_forms), "value": value},
+                max_repeat=self.max_ws,
             )
             tag = em.emit(tree)
             if tag == NOTHING:
@@ -665,7 +708,10 @@ class Deriver:
         if not members:
             return xml_ws
         body = members_rule(self.g, members, xml_ws, f"{where}-params", order=self.key_order)
-        return seq(xml_ws, body, xml_ws)
+        # around the parameters, at most 16 whitespace characters in all when none is written
+        # (what GLM's `(?<=<tool_call>NAME\s{0,16})` closer reads)
+        edge = rep(WS_CHARS, 0, 8 if self.max_ws is None else min(8, self.max_ws))
+        return seq(edge, body, edge)
 
     def _raw_value(self, schema: Any, forbidden: tuple[str, ...], root: Any, path: str) -> Expr:
         if not isinstance(schema, dict):
@@ -745,7 +791,10 @@ IGNORED_CALL_KEYS: dict[str, dict[str, Any]] = {
 }
 """Keys models write in a JSON call object next to the name and arguments, which a transform
 that does not read them ignores (Cohere's `tool_call_id`, Mistral's `id`, Llama's `type`). A call
-object admits at most one of them, anywhere (with `key_order="any"`)."""
+object admits at most one of them, anywhere (with `key_order="any"`); an id is at most
+`IGNORED_ID_MAX` characters where the format allows a bound (real ids are short, and a bound keeps
+a sampling model from spending its budget there)."""
+IGNORED_ID_MAX = 40
 
 
 def _transform_placeholder_keys(f: Field | None) -> set[str]:
@@ -893,6 +942,19 @@ def _trailing_literal(node: _rx.Node) -> str:
             break
         run = lt + run
     return run
+
+
+def _lookbehind_form(node: _rx.Node) -> tuple[_rx.Node, _rx.Node] | None:
+    """`(?<=L)X` with no other lookaround -> (L, X)."""
+    while node.op == "group" and node.args[0] is None and node.kids:
+        node = node.kids[0]
+    if node.op != "cat" or len(node.kids) < 2:
+        return None
+    first, rest = node.kids[0], node.kids[1:]
+    if first.op != "look" or first.args[:2] != (False, False):
+        return None
+    tail = _rx.Node("cat", kids=rest)
+    return (first.kids[0], tail) if not _has_look(tail) else None
 
 
 def _literal_of(node: _rx.Node) -> str | None:

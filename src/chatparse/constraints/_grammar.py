@@ -1018,3 +1018,27 @@ def violates_prefix(g: Grammar, expr: Expr, prefix: Expr) -> bool:
         rounds += 1
         result = go(expr, start)
     return any(done not in d for d in result)
+
+
+def reversed_expr(g: Grammar, expr: Expr, memo: dict[str, str] | None = None) -> Expr:
+    """The expression of the reversed strings (rules are reversed into new, unreachable rules)."""
+    memo = {} if memo is None else memo
+    if isinstance(expr, Lit):
+        return Lit(expr.text[::-1])
+    if isinstance(expr, Chars):
+        return expr
+    if isinstance(expr, Seq):
+        return seq(*(reversed_expr(g, it, memo) for it in reversed(expr.items)))
+    if isinstance(expr, Alt):
+        return alt(*(reversed_expr(g, it, memo) for it in expr.items)) if expr.items else expr
+    if isinstance(expr, Rep):
+        return Rep(reversed_expr(g, expr.item, memo), expr.lo, expr.hi)
+    if expr.name not in memo:
+        memo[expr.name] = g.declare(f"rev-{expr.name}")
+        g.define(memo[expr.name], reversed_expr(g, g.rules[expr.name], memo))
+    return Ref(memo[expr.name])
+
+
+def violates_suffix(g: Grammar, expr: Expr, suffix: Expr) -> bool:
+    """True if some string of `expr` does not end with a string of the regular `suffix`."""
+    return violates_prefix(g, reversed_expr(g, expr), reversed_expr(g, suffix))
