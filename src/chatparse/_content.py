@@ -44,6 +44,7 @@ __all__ = [
     "STREAMABLE_PARSERS",
     "FieldLike",
     "apply_transform",
+    "copy_value",
     "is_dirty",
     "parse_content",
     "process_field",
@@ -99,7 +100,7 @@ def _optional_str(args: dict[str, Any], key: str, parser: str) -> str:
     return value
 
 
-def _copy_value(value: Any) -> Any:
+def copy_value(value: Any) -> Any:
     """Deep copy of nested dicts and lists (iterative: parsed JSON can nest up to the recursion limit)."""
     if not isinstance(value, (dict, list)):
         return value
@@ -595,7 +596,7 @@ def _apply(transform: Any, scope: dict[str, Any], placed: list[tuple[str, ...]])
         # in this result would be shared by two places of the result: copy it.
         segments = tuple(path.split("."))
         if any(segments[: len(p)] == p or p[: len(segments)] == segments for p in placed):
-            return _copy_value(value)
+            return copy_value(value)
         placed.append(segments)
     return value
 

@@ -32,7 +32,8 @@ class RegionChunk(TypedDict):
 class RegionClose(TypedDict):
     """A region ended with a parsed `value` (a copy: mutating it does not touch the message).
     `start`/`end` span the closer (zero-width when an opener or the end of stream ended it);
-    `complete` is False when a region that has a closer was ended by the end of the stream."""
+    `complete` is False when a region that has a closer was ended by the end of the stream;
+    `input_text[body_start:body_end]` is the region's raw body (what the content parser saw)."""
 
     type: Literal["region_close"]
     field: str
@@ -40,17 +41,22 @@ class RegionClose(TypedDict):
     start: int
     end: int
     complete: bool
+    body_start: int
+    body_end: int
 
 
 class RegionMalformed(TypedDict):
-    """A region's content could not be parsed; `error` is the exception. Nothing was stored and
-    parsing went on after the region."""
+    """A region's content could not be parsed; `error` is the exception, and
+    `input_text[body_start:body_end]` the body it came from. Nothing was stored and parsing went on
+    after the region."""
 
     type: Literal["region_malformed"]
     field: str
     start: int
     end: int
     error: Exception
+    body_start: int
+    body_end: int
 
 
 #: Any event. (`Union` rather than `|`: this alias is evaluated at import on Python 3.10.)

@@ -20,12 +20,11 @@ same one. Hence streamed == one-shot for every chunking.
 from __future__ import annotations
 
 from collections.abc import Callable
-from copy import deepcopy
 from typing import Any
 
-from ._content import process_field
+from ._content import copy_value, process_field
 from ._events import Event
-from ._scan import Scanner, StringGuard, WatchList, fast_hold
+from ._scan import Commit, Hold, Scanner, StringGuard, WatchList
 from ._template import Field, Template, load_response_template
 from .errors import RequiredFieldsMissing
 from .tools import build_tool_table, coerce_tool_calls
@@ -38,15 +37,6 @@ _PREFIX_REQUIRED = (
 )
 
 _MALFORMED = (KeyError, TypeError, ValueError)
-
-
-def _copy(value: Any) -> Any:
-    """A copy of a parsed value (JSON-like data) so events never alias the message (D18)."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _is_empty(v: Any) -> bool:
@@ -88,7 +78,7 @@ class ResponseParser:
         self._tools = build_tool_table(tools) if tools else {}
         self._buf = ""
         self._pos = 0
-        self._output: dict[str, Any] = deepcopy(self._t.defaults)
+        self._output: dict[str, Any] = copy_value(self._t.defaults)
         self._current: str | None = self._t.implicit
         self._captures: dict[str, str] = {}
         self._body_start = 0  # a region's body is always buf[_body_start : start of its closer]
@@ -96,9 +86,9 @@ class ResponseParser:
         self._finalized = False
         self._malformed: set[str] = set()
         self._zw = -1  # position of the last zero-width commit: no second zero-width match there
-        self._finders: dict[int, Any] = {}
+        self._states: dict[int, Any] = {}  # per delimiter: its finder, kept across region visits
+        self._cut_off: list[dict[str, Any]] = []
         self._scanner: Scanner | None = None
-        self._fast: Scanner | None = None  # the scanner, when feed() may use its fast path
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
         self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
         self.initial_events: list[Event] = []
@@ -107,8 +97,6 @@ class ResponseParser:
             self._buf = truncated
             self._process(self.initial_events, eos=False)
         self._emit_from = len(self._buf)
-        if self._pos < self._emit_from:
-            self._fast = None  # held prefix characters must go through _route (D20)
 
     @property
     def input_text(self) -> str:
@@ -117,80 +105,40 @@ class ResponseParser:
 
     def feed(self, text: str) -> list[Event]:
         """Append model output and return the events it completes."""
-        sc = self._fast
-        if sc is None or type(text) is not str or not text:
-            return self._feed(text)
-        # Drop the attribute's reference first so CPython can grow the string in place:
-        # `self._buf += text` would copy the whole buffer on every feed (quadratic).
-        buf = self._buf
-        self._buf = ""
-        buf += text
-        self._buf = buf
-        # Fast path (the common token): no trigger character of the watched delimiters in the
-        # unresolved text (or none followed by a delimiter's literal start) means only a trailing
-        # run of a leading loop class (the `\s*` of `\s*<tool_call>`) can still start a
-        # delimiter; everything before it is released. `_fast` is armed only when this is valid.
-        n = len(buf)
-        q = sc.fast_q
-        if n - q < 256:
-            t = buf.find(sc.fast_char, q)
-            if t < 0 and self._opened and (sc.loop_any is None or sc.loop_any.cache.get(buf[-1]) is False):
-                # The tightest case: no trigger, and the last character cannot start a delimiter's
-                # leading loop (or there is none): release everything.
-                sc.fast_q = n
-                pos = self._pos
-                self._pos = n
-                return [
-                    {"type": "region_chunk", "field": self._current, "text": buf[pos:], "dirty": self._dirty}  # type: ignore[typeddict-item]
-                ]
-            if t < 0:
-                h = n
-            elif sc.prefixes is None:
-                h = -1
-            else:
-                h = fast_hold(buf, q, t, sc.fast_char, sc.prefixes)
-            if h == n:
-                la = sc.loop_any
-                if la is not None:
-                    last = buf[-1]
-                    hit = la.cache.get(last)
-                    if hit is None:
-                        hit = la(last)
-                    if hit:
-                        h = sc.trailing_hold(buf, q, n)
-            if h >= 0:
-                sc.fast_q = h
-                pos = self._pos
-                if h <= pos:
-                    return []
-                self._pos = h
-                name = self._current
-                if name is None:
-                    return []
-                if self._opened:
-                    return [{"type": "region_chunk", "field": name, "text": buf[pos:h], "dirty": self._dirty}]
-                opened: list[Event] = []
-                self._route(opened, buf, pos, h)
-                return opened
-            if sc.live is not None and sc.still_held(buf, self._zw):
-                return []  # a delimiter is still being written at the hold point
-        del buf
-        events: list[Event] = []
-        self._process(events, eos=False)
-        return events
-
-    def _feed(self, text: str) -> list[Event]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
-        if text:
+        if type(text) is not str:
             if not isinstance(text, str):
                 raise TypeError(f"feed() takes a str, got {type(text).__name__}")
+            text = str(text)
+        if text:
+            # Drop the attribute's reference first so CPython can grow the string in place:
+            # `self._buf += text` would copy the whole buffer on every feed (quadratic).
             buf = self._buf
             self._buf = ""
             buf += text
             self._buf = buf
+            sc = self._scanner
+            if sc is not None:
+                # The per-token path: a hold inside an open region is one chunk event.
+                decision = sc.decide(buf, False, self._zw)
+                if type(decision) is Hold:
+                    pos = self._pos
+                    at = decision.at
+                    if at <= pos:
+                        return []
+                    name = self._current
+                    if self._opened and name is not None and pos >= self._emit_from:
+                        self._pos = at
+                        return [
+                            {"type": "region_chunk", "field": name, "text": buf[pos:at], "dirty": self._dirty}
+                        ]
+                del buf
+                events: list[Event] = []
+                self._process(events, False, decision)
+                return events
             del buf
-        events: list[Event] = []
+        events = []
         self._process(events, eos=False)
         return events
 
@@ -206,9 +154,21 @@ class ResponseParser:
 
     # -- internals --------------------------------------------------------------------------
 
+    @property
+    def cut_off(self) -> list[dict[str, Any]]:
+        """After `finalize`: the delimiters that were still being written when the stream ended
+        (their match was undecided at the end of the text), as `{"field", "opener", "start"}`,
+        `start` an offset into `input_text`. A tool-call opener here is a call that a `max_tokens`
+        cut-off left unwritten (its text was released as text of the region)."""
+        return [dict(c) for c in self._cut_off]
+
     def _end(self) -> list[Event]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
+        sc = self._scanner
+        if sc is not None and self._pos < len(self._buf):
+            watches, at = sc.undecided(self._buf, self._zw)
+            self._cut_off = [{"field": w.field, "opener": w.is_open, "start": at} for w in watches]
         events: list[Event] = []
         self._process(events, eos=True)
         return events
@@ -234,7 +194,9 @@ class ResponseParser:
             return self._t.fields[cur].watch
         return self._t.watch
 
-    def _process(self, events: list[Event], eos: bool) -> None:
+    def _process(self, events: list[Event], eos: bool, decision: Hold | Commit | None = None) -> None:
+        """Route text and regions until the scanner holds (`decision`: the scanner's first answer,
+        when the caller already asked for it)."""
         buf = self._buf
         while True:
             scanner = self._scanner
@@ -245,63 +207,68 @@ class ResponseParser:
                     delims = self._t.fields[cur].string_guard
                     if delims is not None:
                         guard = StringGuard(self._body_start, delims)
-                scanner = self._scanner = self._watch().scanner(self._pos, self._finders, guard)
-            kind, a, b, c = scanner.scan(buf, eos, self._zw)
-            if kind == 1:
-                is_open, name, _ = scanner.entries[a]
-                start, (end, slots) = b, c
-                if start > self._pos:
-                    self._route(events, buf, self._pos, start)
-                self._pos = end
-                self._zw = start if start == end else -1
-                d = scanner.entries[a][2]
-                caps = {}
-                for g, slot in d.group_names.items():
-                    s, e = slots[slot], slots[slot + 1]
-                    if s != -1 and e != -1:
-                        caps[g] = buf[s:e]
-                if is_open:
-                    self._close(events, start, start, True)
-                    self._current = name
-                    self._dirty = self._t.fields[name].dirty
-                    self._captures = caps
-                    self._body_start = end
-                    self._opened = True
-                    events.append(
-                        {
-                            "type": "region_open",
-                            "field": name,
-                            "start": start,
-                            "end": end,
-                            "captures": dict(caps),
-                        }
-                    )
-                else:
-                    self._captures.update(caps)
-                    self._close(events, start, end, True)
-                self._scanner = None
-                self._fast = None
-                continue
-            if eos:
-                n = len(buf)
-                if self._pos < n:
-                    self._route(events, buf, self._pos, n)
-                    self._pos = n
-                cur = self._current
-                complete = cur is None or self._t.fields[cur].closer is None
-                self._close(events, n, n, complete)
-                self._scanner = self._fast = None
+                scanner = self._scanner = self._watch().scanner(self._pos, self._states, guard)
+            if decision is None:
+                decision = scanner.decide(buf, eos, self._zw)
+            if type(decision) is Hold:
+                at = decision.at
+                if eos:
+                    n = len(buf)
+                    if self._pos < n:
+                        self._route(events, buf, self._pos, n)
+                        self._pos = n
+                    cur = self._current
+                    complete = cur is None or self._t.fields[cur].closer is None
+                    self._close(events, n, n, complete)
+                    self._scanner = None
+                    return
+                pos = self._pos
+                if at > pos:
+                    self._pos = at
+                    name = self._current
+                    if name is not None:
+                        if self._opened and pos >= self._emit_from:
+                            events.append(
+                                {
+                                    "type": "region_chunk",
+                                    "field": name,
+                                    "text": buf[pos:at],
+                                    "dirty": self._dirty,
+                                }
+                            )
+                        else:
+                            self._route(events, buf, pos, at)
                 return
-            if a > self._pos:
-                self._route(events, buf, self._pos, a)
-                self._pos = a
-            # Arm the fast path of `feed` when its shortcuts are valid for the current state.
-            self._fast = (
-                scanner
-                if scanner.fast_char and self._pos >= self._emit_from and (scanner.fast_q or not scanner.at0)
-                else None
-            )
-            return
+            assert isinstance(decision, Commit)
+            w = decision.watch
+            start, end = decision.start, decision.end
+            if start > self._pos:
+                self._route(events, buf, self._pos, start)
+            self._pos = end
+            self._zw = start if start == end else -1
+            caps = decision.captures
+            if w.is_open:
+                self._close(events, start, start, True)
+                name = w.field
+                self._current = name
+                self._dirty = self._t.fields[name].dirty
+                self._captures = caps
+                self._body_start = end
+                self._opened = True
+                events.append(
+                    {
+                        "type": "region_open",
+                        "field": name,
+                        "start": start,
+                        "end": end,
+                        "captures": dict(caps),
+                    }
+                )
+            else:
+                self._captures.update(caps)
+                self._close(events, start, end, True)
+            self._scanner = None
+            decision = None
 
     def _route(self, events: list[Event], buf: str, a: int, b: int) -> None:
         name = self._current
@@ -328,17 +295,29 @@ class ResponseParser:
             value = self._value(f, self._buf[self._body_start : start])
         except _MALFORMED as e:
             self._malformed.add(name)
-            events.append({"type": "region_malformed", "field": name, "start": start, "end": end, "error": e})
+            events.append(
+                {
+                    "type": "region_malformed",
+                    "field": name,
+                    "start": start,
+                    "end": end,
+                    "error": e,
+                    "body_start": self._body_start,
+                    "body_end": start,
+                }
+            )
             self._reset()
             return
         events.append(
             {
                 "type": "region_close",
                 "field": name,
-                "value": _copy(value),
+                "value": copy_value(value),  # events never alias the message (D18)
                 "start": start,
                 "end": end,
                 "complete": complete,
+                "body_start": self._body_start,
+                "body_end": start,
             }
         )
         self._reset()

@@ -8,26 +8,37 @@ prefers a complete match anywhere over a partial one (defects D3/D4 of the refer
 search restarted from the same place on every feed is quadratic (D1/D2).
 
 This module parses a pattern (the `regex` module's syntax, version 0, minus a few constructs listed
-in `UnsupportedPattern`) into a small program and runs it with a backtracking interpreter that has
-the same leftmost-first priority semantics as the `regex` module, plus three properties:
+in `UnsupportedPattern`) into a tree of `Node`s (typed by `Op`), compiles it into a small program and
+runs it with a backtracking interpreter that has the same leftmost-first priority semantics as the
+`regex` module, plus these properties:
 
 * **Touch detection.** Whenever the interpreter needs a character at the end of the buffer (or an
   end-sensitive assertion there) before it has found the first successful path, the attempt is
   *live*: more text could change its outcome. A live attempt is suspended with its whole
-  backtracking stack, and resumed when more text arrives, so a long live attempt (a `[^<]*` run in
-  a null region, a long whitespace run) costs O(new characters) per feed, not O(held text).
+  backtracking stack, and resumed when more text arrives, so a long live attempt costs
+  O(new characters) per feed, not O(held text). Live lookaheads are suspended and resumed too.
+* **Runs in one call.** A repeated single-character atom (`[^<]*`, `\\s+`, `.*?`, `[^"]{1,256}`,
+  and the tempered dot `(?:(?!<lit>).)*`) compiles to one `RUN` instruction: the `regex` module or
+  `str.find` consumes the whole run in C, and backtracking into it only visits the positions where
+  the rest of the pattern can start (its *follow set*, searched for in C as well).
 * **Memoisation.** A branch point (program counter, position) that was explored and failed can
-  never succeed later (no back-references are supported, so the future of a state does not depend
-  on captures), so it is recorded and pruned, across attempts at successive start positions. This
-  bounds the work of a whole scan by O(program size x text length), for any pattern: an untrusted
-  template cannot make the scanner hang.
+  never succeed later (no back-references, and the future of a state does not depend on captures),
+  so it is recorded and pruned, across attempts at successive start positions. For a run, the
+  positions where its continuation was tried and failed are kept as one interval, which later
+  entries of the run skip in O(1). Lookahead bodies keep failure and success memos of their own
+  across positions, and a live lookahead is resumed, not restarted. The memos are never cleared:
+  the work of a whole scan is bounded by O(program size x text length) for any pattern, so an
+  untrusted template cannot make the scanner hang.
+* **Decide, then capture.** Scanning runs a program without capture instructions; the one match
+  that is committed is re-run once with captures (`capture`).
 * **Exact semantics.** Character classes, case-insensitive characters, word boundaries and
-  lookbehinds are delegated to the `regex` module itself, one character or one position at a time,
-  so Unicode semantics are those of the reference.
+  lookbehinds are delegated to the `regex` module itself, so Unicode semantics are those of the
+  reference. Lookbehinds must have a bounded width (checked when the pattern is compiled).
 """
 
 from __future__ import annotations
 
+import enum
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,36 +53,72 @@ SPLIT = 3  # arg: (first, second) program counters, first preferred
 JMP = 4  # arg: target
 SAVE = 5  # arg: slot index
 ASSERT = 6  # arg: Assertion
-LOOKAHEAD = 7  # arg: (Program, negate)
+LOOKAHEAD = 7  # arg: Look
 LOOKBEHIND = 8  # arg: (compiled regex, negate)
 ATOMIC = 9  # arg: Program
 MATCH = 10
 STR = 11  # arg: a run of two or more literal characters, compared with str.startswith
+RUN = 12  # arg: Run
+
+# Backtracking stack entries: (kind, ...).
+_BT_SPLIT = 0  # (kind, pc, pos, pathlen)
+_BT_RESTORE = 1  # (kind, slot, old, 0)
+_BT_GREEDY = 2  # (kind, pc, pos, next_hi, pathlen, run_end)
+_BT_LAZY = 3  # (kind, pc, pos, next_lo, pathlen)
 
 #: Maximum number of instructions a pattern may compile to (bounded repeats are expanded).
 MAX_PROGRAM = 10000
-#: The memo of failed branch points is cleared past this size (it only prunes work, so clearing
-#: never changes a result; it bounds memory on adversarial templates).
-MEMO_CAP = 1_000_000
+#: Maximum nesting depth of groups in a pattern (the parser and the analyses recurse on it).
+MAX_DEPTH = 64
+#: Maximum width of a lookbehind (the `regex` module evaluates it at every position it is tried).
+MAX_LOOKBEHIND = 1024
 #: Seconds allowed to one `regex` module call made on the text (lookbehinds).
 REGEX_TIMEOUT = 1.0
 
 LIVE = "live"
+
+#: Branch points entered and alternatives resumed by all attempts (the operation-count tests read
+#: it; every other instruction runs a bounded number of times between two of these).
+STEPS = [0]
+
+#: Attempt modes (see `Attempt`).
+MAIN, SUB, BOOLEAN = 0, 1, 2
 
 
 class UnsupportedPattern(ValueError):
     """The pattern uses a construct the exact matcher does not implement."""
 
 
+class Op(enum.Enum):
+    """The kind of a pattern `Node`."""
+
+    LIT = "lit"  # args: (char,)
+    CLS = "cls"  # args: (class source, flags): a one-character test
+    ANY = "any"  # args: (dotall,)
+    CAT = "cat"  # kids: the sequence
+    ALT = "alt"  # kids: the branches, in priority order
+    GROUP = "group"  # args: (name or None,); kids: [body]
+    ASSERT = "assert"  # args: (kind, flags): bos, bol, eos, eol, Z, b, B, m, M
+    LOOK = "look"  # args: (ahead, negate, flags[, source of a lookbehind]); kids: [body]
+    ATOMIC = "atomic"  # kids: [body]
+    REP = "rep"  # args: (lo, hi or None, "greedy" | "lazy" | "possessive"); kids: [body]
+    EMPTY = "empty"
+
+
+ATOMS = (Op.LIT, Op.CLS, Op.ANY)
+
+
 class CharTest:
     """A one-character test evaluated by the `regex` module, memoised per character."""
 
-    __slots__ = ("src", "flags", "_re", "cache")
+    __slots__ = ("src", "flags", "_re", "cache", "run_re")
 
     def __init__(self, src: str, flags: int) -> None:
         self.src = src
         self.flags = flags
         self._re = regex.compile(src, flags)
+        # The longest run of matching characters from a position, in one C call.
+        self.run_re = regex.compile(f"(?:{src})*", flags)
         self.cache: dict[str, bool] = {}  # read directly by hot loops: cache.get(ch) or test(ch)
 
     def __call__(self, ch: str) -> bool:
@@ -126,9 +173,11 @@ class Assertion:
 # Syntax
 
 
-@dataclass
+@dataclass(eq=False)
 class Node:
-    op: str
+    """One node of a parsed pattern."""
+
+    op: Op
     args: tuple = ()
     kids: list[Node] = field(default_factory=list)
 
@@ -158,6 +207,7 @@ class _Parser:
         self.i = 0
         self.flags = flags
         self.names: list[str] = []
+        self.depth = 0
 
     def fail(self, what: str) -> UnsupportedPattern:
         return UnsupportedPattern(f"{what} (at position {self.i}) is not supported in delimiters")
@@ -172,13 +222,17 @@ class _Parser:
         return node
 
     def alternation(self, flags: int) -> Node:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise UnsupportedPattern(f"groups nested more than {MAX_DEPTH} deep")
         branches = []
         state = [flags]
         branches.append(self.sequence(state))
         while self.peek() == "|":
             self.i += 1
             branches.append(self.sequence(state))
-        return branches[0] if len(branches) == 1 else Node("alt", kids=branches)
+        self.depth -= 1
+        return branches[0] if len(branches) == 1 else Node(Op.ALT, kids=branches)
 
     def skip_verbose(self, flags: int) -> None:
         if not flags & regex.VERBOSE:
@@ -209,7 +263,9 @@ class _Parser:
             items.append(atom)
         if len(items) == 1:
             return items[0]
-        return Node("cat", kids=items)
+        if not items:
+            return Node(Op.EMPTY)
+        return Node(Op.CAT, kids=items)
 
     def quantifier(self, atom: Node) -> Node:
         p = self.p
@@ -248,7 +304,7 @@ class _Parser:
             self.peek() == "{" and regex.match(r"\{\d*,?\d*\}", p[self.i :])
         ):
             raise self.fail("nested quantifiers")
-        return Node("rep", (lo, hi, kind), [atom])
+        return Node(Op.REP, (lo, hi, kind), [atom])
 
     def atom(self, state: list[int]) -> Node | None:
         p = self.p
@@ -259,16 +315,16 @@ class _Parser:
         if c == "[":
             start = self.i
             self.i = _class_end(p, self.i)
-            return Node("cls", (p[start : self.i], flags))
+            return Node(Op.CLS, (p[start : self.i], flags))
         if c == ".":
             self.i += 1
-            return Node("any", (bool(flags & regex.DOTALL),))
+            return Node(Op.ANY, (bool(flags & regex.DOTALL),))
         if c == "^":
             self.i += 1
-            return Node("assert", ("bol" if flags & regex.MULTILINE else "bos", flags))
+            return Node(Op.ASSERT, ("bol" if flags & regex.MULTILINE else "bos", flags))
         if c == "$":
             self.i += 1
-            return Node("assert", ("eol" if flags & regex.MULTILINE else "eos", flags))
+            return Node(Op.ASSERT, ("eol" if flags & regex.MULTILINE else "eos", flags))
         if c == "\\":
             return self.escape(flags)
         if c in "*+?":
@@ -278,8 +334,8 @@ class _Parser:
 
     def literal(self, ch: str, flags: int) -> Node:
         if flags & regex.IGNORECASE:
-            return Node("cls", (regex.escape(ch), flags))
-        return Node("lit", (ch,))
+            return Node(Op.CLS, (regex.escape(ch), flags))
+        return Node(Op.LIT, (ch,))
 
     def escape(self, flags: int) -> Node:
         p = self.p
@@ -289,7 +345,7 @@ class _Parser:
         c = p[self.i]
         self.i += 1
         if c in "dDwWsShH":
-            return Node("cls", ("\\" + c, flags))
+            return Node(Op.CLS, ("\\" + c, flags))
         if c in "pP":
             if self.peek() == "{":
                 end = p.find("}", self.i)
@@ -300,15 +356,15 @@ class _Parser:
             else:
                 src = p[self.i - 2 : self.i + 1]
                 self.i += 1
-            return Node("cls", (src, flags))
+            return Node(Op.CLS, (src, flags))
         if c == "A":
-            return Node("assert", ("bos", flags))
+            return Node(Op.ASSERT, ("bos", flags))
         if c == "Z":
-            return Node("assert", ("Z", flags))
+            return Node(Op.ASSERT, ("Z", flags))
         if c in "bBmM":
             if flags & regex.WORD:
                 raise self.fail("the WORD flag")
-            return Node("assert", (c, flags))
+            return Node(Op.ASSERT, (c, flags))
         if c in _SPECIAL_UNSUPPORTED:
             raise self.fail(_SPECIAL_UNSUPPORTED[c])
         if c.isdigit():
@@ -362,7 +418,7 @@ class _Parser:
                 return None
             if p.startswith(":", self.i):
                 self.i += 1
-                return self.close(Node("group", (None,), [self.alternation(flags)]))
+                return self.close(Node(Op.GROUP, (None,), [self.alternation(flags)]))
             if p.startswith("P<", self.i) or (
                 p.startswith("<", self.i) and not p.startswith(("<=", "<!"), self.i)
             ):
@@ -373,7 +429,7 @@ class _Parser:
                 if name in self.names:
                     raise self.fail(f"duplicate group name {name!r}")
                 self.names.append(name)
-                return self.close(Node("group", (name,), [self.alternation(flags)]))
+                return self.close(Node(Op.GROUP, (name,), [self.alternation(flags)]))
             for prefix, ahead, negate in (
                 ("=", True, False),
                 ("!", True, True),
@@ -384,17 +440,22 @@ class _Parser:
                     start = self.i - 2
                     self.i += len(prefix)
                     body = self.alternation(flags)
-                    node = self.close(Node("look", (ahead, negate, flags), [body]))
+                    node = self.close(Node(Op.LOOK, (ahead, negate, flags), [body]))
                     if not ahead:
-                        if _has(body, ("group", "look")) and _named(body):
+                        if _has(body, (Op.GROUP, Op.LOOK)) and _named(body):
                             raise self.fail("named groups inside a lookbehind")
                         if _has_end_sensitive(body):
                             raise self.fail("end-of-text assertions inside a lookbehind")
+                        width = max_width(body)
+                        if width is None or width > MAX_LOOKBEHIND:
+                            raise self.fail(
+                                f"a lookbehind that can be wider than {MAX_LOOKBEHIND} characters"
+                            )
                         node.args = (ahead, negate, flags, p[start : self.i])
                     return node
             if p.startswith(">", self.i):
                 self.i += 1
-                return self.close(Node("atomic", (), [self.alternation(flags)]))
+                return self.close(Node(Op.ATOMIC, (), [self.alternation(flags)]))
             # Flags: (?imsx-imsx) or (?imsx-imsx:...)
             m = regex.match(r"([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])", p[self.i :])
             if m is None:
@@ -417,8 +478,8 @@ class _Parser:
             if m.group(3) == ")":
                 state[0] = new
                 return None
-            return self.close(Node("group", (None,), [self.alternation(new)]))
-        return self.close(Node("group", (None,), [self.alternation(flags)]))
+            return self.close(Node(Op.GROUP, (None,), [self.alternation(new)]))
+        return self.close(Node(Op.GROUP, (None,), [self.alternation(flags)]))
 
     def close(self, node: Node) -> Node:
         if self.peek() != ")":
@@ -450,20 +511,20 @@ def _class_end(p: str, i: int) -> int:
     raise UnsupportedPattern("unterminated character class")
 
 
-def _has(node: Node, ops: tuple[str, ...]) -> bool:
+def _has(node: Node, ops: tuple[Op, ...]) -> bool:
     return node.op in ops or any(_has(k, ops) for k in node.kids)
 
 
 def _named(node: Node) -> bool:
-    if node.op == "group" and node.args[0] is not None:
+    if node.op is Op.GROUP and node.args[0] is not None:
         return True
     return any(_named(k) for k in node.kids)
 
 
 def _has_end_sensitive(node: Node) -> bool:
-    if node.op == "assert" and node.args[0] not in ("bos", "bol"):
+    if node.op is Op.ASSERT and node.args[0] not in ("bos", "bol"):
         return True
-    if node.op == "look" and node.args[0]:
+    if node.op is Op.LOOK and node.args[0]:
         return True
     return any(_has_end_sensitive(k) for k in node.kids)
 
@@ -471,35 +532,233 @@ def _has_end_sensitive(node: Node) -> bool:
 def nullable(node: Node) -> bool:
     """Whether `node` can match the empty string (assertions assumed satisfiable)."""
     op = node.op
-    if op in ("lit", "cls", "any"):
+    if op in ATOMS:
         return False
-    if op in ("assert", "look", "empty"):
+    if op in (Op.ASSERT, Op.LOOK, Op.EMPTY):
         return True
-    if op == "cat":
+    if op is Op.CAT:
         return all(nullable(k) for k in node.kids)
-    if op == "alt":
+    if op is Op.ALT:
         return any(nullable(k) for k in node.kids)
-    if op == "rep":
+    if op is Op.REP:
         return node.args[0] == 0 or nullable(node.kids[0])
     return nullable(node.kids[0])  # group, atomic
+
+
+def max_width(node: Node) -> int | None:
+    """The most characters `node` can consume, or None when unbounded."""
+    op = node.op
+    if op in ATOMS:
+        return 1
+    if op in (Op.ASSERT, Op.LOOK, Op.EMPTY):
+        return 0
+    if op in (Op.CAT, Op.ALT):
+        widths = [max_width(k) for k in node.kids]
+        known = [w for w in widths if w is not None]
+        if len(known) < len(widths):
+            return None
+        return sum(known) if op is Op.CAT else max(known)
+    if op is Op.REP:
+        hi = node.args[1]
+        w = max_width(node.kids[0])
+        if hi is None or w is None:
+            return None if (hi is None and w != 0) or w is None else 0
+        return hi * w
+    return max_width(node.kids[0])  # group, atomic
+
+
+def atom_source(atom: Node) -> str:
+    """The `regex` source of a one-character atom, with its flags scoped."""
+    if atom.op is Op.LIT:
+        return regex.escape(atom.args[0])
+    if atom.op is Op.ANY:
+        return r"[\s\S]" if atom.args[0] else r"[^\n]"
+    src, flags = atom.args
+    on = ""
+    if flags & regex.IGNORECASE:
+        on += "i"
+    if flags & regex.ASCII:
+        on += "a"
+    return f"(?{on}:{src})" if on else f"(?:{src})"
+
+
+def tempered_literal(body: Node) -> tuple[str, bool] | None:
+    """`(?:(?!LIT).)` (the tempered dot): `(LIT, dotall)`, else None."""
+    inner = body
+    while inner.op is Op.GROUP and inner.args[0] is None:
+        inner = inner.kids[0]
+    if inner.op is not Op.CAT or len(inner.kids) != 2:
+        return None
+    look, dot = inner.kids
+    if look.op is not Op.LOOK or not look.args[0] or not look.args[1] or dot.op is not Op.ANY:
+        return None
+    lit = _literal_text(look.kids[0])
+    if not lit:
+        return None
+    return lit, bool(dot.args[0])
+
+
+def _literal_text(node: Node) -> str | None:
+    if node.op is Op.LIT:
+        return str(node.args[0])
+    if node.op is Op.GROUP and node.args[0] is None:
+        return _literal_text(node.kids[0])
+    if node.op is Op.CAT:
+        parts = [_literal_text(k) for k in node.kids]
+        if any(p is None for p in parts):
+            return None
+        return "".join(parts)  # type: ignore[arg-type]
+    return None
 
 
 # --------------------------------------------------------------------------------------------
 # Compilation
 
 
-@dataclass
+class Run:
+    """A repeated single-character atom, consumed in one C call (see the module docstring).
+
+    `test` is the character class (None for a DOTALL dot); `tempered` is the literal of a tempered
+    dot (`(?:(?!LIT).)`), with `dotall`. `follow` is filled in after compilation: the characters
+    that can start what comes after the run (None: any)."""
+
+    __slots__ = ("test", "tempered", "dotall", "lo", "hi", "mode", "follow", "follow_chars")
+
+    def __init__(
+        self,
+        test: CharTest | None,
+        lo: int,
+        hi: int | None,
+        mode: str,
+        tempered: str | None = None,
+        dotall=True,
+    ) -> None:
+        self.test = test
+        self.tempered = tempered
+        self.dotall = dotall
+        self.lo = lo
+        self.hi = hi
+        self.mode = mode
+        self.follow: Any = None  # compiled forward class regex, or None (any character)
+        self.follow_chars: str | None = None  # the follow set when it is a few literal characters
+
+    def end(self, buf: str, pos: int, eos: bool, cache: dict[int, Any]) -> tuple[int, bool]:
+        """End of the longest run from `pos` (capped at `hi`), and whether more text could extend it.
+
+        `cache` (per matching context) remembers the last maximal run, so that a run that is
+        entered again, or resumed after more text arrived, is only extended over the new text."""
+        n = len(buf)
+        key = id(self)
+        got = cache.get(key)
+        if got is not None and pos < got[0] and self._reaches(buf, pos, got[0]):
+            got = cache[key] = (pos, *got[1:])  # entered just before the known run: same end
+        if got is not None and got[0] <= pos <= got[1]:
+            lo, e, n_at, opened = got
+            if opened and n > n_at:
+                e, opened = self._extend(buf, e)
+                cache[key] = (lo, e, n, opened)
+        else:
+            e, opened = self._extend(buf, pos)
+            cache[key] = (pos, e, n, opened)
+        if opened and eos:
+            opened = False
+            if e < n:  # a tail that began a tempered run's literal: at the end it is not the literal
+                e = n
+                if not self.dotall:
+                    nl = buf.find("\n", pos, n)
+                    if nl >= 0:
+                        e = nl
+        hi = self.hi
+        if hi is not None and e >= pos + hi:
+            return pos + hi, False
+        return e, opened
+
+    def _reaches(self, buf: str, pos: int, lo: int) -> bool:
+        """Whether the run from `pos` goes on at least to `lo` (where a known run starts)."""
+        lit = self.tempered
+        if lit is None:
+            test = self.test
+            if test is None:
+                return True
+            m = test.run_re.match(buf, pos, lo)
+            return m is not None and m.end() == lo
+        if buf.find(lit, pos, lo + len(lit) - 1) >= 0:
+            return False
+        return self.dotall or buf.find("\n", pos, lo) < 0
+
+    def _extend(self, buf: str, pos: int) -> tuple[int, bool]:
+        """The maximal run from `pos` in `buf`: its end, and whether more text could move it. For a
+        tempered dot: the first occurrence of its literal, else the start of a tail that begins it."""
+        lit = self.tempered
+        n = len(buf)
+        if lit is None:
+            test = self.test
+            if test is None:
+                return n, True
+            m = test.run_re.match(buf, pos)
+            e = m.end() if m is not None else pos
+            return e, e >= n
+        e = buf.find(lit, pos)
+        opened = False
+        if e < 0:
+            e = n
+            opened = True
+            j = buf.find(lit[0], max(pos, n - len(lit) + 1))
+            while j >= 0:
+                if lit.startswith(buf[j:]):
+                    e = j
+                    break
+                j = buf.find(lit[0], j + 1)
+        if not self.dotall:
+            nl = buf.find("\n", pos, e)
+            if nl >= 0:
+                return nl, False
+        return e, opened
+
+
+class Look:
+    """A lookahead: its sub-program, its sign and an index into a matching context's memos."""
+
+    __slots__ = ("prog", "negate", "key", "captures")
+
+    def __init__(self, prog: Program, negate: bool, key: int) -> None:
+        self.prog = prog
+        self.negate = negate
+        self.key = key
+        self.captures = not negate and has_saves(prog)
+
+
+@dataclass(eq=False)
 class Program:
     code: list[tuple[int, Any]]
     nslots: int
     names: dict[str, int]  # group name -> slot index of its start (end = start + 1)
+    key: int = 0  # index of this program's memos in a MatchContext
+    tree: Node | None = None
+    #: The same program with capture instructions (for `capture`), or None when it has none.
+    capture: Program | None = None
+
+
+def has_saves(prog: Program) -> bool:
+    """Whether `prog` (or a group inside it) records captures."""
+    for op, arg in prog.code:
+        if op == SAVE:
+            return True
+        if op == ATOMIC and has_saves(arg):
+            return True
+        if op == LOOKAHEAD and arg.captures:
+            return True
+    return False
 
 
 class _Compiler:
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], captures: bool, counter: list[int]) -> None:
         self.code: list[tuple[int, Any]] = []
         self.names = {n: 2 * i for i, n in enumerate(names)}
+        self.captures = captures
+        self.counter = counter  # shared: program and lookahead keys
         self.tests: dict[tuple[str, int], CharTest] = {}
+        self.runs: list[tuple[int, Program]] = []  # (pc, program) of every RUN, for follow sets
 
     def emit(self, op: int, arg: Any = None) -> int:
         self.code.append((op, arg))
@@ -517,36 +776,42 @@ class _Compiler:
             t = self.tests[key] = CharTest(src, flags)
         return t
 
+    def next_key(self) -> int:
+        self.counter[0] += 1
+        return self.counter[0]
+
     def sub(self, node: Node) -> Program:
-        c = _Compiler([])
+        c = _Compiler([], self.captures, self.counter)
         c.names = self.names
         c.tests = self.tests
         c.node(node)
         c.emit(MATCH)
-        return Program(c.code, 2 * len(self.names), self.names)
+        prog = Program(c.code, 2 * len(self.names), self.names, key=self.next_key())
+        _set_follows(prog, c.runs)
+        return prog
 
     def node(self, n: Node) -> None:
         op = n.op
-        if op == "lit":
+        if op is Op.LIT:
             self.emit(CHAR, n.args[0])
-        elif op == "cls":
+        elif op is Op.CLS:
             self.emit(TEST, self.test(n.args[0], n.args[1]))
-        elif op == "any":
+        elif op is Op.ANY:
             if n.args[0]:
                 self.emit(ANY)
             else:
                 self.emit(TEST, self.test(r"[^\n]", 0))
-        elif op == "cat":
+        elif op is Op.CAT:
             run: list[str] = []
             for k in n.kids:
-                if k.op == "lit":
+                if k.op is Op.LIT:
                     run.append(k.args[0])
                     continue
                 self._literal_run(run)
                 run = []
                 self.node(k)
             self._literal_run(run)
-        elif op == "alt":
+        elif op is Op.ALT:
             jumps = []
             for k in n.kids[:-1]:
                 split = self.emit(SPLIT, None)
@@ -556,28 +821,29 @@ class _Compiler:
             self.node(n.kids[-1])
             for j in jumps:
                 self.patch(j, JMP, len(self.code))
-        elif op == "group":
+        elif op is Op.GROUP:
             name = n.args[0]
-            if name is not None:
+            if name is not None and self.captures:
                 slot = self.names[name]
                 self.emit(SAVE, slot)
                 self.node(n.kids[0])
                 self.emit(SAVE, slot + 1)
             else:
                 self.node(n.kids[0])
-        elif op == "assert":
+        elif op is Op.ASSERT:
             self.emit(ASSERT, Assertion(n.args[0], n.args[1]))
-        elif op == "look":
+        elif op is Op.LOOK:
             ahead, negate = n.args[0], n.args[1]
             if ahead:
-                self.emit(LOOKAHEAD, (self.sub(n.kids[0]), negate))
+                sub = self.sub(n.kids[0])
+                self.emit(LOOKAHEAD, Look(sub, negate, sub.key))
             else:
                 self.emit(LOOKBEHIND, (regex.compile(n.args[3], n.args[2]), negate))
-        elif op == "atomic":
+        elif op is Op.ATOMIC:
             self.emit(ATOMIC, self.sub(n.kids[0]))
-        elif op == "rep":
+        elif op is Op.REP:
             self.rep(n)
-        elif op == "empty":
+        elif op is Op.EMPTY:
             pass
         else:  # pragma: no cover
             raise AssertionError(op)
@@ -588,11 +854,36 @@ class _Compiler:
         elif run:
             self.emit(STR, "".join(run))
 
+    def _run_of(self, body: Node, lo: int, hi: int | None, kind: str) -> Run | None:
+        inner = body
+        while inner.op is Op.GROUP and (inner.args[0] is None or not self.captures):
+            inner = inner.kids[0]
+        if inner.op is Op.LIT:
+            return Run(self.test(regex.escape(inner.args[0]), 0), lo, hi, kind)
+        if inner.op is Op.CLS:
+            return Run(self.test(inner.args[0], inner.args[1]), lo, hi, kind)
+        if inner.op is Op.ANY:
+            if inner.args[0]:
+                return Run(None, lo, hi, kind)
+            return Run(self.test(r"[^\n]", 0), lo, hi, kind)
+        tempered = tempered_literal(inner)
+        if tempered is not None:
+            return Run(None, lo, hi, kind, tempered=tempered[0], dotall=tempered[1])
+        return None
+
     def rep(self, n: Node) -> None:
         lo, hi, kind = n.args
         body = n.kids[0]
+        if hi is not None and hi < lo:
+            raise UnsupportedPattern("a repeat whose maximum is below its minimum")
+        if hi != 1 or kind == "possessive":
+            spec = self._run_of(body, lo, hi, kind)
+            if spec is not None:
+                pc = self.emit(RUN, spec)
+                self.runs.append((pc, None))  # type: ignore[arg-type]
+                return
         if kind == "possessive":
-            self.emit(ATOMIC, self.sub(Node("rep", (lo, hi, "greedy"), [body])))
+            self.emit(ATOMIC, self.sub(Node(Op.REP, (lo, hi, "greedy"), [body])))
             return
         if (hi is None or hi > 1) and nullable(body):
             raise UnsupportedPattern("a repeated group that can match the empty string")
@@ -615,34 +906,135 @@ class _Compiler:
             self.patch(s, SPLIT, (s + 1, out) if greedy else (out, s + 1))
 
 
+def _first_of(code: list[tuple[int, Any]], pc: int, chars: set[str], srcs: list[str]) -> bool:
+    """Collect what can be consumed first from `pc`: literal characters into `chars`, class sources
+    (flags scoped) into `srcs`. Returns False when any character can (a dot, the end of the program,
+    an atomic group, a tempered run)."""
+    stack = [pc]
+    seen: set[int] = set()
+    while stack:
+        pc = stack.pop()
+        if pc in seen:
+            continue
+        seen.add(pc)
+        op, arg = code[pc]
+        if op == CHAR:
+            chars.add(arg)
+        elif op == STR:
+            chars.add(arg[0])
+        elif op == TEST:
+            srcs.append(_scoped(arg))
+        elif op == RUN:
+            if arg.test is None:
+                return False
+            srcs.append(_scoped(arg.test))
+            if arg.lo == 0:
+                stack.append(pc + 1)
+        elif op == SPLIT:
+            stack.extend(arg)
+        elif op == JMP:
+            stack.append(arg)
+        elif op in (SAVE, ASSERT, LOOKBEHIND, LOOKAHEAD):
+            stack.append(pc + 1)
+        else:  # MATCH, ANY, ATOMIC
+            return False
+    return True
+
+
+def _scoped(test: CharTest) -> str:
+    on = ""
+    if test.flags & regex.IGNORECASE:
+        on += "i"
+    if test.flags & regex.ASCII:
+        on += "a"
+    return f"(?{on}:{test.src})" if on else f"(?:{test.src})"
+
+
+def _set_follows(prog: Program, runs: list[tuple[int, Any]]) -> None:
+    code = prog.code
+    for pc, _ in runs:
+        spec: Run = code[pc][1]
+        chars: set[str] = set()
+        srcs: list[str] = []
+        if not _first_of(code, pc + 1, chars, srcs):
+            spec.follow = None
+            continue
+        if not srcs and len(chars) <= 4:
+            spec.follow_chars = "".join(sorted(chars))
+        parts = [regex.escape(c) for c in sorted(chars)] + list(dict.fromkeys(srcs))
+        spec.follow = regex.compile("|".join(parts) if parts else "(?!)")
+
+
 def compile_pattern(pattern: str, flags: int = regex.DOTALL) -> Program:
-    """Compile `pattern` (already known to be valid for the `regex` module) into a Program."""
+    """Compile `pattern` (already known to be valid for the `regex` module) into a Program.
+
+    The returned program has no capture instructions; `.capture` is the one with them (None when
+    the pattern has no named groups)."""
     parser = _Parser(pattern, flags)
     tree = parser.parse()
-    comp = _Compiler(parser.names)
-    comp.node(tree)
-    comp.emit(MATCH)
-    prog = Program(comp.code, 2 * len(parser.names), comp.names)
-    prog.tree = tree  # type: ignore[attr-defined]
-    return prog
+    counter = [0]
+    progs = []
+    for captures in (False, True) if parser.names else (False,):
+        comp = _Compiler(parser.names, captures, counter)
+        comp.node(tree)
+        comp.emit(MATCH)
+        prog = Program(comp.code, 2 * len(parser.names), comp.names, key=0, tree=tree)
+        _set_follows(prog, comp.runs)
+        progs.append(prog)
+    if len(progs) == 2:
+        progs[0].capture = progs[1]
+    return progs[0]
 
 
 def literal_program(literals: list[str]) -> Program:
     """Program for an alternation of literals, longest first (the reference's order)."""
     ordered = sorted(literals, key=len, reverse=True)
-    tree = Node("alt", kids=[Node("cat", kids=[Node("lit", (c,)) for c in lit]) for lit in ordered])
+    tree = Node(Op.ALT, kids=[Node(Op.CAT, kids=[Node(Op.LIT, (c,)) for c in lit]) for lit in ordered])
     if len(ordered) == 1:
         tree = tree.kids[0]
-    comp = _Compiler([])
+    comp = _Compiler([], False, [0])
     comp.node(tree)
     comp.emit(MATCH)
-    prog = Program(comp.code, 0, {})
-    prog.tree = tree  # type: ignore[attr-defined]
-    return prog
+    return Program(comp.code, 0, {}, key=0, tree=tree)
 
 
 # --------------------------------------------------------------------------------------------
 # Execution
+
+
+class _ProgMemo:
+    """What one matching context has learned about one program (see `MatchContext`)."""
+
+    __slots__ = ("fail", "succ", "runs", "done", "live")
+
+    def __init__(self) -> None:
+        self.fail: set[int] = set()  # (pos * ncode + pc) of states that lead to no match
+        self.succ: set[int] = set()  # states that lead to a match (lookahead bodies only)
+        self.runs: dict[int, tuple[int, int]] = {}  # RUN pc -> [a, b]: continuations that fail
+        self.done: dict[int, Any] = {}  # lookaheads: position -> decided outcome
+        self.live: dict[int, Attempt] = {}  # lookaheads: position -> suspended attempt
+
+
+class MatchContext:
+    """The memos of one scan (one delimiter, one region visit): shared by the attempts at
+    successive start positions and by every evaluation of the pattern's lookaheads."""
+
+    __slots__ = ("progs", "atomic", "run_ends")
+
+    def __init__(self) -> None:
+        self.progs: dict[int, _ProgMemo] = {}
+        self.atomic: dict[tuple[int, int], Any] = {}
+        self.run_ends: dict[int, Any] = {}  # Run -> its last maximal run (see `Run.end`)
+
+    def memo(self, prog: Program) -> _ProgMemo:
+        m = self.progs.get(prog.key)
+        if m is None:
+            m = self.progs[prog.key] = _ProgMemo()
+        return m
+
+    def size(self) -> int:
+        """Number of memo entries (tests use it to check that memory stays linear)."""
+        return sum(len(m.fail) + len(m.succ) + len(m.done) for m in self.progs.values())
 
 
 class Attempt:
@@ -651,144 +1043,357 @@ class Attempt:
     `run(buf, eos)` returns `None` (fail: no match at this start, for every continuation), a tuple
     `(end, slots)` (the match the `regex` module would return at this start, for every
     continuation), or `LIVE` (the outcome still depends on text not seen yet; call again with a
-    longer buffer). `memo` is a set of failed branch points shared with other attempts of the same
-    scan.
+    longer buffer). `ctx` holds the memos shared with other attempts of the same scan.
     """
 
-    __slots__ = ("prog", "start", "memo", "pc", "pos", "slots", "stack", "looks")
+    __slots__ = ("prog", "start", "ctx", "pc", "pos", "slots", "stack", "path", "local", "boolean", "_back")
 
-    def __init__(self, prog: Program, start: int, memo: set[int], looks: dict) -> None:
+    def __init__(self, prog: Program, start: int, ctx: MatchContext | None = None, mode: int = 0) -> None:
         self.prog = prog
         self.start = start
-        self.memo = memo
+        self.ctx = ctx if ctx is not None else MatchContext()
         self.pc = 0
         self.pos = start
         self.slots: list[int] = [-1] * prog.nslots
-        self.stack: list[tuple[int, int, int]] = []
-        self.looks = looks
+        self.stack: list[tuple] = []
+        # A MAIN attempt records the states it enters straight into the shared failure memo (a state
+        # in progress is never re-entered on its own path, and a later attempt runs only after this
+        # one failed). SUB and BOOLEAN attempts (atomic groups, lookahead bodies) run repeatedly at
+        # positions of one scan, also after a success: they keep their states apart and add them
+        # to the failures only when they fail. BOOLEAN ones also record the states of a successful
+        # path (for a lookahead only the outcome matters).
+        self.boolean = mode == BOOLEAN
+        self.local: set[int] | None = set() if mode != MAIN else None
+        self.path: list[int] = []
+        self._back = False  # resume by backtracking (suspended inside a lazy run's alternatives)
 
     def run(self, buf: str, eos: bool) -> Any:
         code = self.prog.code
-        memo = self.memo
+        pm = self.ctx.memo(self.prog)
+        fail = pm.fail
+        boolean = self.boolean
+        local = self.local if self.local is not None else fail
+        run_ends = self.ctx.run_ends
+        succ = pm.succ
+        runs = pm.runs
         stack = self.stack
+        path = self.path
         slots = self.slots
         pc = self.pc
         pos = self.pos
         n = len(buf)
         ncode = len(code) + 1
+        backtrack = self._back
+        self._back = False
+        steps = STEPS
         while True:
-            op, arg = code[pc]
-            if op == STR:
-                if buf.startswith(arg, pos):
-                    pc += 1
-                    pos += len(arg)
-                    continue
-                if not eos and n - pos < len(arg) and arg.startswith(buf[pos:]):
-                    self.pc, self.pos = pc, pos
-                    return LIVE
-            elif op == CHAR:
-                if pos < n:
-                    if buf[pos] == arg:
+            if not backtrack:
+                op, arg = code[pc]
+                if op == STR:
+                    if buf.startswith(arg, pos):
+                        pc += 1
+                        pos += len(arg)
+                        continue
+                    if not eos and n - pos < len(arg) and arg.startswith(buf[pos:]):
+                        self.pc, self.pos = pc, pos
+                        return LIVE
+                elif op == CHAR:
+                    if pos < n:
+                        if buf[pos] == arg:
+                            pc += 1
+                            pos += 1
+                            continue
+                    elif not eos:
+                        self.pc, self.pos = pc, pos
+                        return LIVE
+                elif op == RUN:
+                    steps[0] += 1
+                    key = pos * ncode + pc
+                    if not (key in local or key in fail):
+                        if boolean and key in succ:
+                            return self._succeed(pos, succ)
+                        e, more = arg.end(buf, pos, eos, run_ends)
+                        iv = runs.get(pc)  # continuation positions already known to fail
+                        mode = arg.mode
+                        if mode != "lazy":
+                            if more:
+                                self.pc, self.pos = pc, pos
+                                return LIVE
+                            if e - pos >= arg.lo:
+                                x = e
+                                if iv is not None and iv[0] <= x <= iv[1]:
+                                    x = (
+                                        self._prev_viable(arg, buf, pos + arg.lo, iv[0])
+                                        if mode == "greedy"
+                                        else -1
+                                    )
+                                if x >= 0:
+                                    local.add(key)
+                                    path.append(key)
+                                    if mode == "greedy":
+                                        stack.append((_BT_GREEDY, pc, pos, x, len(path), e))
+                                    pc += 1
+                                    pos = x
+                                    continue
+                                if mode == "greedy":
+                                    _conts_failed(runs, pc, pos + arg.lo, e)
+                        else:
+                            first = pos + arg.lo
+                            lo = first
+                            if iv is not None and iv[0] <= lo <= iv[1]:
+                                lo = iv[1] + 1  # skip the continuations known to fail
+                            x = self._viable(arg, buf, lo, e, more) if lo <= e else e + 1
+                            if iv is not None and iv[0] <= x <= iv[1]:
+                                x = self._viable(arg, buf, iv[1] + 1, e, more) if iv[1] < e else e + 1
+                            if x <= e:
+                                local.add(key)
+                                path.append(key)
+                                stack.append((_BT_LAZY, pc, pos, x + 1, len(path)))
+                                pc += 1
+                                pos = x
+                                continue
+                            if more:
+                                self.pc, self.pos = pc, pos
+                                return LIVE
+                            _conts_failed(runs, pc, first, e)
+                elif op == TEST:
+                    if pos < n:
+                        if arg(buf[pos]):
+                            pc += 1
+                            pos += 1
+                            continue
+                    elif not eos:
+                        self.pc, self.pos = pc, pos
+                        return LIVE
+                elif op == ANY:
+                    if pos < n:
                         pc += 1
                         pos += 1
                         continue
-                elif not eos:
-                    self.pc, self.pos = pc, pos
-                    return LIVE
-            elif op == TEST:
-                if pos < n:
-                    if arg(buf[pos]):
-                        pc += 1
-                        pos += 1
+                    if not eos:
+                        self.pc, self.pos = pc, pos
+                        return LIVE
+                elif op == SPLIT:
+                    steps[0] += 1
+                    key = pos * ncode + pc
+                    if key not in local and key not in fail:
+                        if boolean and key in succ:
+                            return self._succeed(pos, succ)
+                        local.add(key)
+                        path.append(key)
+                        stack.append((_BT_SPLIT, arg[1], pos, len(path)))
+                        pc = arg[0]
                         continue
-                elif not eos:
-                    self.pc, self.pos = pc, pos
-                    return LIVE
-            elif op == ANY:
-                if pos < n:
-                    pc += 1
-                    pos += 1
+                elif op == JMP:
+                    pc = arg
                     continue
-                if not eos:
-                    self.pc, self.pos = pc, pos
-                    return LIVE
-            elif op == SPLIT:
-                key = pos * ncode + pc
-                if key not in memo:
-                    if len(memo) >= MEMO_CAP:
-                        memo.clear()
-                    memo.add(key)
-                    stack.append((arg[1], pos, -1))
-                    pc = arg[0]
-                    continue
-            elif op == JMP:
-                pc = arg
-                continue
-            elif op == SAVE:
-                stack.append((-1, arg, slots[arg]))
-                slots[arg] = pos
-                pc += 1
-                continue
-            elif op == MATCH:
-                self.pc, self.pos = pc, pos
-                return (pos, list(slots))
-            elif op == ASSERT:
-                r = arg.test(buf, pos, eos)
-                if r is LIVE:
-                    self.pc, self.pos = pc, pos
-                    return LIVE
-                if r:
+                elif op == SAVE:
+                    stack.append((_BT_RESTORE, arg, slots[arg], 0))
+                    slots[arg] = pos
                     pc += 1
                     continue
-            elif op == LOOKBEHIND:
-                # The compiled source includes the sign of the lookbehind.
-                ok = arg[0].match(buf, pos, timeout=REGEX_TIMEOUT) is not None
-                if ok:
-                    pc += 1
-                    continue
-            else:  # LOOKAHEAD / ATOMIC: a sub-search run to its first success
-                sub = arg[0] if op == LOOKAHEAD else arg
-                r = self._sub(sub, pos, buf, eos)
-                if r is LIVE:
+                elif op == MATCH:
                     self.pc, self.pos = pc, pos
-                    return LIVE
-                if op == LOOKAHEAD:
-                    if (r is not None) != arg[1]:
-                        if r is not None and not arg[1]:
+                    if boolean:
+                        return self._succeed(pos, succ)
+                    return (pos, list(slots))
+                elif op == ASSERT:
+                    r = arg.test(buf, pos, eos)
+                    if r is LIVE:
+                        self.pc, self.pos = pc, pos
+                        return LIVE
+                    if r:
+                        pc += 1
+                        continue
+                elif op == LOOKBEHIND:
+                    # The compiled source includes the sign of the lookbehind.
+                    if arg[0].match(buf, pos, timeout=REGEX_TIMEOUT) is not None:
+                        pc += 1
+                        continue
+                elif op == LOOKAHEAD:
+                    r = self._look(arg, buf, pos, eos)
+                    if r is LIVE:
+                        self.pc, self.pos = pc, pos
+                        return LIVE
+                    if (r is not None) != arg.negate:
+                        if r is not None and r[1]:
                             self._merge(r[1])
                         pc += 1
                         continue
-                elif r is not None:
-                    self._merge(r[1])
-                    pos = r[0]
-                    pc += 1
-                    continue
+                else:  # ATOMIC: a sub-search run to its first success
+                    r = self._atomic(arg, pos, buf, eos)
+                    if r is LIVE:
+                        self.pc, self.pos = pc, pos
+                        return LIVE
+                    if r is not None:
+                        self._merge(r[1])
+                        pos = r[0]
+                        pc += 1
+                        continue
+            backtrack = False
             # Failure: backtrack.
             while True:
                 if not stack:
                     self.pc, self.pos = pc, pos
+                    if self.local is not None:
+                        fail.update(local)
                     return None
-                tpc, tpos, old = stack.pop()
-                if tpc == -1:
-                    slots[tpos] = old
+                entry = stack.pop()
+                steps[0] += 1
+                kind = entry[0]
+                if kind == _BT_SPLIT:
+                    del path[entry[3] :]
+                    pc, pos = entry[1], entry[2]
+                    break
+                if kind == _BT_RESTORE:
+                    slots[entry[1]] = entry[2]
                     continue
-                pc, pos = tpc, tpos
-                break
+                spec_pc, start = entry[1], entry[2]
+                spec = code[spec_pc][1]
+                del path[entry[4] :]
+                iv = runs.get(spec_pc)
+                if kind == _BT_GREEDY:
+                    hi = entry[3]
+                    if iv is not None and iv[0] < hi <= iv[1] + 1:
+                        hi = iv[0]  # skip the continuations known to fail
+                    p = self._prev_viable(spec, buf, start + spec.lo, hi)
+                    if iv is not None and iv[0] <= p <= iv[1]:
+                        p = self._prev_viable(spec, buf, start + spec.lo, iv[0])
+                    if p >= 0:
+                        stack.append((_BT_GREEDY, spec_pc, start, p, entry[4], entry[5]))
+                        pc, pos = spec_pc + 1, p
+                        break
+                    _conts_failed(runs, spec_pc, start + spec.lo, entry[5])
+                    continue
+                # _BT_LAZY
+                e, more = spec.end(buf, start, eos, run_ends)
+                lo = entry[3]
+                if iv is not None and iv[0] <= lo <= iv[1]:
+                    lo = iv[1] + 1
+                p = self._viable(spec, buf, lo, e, more) if lo <= e else e + 1
+                if iv is not None and iv[0] <= p <= iv[1]:
+                    p = self._viable(spec, buf, iv[1] + 1, e, more) if iv[1] < e else e + 1
+                if p <= e:
+                    stack.append((_BT_LAZY, spec_pc, start, p + 1, entry[4]))
+                    pc, pos = spec_pc + 1, p
+                    break
+                if more:
+                    stack.append(entry)
+                    self._back = True
+                    self.pc, self.pos = pc, pos
+                    return LIVE
+                _conts_failed(runs, spec_pc, start + spec.lo, e)
+
+    @staticmethod
+    def _viable(spec: Run, buf: str, lo: int, e: int, more: bool) -> int:
+        """The first position in [lo, e] where what follows the run can start (e itself always)."""
+        if lo >= e:
+            return e
+        chars = spec.follow_chars
+        if chars is not None:
+            best = e
+            for c in chars:
+                i = buf.find(c, lo, best)
+                if i >= 0:
+                    best = i
+            return best
+        follow = spec.follow
+        if follow is None:
+            return lo
+        m = follow.search(buf, lo, e)
+        return e if m is None else m.start()
+
+    @staticmethod
+    def _prev_viable(spec: Run, buf: str, lo: int, hi: int) -> int:
+        """The last position in [lo, hi) where what follows the run can start, or -1."""
+        if hi <= lo:
+            return -1
+        chars = spec.follow_chars
+        if chars is not None:
+            best = -1
+            for c in chars:
+                i = buf.rfind(c, lo, hi)
+                if i > best:
+                    best = i
+            return best
+        follow = spec.follow
+        if follow is None:
+            return hi - 1
+        return _rsearch(follow, buf, lo, hi)
+
+    def _succeed(self, pos: int, succ: set[int]) -> Any:
+        succ.update(self.path)
+        self.stack.clear()
+        return (pos, [])
 
     def _merge(self, sub_slots: list[int]) -> None:
         slots = self.slots
         for i, v in enumerate(sub_slots):
             if v != -1 and v != slots[i]:
-                self.stack.append((-1, i, slots[i]))
+                self.stack.append((_BT_RESTORE, i, slots[i], 0))
                 slots[i] = v
 
-    def _sub(self, prog: Program, pos: int, buf: str, eos: bool) -> Any:
-        key = (id(prog), pos)
-        cached = self.looks.get(key)
+    def _look(self, look: Look, buf: str, pos: int, eos: bool) -> Any:
+        """The lookahead body's match at `pos` (`(end, slots)`), None, or LIVE. Bodies without
+        captures only need an outcome (BOOLEAN attempts, with success memos)."""
+        pm = self.ctx.memo(look.prog)
+        if pos in pm.done:
+            return pm.done[pos]
+        att = pm.live.pop(pos, None)
+        if att is None:
+            att = Attempt(look.prog, pos, self.ctx, SUB if look.captures else BOOLEAN)
+        r = att.run(buf, eos)
+        if r is LIVE:
+            pm.live[pos] = att
+            return LIVE
+        pm.done[pos] = r
+        return r
+
+    def _atomic(self, prog: Program, pos: int, buf: str, eos: bool) -> Any:
+        key = (prog.key, pos)
+        cached = self.ctx.atomic.get(key)
         if cached is not None:
             return cached[0]
-        sub = Attempt(prog, pos, set(), self.looks)
+        sub = Attempt(prog, pos, self.ctx, SUB)
         r = sub.run(buf, eos)
         if r is not LIVE:
-            self.looks[key] = (r,)
+            self.ctx.atomic[key] = (r,)
         return r
+
+
+def _conts_failed(runs: dict[int, tuple[int, int]], pc: int, a: int, b: int) -> None:
+    """Every alternative of the run at `pc` that continues in [a, b] failed: the continuation
+    fails from each of those positions (it does not depend on how the run was entered), so later
+    entries of the run skip them. One interval per run, grown while the failures are contiguous."""
+    if a > b:
+        return
+    iv = runs.get(pc)
+    if iv is not None and a <= iv[1] + 1 and b >= iv[0] - 1:
+        runs[pc] = (min(a, iv[0]), max(b, iv[1]))
+    else:
+        runs[pc] = (a, b)
+
+
+_REVERSE_CACHE: dict[int, Any] = {}
+
+
+def _rsearch(follow: Any, buf: str, lo: int, hi: int) -> int:
+    """The last match start of the one-character class `follow` in buf[lo:hi], or -1."""
+    rev = _REVERSE_CACHE.get(id(follow))
+    if rev is None or rev[0] is not follow:
+        rev = _REVERSE_CACHE[id(follow)] = (
+            follow,
+            regex.compile(follow.pattern, follow.flags | regex.REVERSE),
+        )
+    m = rev[1].search(buf, lo, hi)
+    return -1 if m is None else m.start()
+
+
+def capture(prog: Program, buf: str, start: int, eos: bool) -> list[int]:
+    """The capture slots of the match at `start` (which the decide program already found)."""
+    cap = prog.capture
+    if cap is None:
+        return [-1] * prog.nslots
+    r = Attempt(cap, start, MatchContext()).run(buf, eos)
+    assert r is not None and r is not LIVE, "the capture run disagrees with the decide run"
+    return list(r[1])

@@ -9,81 +9,168 @@ where each delimiter's match is its leftmost match with the `regex` module's pri
 While streaming, a match may be committed only when that choice is already certain, and text may
 be released only before the earliest position whose fate is still open.
 
-Every delimiter gets a `Cursor` for the region visit. A cursor walks start positions from left to
-right; positions that cannot start a match are skipped with C-speed searches (`str.find` or a
-character-class regex for the delimiter's possible first characters, or, for the common
-`\\s*<marker>` shape, for the characters that can follow its leading loop). At a candidate
-position it runs an exact `Attempt` (see `_rx`), which answers fail / match / live. A cursor
-reports its first position that is not a certain failure. The scanner combines the cursors:
-the earliest reported position E wins; if any cursor is live at E the text before E is released
-and the rest held; otherwise the best match at E by key is committed.
+The scanner answers each call with a typed decision: `Hold(at)` (the text before `at` is final
+for this region; everything from `at` on is held) or `Commit(watch, start, end, captures)`.
+
+Every delimiter has a *search strategy* (one class per delimiter shape, behind one interface:
+`Strategy.finder()` makes the per-scan `Finder` that proposes candidate start positions in C
+speed): `LiteralSearch` (a literal list: decided by `str.find` alone, no attempts), `PrefixSearch`
+(a pattern that starts with a literal), `TriggerSearch` (a pattern that starts with a character
+class), `LoopSearch` (`C* REST`: the start of the `C` run before a place where REST can start),
+`AnchorSearch` (only position 0, for `^`), `EverySearch` (every position) and `UnionSearch` (the
+branches of a leading alternation or optional group, each with its own strategy). At a candidate,
+a `Cursor` runs an exact `_rx.Attempt`, which answers fail / match / live; after a failure the
+finder skips every start that the failure decided too (a whole `C` run for `LoopSearch`). A cursor
+reports its first position that is not a certain failure. The scanner combines the cursors: the
+earliest reported position E wins; if any cursor is live at E, the text before E is released and
+the rest held; otherwise the best match at E by key is committed.
+
+A watch list whose every delimiter has literal or single-class leads also has a `Prefilter`: one
+C-speed search of the new text for any lead (plus the trailing run of a leading loop class, such
+as the whitespace before `\\s*<tool_call>`). When it finds nothing, the whole decision is made
+without touching a cursor; this is the per-token fast path.
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
-touching the end fails forever), so cursors and the per-parser search caches keep their progress
-across feeds: total work is linear in the stream for every template and every chunking.
+touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
+the work of a region visit is linear in its text for every template and every chunking.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import regex
 
 from . import _rx
+from ._rx import Node, Op
+
+# --------------------------------------------------------------------------------------------
+# Decisions
 
 
-class _Finder:
-    """Next position >= q holding one of a set of characters, with a cache that keeps repeated
-    queries from the same parser linear (an absent trigger is searched for once per new text)."""
+class Hold:
+    """Decision: release the text before `at`, hold the rest (no delimiter is decided yet).
 
-    __slots__ = ("_char", "_re", "_q0", "_res", "_n0")
+    A scanner reuses one instance: it is valid until the scanner's next `decide`."""
+
+    __slots__ = ("at",)
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def __repr__(self) -> str:
+        return f"Hold({self.at})"
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One watched delimiter: an opener of `field` (`is_open`) or the closer of `field`."""
+
+    is_open: bool
+    field: str
+    delimiter: Delimiter
+
+
+@dataclass(frozen=True)
+class Commit:
+    """Decision: the delimiter `watch` matched `buf[start:end]` (certain for every continuation);
+    `captures` are its named groups that took part in the match."""
+
+    watch: Watch
+    start: int
+    end: int
+    captures: dict[str, str]
+
+
+# --------------------------------------------------------------------------------------------
+# Finders: candidate start positions, linear over repeated queries
+
+
+class Finder:
+    """Per-scan state of a strategy. `next(buf, q, eos)` is the first position >= q where a match
+    may start (`len(buf)` when there is none yet, `len(buf) + 1` at end of stream); `failed(buf, s)`
+    is told that the attempt at `s` failed and returns the next position worth trying."""
+
+    __slots__ = ()
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        raise NotImplementedError
+
+    def failed(self, buf: str, s: int) -> int:
+        return s + 1
+
+
+def _none(n: int, eos: bool) -> int:
+    return n + 1 if eos else n
+
+
+class _EveryFinder(Finder):
+    __slots__ = ()
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        n = len(buf)
+        return q if q < n else _none(n, eos)
+
+
+class _AnchorFinder(Finder):
+    __slots__ = ()
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        return 0 if q == 0 and buf else _none(len(buf), eos)
+
+    def failed(self, buf: str, s: int) -> int:
+        return len(buf) + 1
+
+
+class _TriggerFinder(Finder):
+    """Next position holding one of a set of characters; an absent one is searched for once per new
+    text (the searched range is remembered)."""
+
+    __slots__ = ("char", "pattern", "_q0", "_res", "_n0")
 
     def __init__(self, char: str | None, pattern: Any) -> None:
-        self._char = char
-        self._re = pattern
+        self.char = char
+        self.pattern = pattern
         self._q0 = -1
         self._res = -1
         self._n0 = -1
 
-    def next(self, buf: str, q: int) -> int:
+    def next(self, buf: str, q: int, eos: bool) -> int:
         n = len(buf)
         if self._q0 <= q <= self._res:
             if self._res < self._n0:
                 return self._res
             if n == self._n0:
-                return n
+                return _none(n, eos)
             start = max(q, self._n0)
         else:
             start = q
-        if self._char is not None:
-            r = buf.find(self._char, start)
+        if self.char is not None:
+            r = buf.find(self.char, start)
         else:
-            m = self._re.search(buf, start)
+            m = self.pattern.search(buf, start)
             r = -1 if m is None else m.start()
         if r < 0:
             r = n
         self._q0, self._res, self._n0 = q, r, n
-        return r
+        return r if r < n else _none(n, eos)
 
 
-class _CandidateFinder:
-    """Next trigger position whose text starts a delimiter's literal prefix, or is cut short of it
-    by the end of the buffer. Remembers the range it has rejected for good (a trigger followed by
-    enough text that differs from the prefix), so repeated queries from the same parser stay
-    linear even when the delimiter never occurs (a `<think>` opener in a tool-call stream)."""
+class _PrefixFinder(Finder):
+    """Next position whose text starts with a literal, or (before end of stream) is a tail of the
+    buffer that begins it. Remembers the range rejected for good."""
 
-    __slots__ = ("_triggers", "_prefix", "_lo", "_hi")
+    __slots__ = ("prefix", "_lo", "_hi")
 
-    def __init__(self, triggers: _Finder, prefix: str) -> None:
-        self._triggers = triggers
-        self._prefix = prefix
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
         self._lo = -1
         self._hi = -1
 
     def next(self, buf: str, q: int, eos: bool) -> int:
         n = len(buf)
-        prefix = self._prefix
-        size = len(prefix)
+        prefix = self.prefix
         if self._lo <= q <= self._hi:
             lo = self._lo
             q = self._hi
@@ -93,9 +180,7 @@ class _CandidateFinder:
         if t >= 0:
             self._lo, self._hi = lo, t
             return t
-        # No whole occurrence; before end of stream, a tail that begins the prefix is a candidate.
-        # Anything else in [q, n) has differed from the prefix within the text already: for good.
-        tail = max(q, n - size + 1)
+        tail = max(q, n - len(prefix) + 1)
         if not eos:
             j = buf.find(prefix[0], tail)
             while j >= 0:
@@ -104,93 +189,393 @@ class _CandidateFinder:
                     return j
                 j = buf.find(prefix[0], j + 1)
             self._lo, self._hi = lo, n
+            return n
+        self._lo, self._hi = lo, tail
+        return n + 1
+
+
+class _RunTail:
+    """The start of the trailing run of one loop class, maintained over the new text only."""
+
+    __slots__ = ("loop", "_n", "_tail")
+
+    def __init__(self, loop: _rx.CharTest) -> None:
+        self.loop = loop
+        self._n = -1
+        self._tail = 0
+
+    def start(self, buf: str, lo: int) -> int:
+        """The start of the trailing run, or any position <= lo when the run starts before `lo`."""
+        n = len(buf)
+        if n == self._n:
+            return self._tail
+        loop = self.loop
+        if n == 0 or not loop(buf[n - 1]):
+            t = n
+        elif self._n < 0 or n < self._n or self._n < lo:
+            t = run_start(loop, buf, lo, n)
         else:
-            self._lo, self._hi = lo, tail
-        return n
+            t = run_start(loop, buf, self._n, n)
+            if t == self._n and self._tail < self._n:
+                t = self._tail  # the old trailing run goes on
+        self._n, self._tail = n, t
+        return t
 
 
-def _atom_src(atom: _rx.Node) -> str:
-    """The `regex` source of a one-character atom, with its flags scoped."""
-    if atom.op == "lit":
-        return regex.escape(atom.args[0])
-    if atom.op == "any":
-        return r"[\s\S]" if atom.args[0] else r"[^\n]"
-    src, flags = atom.args
-    on = ""
-    if flags & regex.IGNORECASE:
-        on += "i"
-    if flags & regex.ASCII:
-        on += "a"
-    return f"(?{on}:{src})" if on else f"(?:{src})"
+class _LoopFinder(Finder):
+    """`C* REST`: the start of the C-run just before a position where REST may start (clipped at q),
+    or, before end of stream, the start of the trailing C-run. A failed attempt at `s` decides the
+    whole run from `s` (for an unbounded loop): every start up to the run's end fails too."""
+
+    __slots__ = ("loop", "rest", "unbounded", "tail")
+
+    def __init__(self, loop: _rx.CharTest, rest: Finder, unbounded: bool) -> None:
+        self.loop = loop
+        self.rest = rest
+        self.unbounded = unbounded
+        self.tail = _RunTail(loop)
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        n = len(buf)
+        if q >= n:
+            return _none(n, eos)
+        t = self.rest.next(buf, q, eos)
+        if t < n:
+            return run_start(self.loop, buf, q, t)
+        if eos:
+            return n + 1
+        h = max(q, self.tail.start(buf, q))
+        return h if h < n else n
+
+    def failed(self, buf: str, s: int) -> int:
+        if not self.unbounded:
+            return s + 1
+        m = self.loop.run_re.match(buf, s)
+        return (m.end() if m is not None else s) + 1
 
 
-class _First:
-    """Over-approximation of what can start a match: one-character atoms, and whether a match can
-    start at position 0 only (through `^`/`\\A`) or anywhere without consuming a character."""
+class _UnionFinder(Finder):
+    __slots__ = ("parts", "_qs")
+
+    def __init__(self, parts: list[Finder]) -> None:
+        self.parts = parts
+        self._qs = [0] * len(parts)
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        best = len(buf) + 1
+        qs = self._qs
+        for i, f in enumerate(self.parts):
+            c = f.next(buf, max(q, qs[i]), eos)
+            if c < best:
+                best = c
+        return best
+
+    def failed(self, buf: str, s: int) -> int:
+        qs = self._qs
+        for i, f in enumerate(self.parts):
+            if qs[i] <= s:
+                qs[i] = f.failed(buf, s)
+        return s + 1
+
+
+# --------------------------------------------------------------------------------------------
+# Strategies: one per delimiter shape (immutable, shared by every parser of a template)
+
+
+class Strategy:
+    """How a delimiter's candidate start positions are found (see the module docstring).
+
+    `leads` are what the watch list's `Prefilter` searches for: literal strings and one-character
+    class sources; None when the shape has no such leads (every position can start a match).
+    `loop` is the leading loop class of a `C* REST` shape (its trailing run is always held)."""
+
+    leads: list[str] | None = None
+    classes: list[str] = []
+    loops: list[_rx.CharTest] = []
+    at0: bool = False
+
+    def finder(self) -> Finder:
+        raise NotImplementedError
+
+
+class LiteralSearch(Strategy):
+    """A list of literals: found with `str.find`; the decision needs no attempt (`LiteralCursor`)."""
+
+    def __init__(self, literals: list[str]) -> None:
+        self.literals = sorted(literals, key=len, reverse=True)
+        self.leads = list(self.literals)
+        self.classes = []
+        self.loops = []
+
+    def finder(self) -> Finder:  # pragma: no cover - literal delimiters use LiteralCursor
+        return _EveryFinder()
+
+
+class PrefixSearch(Strategy):
+    """A pattern whose every match starts with the literal `prefix`."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.leads = [prefix]
+        self.classes = []
+        self.loops = []
+
+    def finder(self) -> Finder:
+        if len(self.prefix) == 1:
+            return _TriggerFinder(self.prefix, None)
+        return _PrefixFinder(self.prefix)
+
+
+class TriggerSearch(Strategy):
+    """A pattern whose first character belongs to a set (one-character `regex` sources)."""
+
+    def __init__(self, chars: set[str], classes: list[str]) -> None:
+        self.chars = chars
+        self.classes = classes
+        self.leads = sorted(chars)
+        self.loops = []
+        srcs = [regex.escape(c) for c in sorted(chars)] + classes
+        self._single = next(iter(chars)) if len(chars) == 1 and not classes else None
+        self._re = regex.compile("|".join(srcs) if srcs else "(?!)")
+
+    def finder(self) -> Finder:
+        return _TriggerFinder(self._single, None if self._single is not None else self._re)
+
+
+class LoopSearch(Strategy):
+    """`C* REST` (or `C{lo,hi} REST`): candidates are the starts of C-runs before a REST start."""
+
+    def __init__(self, loop: _rx.CharTest, rest: Strategy, unbounded: bool) -> None:
+        self.loop = loop
+        self.rest = rest
+        self.unbounded = unbounded
+        self.leads = rest.leads
+        self.classes = rest.classes
+        self.loops = [loop, *rest.loops]
+
+    def finder(self) -> Finder:
+        return _LoopFinder(self.loop, self.rest.finder(), self.unbounded)
+
+
+class AnchorSearch(Strategy):
+    """A branch that can only match at position 0 (it starts with `^` / `\\A`)."""
 
     def __init__(self) -> None:
-        self.atoms: list[_rx.Node] = []
-        self.at0 = False
-        self.anywhere = False
+        self.leads = []
+        self.classes = []
+        self.loops = []
+        self.at0 = True
+
+    def finder(self) -> Finder:
+        return _AnchorFinder()
 
 
-def _first(node: _rx.Node, out: _First, at0: bool) -> bool:
-    """Add the possible first characters of `node` to `out`; return whether `node` is nullable
-    (can be passed without consuming a character). `at0` marks paths that passed a `^`."""
-    op = node.op
-    if op in ("lit", "cls", "any"):
-        if at0:
-            out.at0 = True  # this path passed `^`: it can only match at position 0
-        else:
-            out.atoms.append(node)
-        return False
-    if op == "assert":
-        return True
-    if op == "look":
-        ahead, negate = node.args[0], node.args[1]
-        if ahead and not negate:
-            sub = _First()
-            if not _first(node.kids[0], sub, at0):
-                out.atoms.extend(sub.atoms)
-                out.at0 |= sub.at0
-                out.anywhere |= sub.anywhere
-                return False
-        return True
-    if op == "empty":
-        return True
-    if op == "cat":
-        for k in node.kids:
-            if k.op == "assert" and k.args[0] == "bos":
-                at0 = True
-                continue
-            if not _first(k, out, at0):
-                return False
-        return True
-    if op == "alt":
-        res = False
-        for k in node.kids:
-            if k.op == "assert" and k.args[0] == "bos":
-                out.at0 = True
-                res = True
-                continue
-            if _first(k, out, at0):
-                res = True
-        return res
-    if op == "rep":
-        inner = _first(node.kids[0], out, at0)
-        return inner or node.args[0] == 0
-    return _first(node.kids[0], out, at0)  # group, atomic
+class EverySearch(Strategy):
+    """Every position is a candidate (a nullable pattern, a leading dot or lookbehind...)."""
+
+    def __init__(self) -> None:
+        self.leads = None
+        self.classes = []
+        self.loops = []
+
+    def finder(self) -> Finder:
+        return _EveryFinder()
 
 
-def _flatten(node: _rx.Node) -> list[_rx.Node]:
-    if node.op == "cat":
-        out: list[_rx.Node] = []
+class UnionSearch(Strategy):
+    """The branches of a leading alternation (or optional group), each with its own strategy."""
+
+    def __init__(self, parts: list[Strategy]) -> None:
+        self.parts = parts
+        leads: list[str] | None = []
+        classes: list[str] = []
+        loops: list[_rx.CharTest] = []
+        for p in parts:
+            if p.leads is None or leads is None:
+                leads = None
+            else:
+                leads.extend(p.leads)
+            classes.extend(p.classes)
+            loops.extend(p.loops)
+        self.leads = leads
+        self.classes = classes
+        self.loops = loops
+        self.at0 = any(p.at0 for p in parts)
+
+    def finder(self) -> Finder:
+        return _UnionFinder([p.finder() for p in self.parts])
+
+
+# --------------------------------------------------------------------------------------------
+# Pattern analysis (which strategy a pattern gets)
+
+
+def _unwrap(node: Node) -> Node:
+    while node.op is Op.GROUP:
+        node = node.kids[0]
+    return node
+
+
+def _flatten(node: Node) -> list[Node]:
+    node = _unwrap(node)
+    if node.op is Op.CAT:
+        out: list[Node] = []
         for k in node.kids:
             out.extend(_flatten(k))
         return out
-    if node.op == "group" and node.args[0] is None:
-        return _flatten(node.kids[0])
+    if node.op is Op.EMPTY:
+        return []
     return [node]
+
+
+_MAX_BRANCHES = 16
+
+
+def _branches(items: list[Node], depth: int = 0) -> list[list[Node]] | None:
+    """Split a sequence on its leading alternation / optional group into branch sequences."""
+    if not items or depth > 4:
+        return [items]
+    head = _unwrap(items[0])
+    rest = items[1:]
+    if head.op is Op.ALT:
+        out: list[list[Node]] = []
+        for k in head.kids:
+            sub = _branches(_flatten(k) + rest, depth + 1)
+            if sub is None:
+                return None
+            out.extend(sub)
+            if len(out) > _MAX_BRANCHES:
+                return None
+        return out
+    if (
+        head.op is Op.REP
+        and head.args[1] == 1
+        and head.args[0] == 0
+        and _unwrap(head.kids[0]).op not in _rx.ATOMS
+    ):
+        a = _branches(_flatten(head.kids[0]) + rest, depth + 1)
+        b = _branches(rest, depth + 1)
+        if a is None or b is None or len(a) + len(b) > _MAX_BRANCHES:
+            return None
+        return a + b
+    return [items]
+
+
+class _First:
+    """What can start a match: literal characters, class sources, or anything."""
+
+    def __init__(self) -> None:
+        self.chars: set[str] = set()
+        self.classes: list[str] = []
+        self.anywhere = False
+        self.at0 = False
+
+
+def _first(items: list[Node], out: _First, at0: bool = False) -> bool:
+    """Add the possible first characters of the sequence to `out`; returns whether it is nullable."""
+    for node in items:
+        if not _first_node(node, out, at0):
+            return False
+        if _unwrap(node).op is Op.ASSERT and _unwrap(node).args[0] == "bos":
+            at0 = True
+    return True
+
+
+def _first_node(node: Node, out: _First, at0: bool) -> bool:
+    node = _unwrap(node)
+    op = node.op
+    if op in _rx.ATOMS:
+        if at0:
+            out.at0 = True
+        elif op is Op.LIT:
+            out.chars.add(node.args[0])
+        elif op is Op.ANY:
+            if node.args[0]:
+                out.anywhere = True
+            else:
+                out.classes.append(r"[^\n]")
+        else:
+            out.classes.append(_rx.atom_source(node))
+        return False
+    if op is Op.ASSERT:
+        return True
+    if op is Op.LOOK:
+        ahead, negate = node.args[0], node.args[1]
+        if ahead and not negate:
+            sub = _First()
+            if not _first(_flatten(node.kids[0]), sub, at0):
+                out.chars |= sub.chars
+                out.classes += sub.classes
+                out.anywhere |= sub.anywhere
+                out.at0 |= sub.at0
+                return False
+        if not ahead:
+            out.anywhere = True  # conservative: a lookbehind can precede anything
+        return True
+    if op is Op.EMPTY:
+        return True
+    if op is Op.CAT:
+        return _first(node.kids, out, at0)
+    if op is Op.ALT:
+        res = False
+        for k in node.kids:
+            if _first_node(k, out, at0):
+                res = True
+        return res
+    if op is Op.REP:
+        inner = _first_node(node.kids[0], out, at0)
+        return inner or node.args[0] == 0
+    return _first_node(node.kids[0], out, at0)  # atomic
+
+
+def _lead_literal(items: list[Node]) -> str:
+    """Literal text that every match of the sequence `items` starts with (possibly empty)."""
+    leads = _leads(items)
+    return _common_prefix(leads) if leads else ""
+
+
+_MAX_LEADS = 8
+
+
+def _leads(items: list[Node], limit: int = _MAX_LEADS) -> list[str]:
+    """Literal prefixes such that every match of `items` starts with one of them (an optional
+    character or an alternation of literals branches the set; at most `limit` prefixes)."""
+    out = [""]
+    for node in items:
+        node = _unwrap(node)
+        if node.op is Op.LIT:
+            out = [x + node.args[0] for x in out]
+            continue
+        alts: list[str] | None = None
+        if node.op is Op.ALT:
+            kid_leads = [_leads(_flatten(k), limit) for k in node.kids]
+            full = all(len(kl) == 1 and _is_literal_seq(_flatten(k)) for kl, k in zip(kid_leads, node.kids))
+            flat = [x for kl in kid_leads for x in kl]
+            if full and len(flat) * len(out) <= limit and all(flat):
+                alts = flat
+            else:
+                common = _common_prefix(flat) if flat and all(flat) else ""
+                return [x + common for x in out]
+        elif (
+            node.op is Op.REP
+            and node.args[0] == 0
+            and node.args[1] == 1
+            and _unwrap(node.kids[0]).op is Op.LIT
+        ):
+            alts = ["", _unwrap(node.kids[0]).args[0]]
+            if len(out) * 2 > limit:
+                return out
+        elif node.op is Op.CAT:
+            sub = _leads(_flatten(node), limit)
+            return [x + y for x in out for y in sub][:limit] if len(sub) * len(out) <= limit else out
+        if alts is None:
+            return out
+        out = [x + a for x in out for a in alts]
+    return out
+
+
+def _is_literal_seq(items: list[Node]) -> bool:
+    return all(_unwrap(n).op is Op.LIT for n in items)
 
 
 def _common_prefix(strings: list[str]) -> str:
@@ -203,176 +588,298 @@ def _common_prefix(strings: list[str]) -> str:
     return prefix
 
 
-def _lead_literal(items: list[_rx.Node]) -> str:
-    """Literal text that every match of the sequence `items` starts with (possibly empty)."""
-    out = []
-    for node in items:
-        if node.op == "lit":
-            out.append(node.args[0])
-            continue
-        inner = node
-        while inner.op == "group":  # named groups too: they do not change what is matched
-            inner = inner.kids[0]
-        if inner.op == "alt":
-            out.append(_common_prefix([_lead_literal(_flatten(k)) for k in inner.kids]))
-        elif inner.op == "cat":
-            out.append(_lead_literal(_flatten(inner)))
-        break
-    return "".join(out)
+def _first_strategy(items: list[Node]) -> Strategy:
+    first = _First()
+    nullable = _first(items, first)
+    if nullable or first.anywhere:
+        return EverySearch()
+    if first.at0 and not first.chars and not first.classes:
+        return AnchorSearch()
+    if first.at0:
+        return UnionSearch([AnchorSearch(), TriggerSearch(first.chars, list(dict.fromkeys(first.classes)))])
+    return TriggerSearch(first.chars, list(dict.fromkeys(first.classes)))
+
+
+def _sequence_strategy(items: list[Node]) -> Strategy:
+    if not items:
+        return EverySearch()
+    head = _unwrap(items[0])
+    if head.op is Op.ASSERT and head.args[0] == "bos":
+        return AnchorSearch()
+    leads = [x for x in _leads(items) if x]
+    if leads and len(leads) == len(_leads(items)):
+        if len(leads) == 1:
+            return PrefixSearch(leads[0])
+        return UnionSearch([PrefixSearch(x) for x in dict.fromkeys(leads)])
+    if (
+        head.op is Op.REP
+        and head.args[2] in ("greedy", "lazy", "possessive")
+        and _unwrap(head.kids[0]).op in (Op.LIT, Op.CLS)
+        and len(items) >= 2
+        and not _rx.nullable(Node(Op.CAT, kids=items[1:]))
+    ):
+        rest = _pattern_strategy_items(items[1:])
+        atom = _unwrap(head.kids[0])
+        if rest.leads is not None and not rest.at0:
+            loop = _rx.CharTest(_rx.atom_source(atom), 0)
+            return LoopSearch(loop, rest, head.args[1] is None)
+    return _first_strategy(items)
+
+
+def _pattern_strategy_items(items: list[Node]) -> Strategy:
+    branches = _branches(items)
+    if branches is None:
+        return _first_strategy(items)
+    parts = [_sequence_strategy(b) for b in branches]
+    if any(isinstance(p, EverySearch) for p in parts):
+        return EverySearch()
+    return parts[0] if len(parts) == 1 else UnionSearch(parts)
+
+
+def pattern_strategy(tree: Node) -> Strategy:
+    """The search strategy for a compiled pattern's tree."""
+    return _pattern_strategy_items(_flatten(tree))
+
+
+# --------------------------------------------------------------------------------------------
+# Delimiters
+
+
+def _look_captures(prog: _rx.Program) -> bool:
+    for op, arg in prog.code:
+        if op == _rx.LOOKAHEAD and arg.captures:
+            return True
+        if op == _rx.ATOMIC and _look_captures(arg):
+            return True
+    return False
 
 
 class Delimiter:
-    """A compiled opener, closer or anchor: literal list or regex, with its search accelerators."""
+    """A compiled opener, closer or anchor: literal list or regex, with its search strategy."""
 
     def __init__(self, source: str, literals: list[str] | None, scope: str = "delimiter") -> None:
         self.source = source
         self.scope = scope
         self.literals = literals
+        self.module_re: Any = None  # the `regex` module's compiled pattern (set by the loader)
         if literals is not None:
             self.prog = _rx.literal_program(literals)
-            self.can_extend = any(a != b and a.startswith(b) for a in literals for b in literals)
+            self.strategy: Strategy = LiteralSearch(literals)
         else:
             self.prog = _rx.compile_pattern(source)
-            self.can_extend = False
-        tree: _rx.Node = self.prog.tree  # type: ignore[attr-defined]
+            assert self.prog.tree is not None
+            self.strategy = pattern_strategy(self.prog.tree)
         self.group_names = dict(self.prog.names)
-        # Literal text every match starts with: a candidate whose text neither starts with it nor
-        # is cut short by the end of the buffer fails without running an attempt.
-        items = _flatten(tree)
-        prefix = _common_prefix(literals) if literals is not None else _lead_literal(items)
-        self.lit_prefix = prefix if len(prefix) >= 2 else ""
-        #: What text at a trigger position must start with (or be cut short of) for a match to be
-        #: possible around it: the literal prefix, or for `C* REST` shapes REST's literal prefix.
-        self.anchor_prefix = prefix
-        # Search strategy.
-        self.every = False  # every position is a candidate
-        self.at0 = False
-        self.loop_test: _rx.CharTest | None = None  # shape C* REST: the loop's class
-        self.trigger_char: str | None = None
-        self.trigger_re: Any = None
-        self.trigger_atoms: list[_rx.Node] = []
-        items = _flatten(tree)
-        if (
-            len(items) >= 2
-            and items[0].op == "rep"
-            and items[0].args[0] == 0
-            and items[0].args[1] is None
-            and items[0].args[2] in ("greedy", "lazy")
-            and items[0].kids[0].op in ("lit", "cls", "any")
-            and not _rx.nullable(_rx.Node("cat", kids=items[1:]))
-        ):
-            rest = _First()
-            _first(_rx.Node("cat", kids=items[1:]), rest, False)
-            if not rest.anywhere and not rest.at0:
-                atom = items[0].kids[0]
-                self.loop_test = _rx.CharTest(_atom_src(atom), 0)
-                self._set_triggers(rest.atoms)
-                lead = _lead_literal(items[1:])
-                self.anchor_prefix = "" if not lead or self.loop_test(lead[0]) else lead
-                return
-        first = _First()
-        nullable = _first(tree, first, False)
-        self.at0 = first.at0
-        if nullable or first.anywhere or any(a.op == "any" and a.args[0] for a in first.atoms):
-            self.every = True
-            return
-        self._set_triggers(first.atoms)
+        # Scanning runs the program with captures when no group sits inside a lookahead (captures
+        # never change which path matches): the committed match then has its slots at once.
+        cap = self.prog.capture
+        self.scan_prog = cap if cap is not None and not _look_captures(cap) else self.prog
 
-    def _set_triggers(self, atoms: list[_rx.Node]) -> None:
-        self.trigger_atoms = atoms
-        chars = {a.args[0] for a in atoms if a.op == "lit"}
-        if len(atoms) == len(chars) == 1:
-            self.trigger_char = next(iter(chars))
-            return
-        srcs = list(dict.fromkeys(_atom_src(a) for a in atoms))
-        self.trigger_re = regex.compile("|".join(srcs)) if srcs else regex.compile(r"(?!)")
+    @property
+    def loop_test(self) -> _rx.CharTest | None:
+        """The class of a leading `C*` loop (`\\s*<tool_call>`), or None."""
+        s = self.strategy
+        if isinstance(s, LoopSearch):
+            return s.loop
+        return None
 
-    def finder(self) -> _Finder | _CandidateFinder:
-        triggers = _Finder(self.trigger_char, self.trigger_re)
-        if self.lit_prefix and self.loop_test is None and not self.every:
-            return _CandidateFinder(triggers, self.lit_prefix)
-        return triggers
+    def cursor(self, states: dict[int, Any]) -> Cursor:
+        """A cursor for one region visit. `states` (one per parser) keeps each delimiter's finder
+        across visits: what it learned about the buffer stays true (the buffer only grows), so a
+        delimiter that never occurs is searched for once per new text, not once per visit."""
+        state = states.get(id(self))
+        if isinstance(self.strategy, LiteralSearch):
+            if state is None:
+                state = states[id(self)] = [(-1, -1)] * len(self.strategy.literals)
+            return LiteralCursor(self, self.strategy.literals, state)
+        if state is None:
+            state = states[id(self)] = self.strategy.finder()
+        return PatternCursor(self, state)
+
+
+# --------------------------------------------------------------------------------------------
+# Cursors: one delimiter during one region visit
+
+NONE, MATCH, LIVE = 0, 1, 2
 
 
 class Cursor:
-    """The scan state of one delimiter during one region visit (see the module docstring)."""
+    """The scan state of one delimiter during one region visit (see the module docstring).
 
-    __slots__ = ("d", "q", "att", "memo", "looks", "finder", "found", "run")
+    `advance(buf, eos, limit, zw_forbid)` returns `(NONE, q, 0)` when every position before `q`
+    fails and `q` is past `limit` or the end of the text, `(MATCH, start, end)` for a certain
+    match and `(LIVE, start, 0)` when the outcome at `start` is still undecided."""
 
-    def __init__(self, d: Delimiter, q: int, finder: _Finder | _CandidateFinder | None) -> None:
+    __slots__ = ("d", "q", "found", "slots")
+
+    def __init__(self, d: Delimiter) -> None:
         self.d = d
-        self.q = q
-        self.att: _rx.Attempt | None = None
-        self.memo: set[int] = set()
-        self.looks: dict = {}
-        self.finder = finder
-        self.found: tuple[int, Any] | None = None
-        self.run: tuple[int, int] = (-1, -1)
-
-    def _candidate(self, buf: str, q: int, eos: bool) -> int:
-        """The first position >= q where an attempt is not trivially a failure; len(buf) or more
-        when there is none (len(buf) + 1 at end of stream)."""
-        d = self.d
-        n = len(buf)
-        if q == 0 and d.at0:
-            return 0
-        if d.every:
-            return q
-        assert self.finder is not None
-        if d.loop_test is not None:
-            lo, hi = self.run
-            if lo <= q <= hi:
-                return q
-            triggers = self.finder
-            assert isinstance(triggers, _Finder)  # shapes never use a _CandidateFinder
-            t = triggers.next(buf, q)
-            p = t
-            test = d.loop_test
-            while p > q and test(buf[p - 1]):
-                p -= 1
-            if t < n:
-                self.run = (p, t)
-                return p
-            if not eos and p < n:
-                self.run = (p, n - 1)
-                return p
-            return n if not eos else n + 1
-        finder = self.finder
-        if isinstance(finder, _CandidateFinder):
-            t = finder.next(buf, q, eos)
-        else:
-            t = finder.next(buf, q)
-        if t >= n:
-            return n + 1 if eos else t
-        return t
+        self.q = 0
+        self.found: tuple[int, int] | None = None
+        self.slots: list[int] | None = None  # the found match's capture slots, when known
 
     def peek(self, buf: str, eos: bool) -> int:
         """The next position this cursor would examine (cheap: no attempt is run)."""
+        raise NotImplementedError
+
+    def advance(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, int]:
+        raise NotImplementedError
+
+    def reject(self, pos: int) -> None:
+        """The match at `pos` was refused (inside a JSON string): look again from `pos + 1`."""
+        self.found = None
+        self.slots = None
+        self.q = pos + 1
+
+    def resume(self, buf: str, zw_forbid: int) -> bool:
+        """Resume an undecided attempt at `self.q` (before end of stream); True while it stays live."""
+        return False
+
+    def captures(self, buf: str, start: int, eos: bool) -> dict[str, str]:
+        names = self.d.group_names
+        if not names:
+            return {}
+        slots = self.slots
+        if slots is None:
+            slots = _rx.capture(self.d.prog, buf, start, eos)
+        caps = {}
+        for g, slot in names.items():
+            s, e = slots[slot], slots[slot + 1]
+            if s != -1 and e != -1:
+                caps[g] = buf[s:e]
+        return caps
+
+
+class LiteralCursor(Cursor):
+    """A literal list: the leftmost occurrence (longest literal at a start) decides, or a tail of
+    the buffer that begins a literal holds; `str.find` only, with the searched range remembered."""
+
+    __slots__ = ("literals", "_found", "_maxlen")
+
+    def __init__(self, d: Delimiter, literals: list[str], found: list[tuple[int, int]]) -> None:
+        super().__init__(d)
+        self.literals = literals  # longest first
+        self._found = found  # per literal: (searched from, result); shared across region visits
+        self._maxlen = len(literals[0])
+
+    def _first(self, buf: str, q: int) -> tuple[int, int]:
+        """Leftmost full occurrence at or after q: (position, literal length), or (-1, 0)."""
+        best, size = -1, 0
+        found = self._found
+        n = len(buf)
+        for i, lit in enumerate(self.literals):
+            frm, res = found[i]
+            if frm == -1 or q < frm or (res >= 0 and res < q):
+                res = buf.find(lit, q)
+                found[i] = (q, res if res >= 0 else -2 - n)
+            elif res < -1:  # not found in a shorter buffer: search only the new text
+                last_n = -2 - res
+                if last_n != n:
+                    res = buf.find(lit, max(q, last_n - len(lit) + 1))
+                    found[i] = (q, res if res >= 0 else -2 - n)
+                else:
+                    res = -1
+            if res < -1:
+                res = -1
+            if res >= 0 and (best < 0 or res < best):
+                best, size = res, len(lit)
+        return best, size
+
+    def _tail(self, buf: str, q: int, before: int) -> int:
+        """Earliest j in [q, before) such that buf[j:] is a proper prefix of a literal, or -1."""
+        n = len(buf)
+        lo = max(q, n - self._maxlen + 1)
+        best = -1
+        for lit in self.literals:
+            j = buf.find(lit[0], max(lo, n - len(lit) + 1), min(before, n))
+            while j >= 0:
+                if lit.startswith(buf[j:]) and n - j < len(lit):
+                    if best < 0 or j < best:
+                        best = j
+                    break
+                j = buf.find(lit[0], j + 1, min(before, n))
+        return best
+
+    def peek(self, buf: str, eos: bool) -> int:
+        if self.found is not None:
+            return self.found[0]
+        return self.q
+
+    def advance(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, int]:
+        if self.found is not None:
+            return (MATCH, self.found[0], self.found[1])
+        n = len(buf)
+        q = self.q
+        i, size = self._first(buf, q)
+        if not eos:
+            j = self._tail(buf, q, i if i >= 0 else n)
+            if j >= 0:
+                self.q = j
+                return (LIVE, j, 0) if j <= limit else (NONE, j, 0)
+        if i < 0:
+            self.q = n
+            return (NONE, n + 1 if eos else n, 0)
+        if i > limit:
+            self.q = i
+            return (NONE, i, 0)
+        # The longest literal at i (longest first: the first that occurs at i); before end of stream
+        # a longer literal that the buffer ends inside of is still possible.
+        for lit in self.literals:
+            if buf.startswith(lit, i):
+                size = len(lit)
+                break
+            if not eos and len(lit) > size and n - i < len(lit) and lit.startswith(buf[i:]):
+                self.q = i
+                return (LIVE, i, 0)
+        self.q = i
+        self.found = (i, i + size)
+        return (MATCH, i, i + size)
+
+
+class PatternCursor(Cursor):
+    """A regex delimiter: candidates from its strategy's finder, decided by exact attempts."""
+
+    __slots__ = ("finder", "att", "ctx")
+
+    def __init__(self, d: Delimiter, finder: Finder) -> None:
+        super().__init__(d)
+        self.finder = finder
+        self.att: _rx.Attempt | None = None
+        self.ctx = _rx.MatchContext()
+
+    def peek(self, buf: str, eos: bool) -> int:
         if self.found is not None:
             return self.found[0]
         if self.att is not None:
             return self.att.start
-        self.q = q = self._candidate(buf, self.q, eos)
+        self.q = q = self.finder.next(buf, self.q, eos)
         return q
 
-    def step(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, Any]:
-        """Advance to this delimiter's first position that is not a certain failure.
+    def reject(self, pos: int) -> None:
+        super().reject(pos)
+        self.att = None
+        self.ctx = _rx.MatchContext()  # the memos saw a successful path: start afresh
 
-        Returns `(0, q, None)` when every position before `q` fails and `q` is past `limit` or the
-        end of the text, `(1, start, (end, slots))` for a certain match, `(2, start, None)` when
-        the attempt at `start` is still undecided."""
+    def resume(self, buf: str, zw_forbid: int) -> bool:
+        att = self.att
+        if att is None or self.found is not None:
+            return False
+        status, _, _ = self.advance(buf, False, att.start, zw_forbid)
+        return status == LIVE
+
+    def advance(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, int]:
         if self.found is not None:
-            return (1, self.found[0], self.found[1])
+            return (MATCH, self.found[0], self.found[1])
         n = len(buf)
         while True:
             att = self.att
             if att is None:
-                q = self._candidate(buf, self.q, eos)
+                q = self.finder.next(buf, self.q, eos)
                 self.q = q
                 # Like the reference, a match starting at the very end of the text is never taken.
                 if q > limit or q >= n:
-                    return (0, q, None)
-                att = self.att = _rx.Attempt(self.d.prog, q, self.memo, self.looks)
+                    return (NONE, q, 0)
+                att = self.att = _rx.Attempt(self.d.scan_prog, q, self.ctx)
             try:
                 r = att.run(buf, eos)
             except TimeoutError as e:
@@ -380,12 +887,26 @@ class Cursor:
                     f"{self.d.scope}: a lookbehind of {self.d.source!r} took longer than {_rx.REGEX_TIMEOUT}s"
                 ) from e
             if r is _rx.LIVE:
-                return (2, att.start, None)
+                return (LIVE, att.start, 0)
             self.att = None
             if r is not None and not (r[0] == att.start == zw_forbid):
-                self.found = (att.start, r)
-                return (1, att.start, r)
-            self.q = att.start + 1
+                self.found = (att.start, r[0])
+                if att.prog is not self.d.prog:  # the scan ran with captures
+                    self.slots = r[1]
+                return (MATCH, att.start, r[0])
+            if r is not None:  # a refused zero-width match: its path is not a failure
+                self.ctx = _rx.MatchContext()
+                self.q = att.start + 1
+            else:
+                self.q = self.finder.failed(buf, att.start)
+
+
+# --------------------------------------------------------------------------------------------
+# JSON string guard (close_outside_strings)
+
+
+_STRING_STOP = regex.compile(r'["\\]')
+_GUARD_OPENERS: dict[tuple[tuple[str, str], ...], Any] = {}
 
 
 class StringGuard:
@@ -394,10 +915,10 @@ class StringGuard:
 
     Strings are `"..."` with backslash escapes, plus the field's `string_delims` pairs (no
     escapes). The answer for a position depends only on the text before it, so streaming and
-    one-shot parsing agree; the body is scanned once, left to right (positions are asked in
-    increasing order; an earlier one restarts the scan)."""
+    one-shot parsing agree; the body is scanned once, left to right, string contents in C
+    (positions are asked in increasing order; an earlier one restarts the scan)."""
 
-    __slots__ = ("start", "delims", "_i", "_close", "_escape")
+    __slots__ = ("start", "delims", "_i", "_close", "_escape", "_opener_re")
 
     def __init__(self, start: int, delims: tuple[tuple[str, str], ...]) -> None:
         self.start = start
@@ -405,6 +926,11 @@ class StringGuard:
         self._i = start
         self._close: str | None = None  # the text that ends the current string, or None
         self._escape = False
+        opener = _GUARD_OPENERS.get(delims)
+        if opener is None:
+            srcs = ['"'] + [regex.escape(o) for o, _ in delims]
+            opener = _GUARD_OPENERS[delims] = regex.compile("|".join(srcs))
+        self._opener_re = opener
 
     def inside(self, buf: str, p: int) -> bool:
         if p < self._i:
@@ -413,6 +939,11 @@ class StringGuard:
         delims = self.delims
         while i < p:
             if close is None:
+                m = self._opener_re.search(buf, i, p)
+                if m is None:
+                    i = p
+                    break
+                i = m.start()
                 if buf[i] == '"':
                     close = '"'
                     i += 1
@@ -429,190 +960,289 @@ class StringGuard:
                     escape = False
                     i += 1
                     continue
-                ch = buf[i]
-                if ch == "\\":
+                m = _STRING_STOP.search(buf, i, p)
+                if m is None:
+                    i = p
+                    break
+                i = m.start()
+                if buf[i] == "\\":
                     escape = True
-                elif ch == '"':
+                else:
                     close = None
                 i += 1
-            elif buf.startswith(close, i) and i + len(close) <= p:
-                i += len(close)
-                close = None
             else:
-                i += 1
+                j = buf.find(close, i, p)
+                if j < 0:
+                    i = p
+                    break
+                i = j + len(close)
+                close = None
         self._i, self._close, self._escape = i, close, escape
         return close is not None
 
 
-def fast_hold(buf: str, q: int, t: int, fc: str, anchors: tuple[tuple[str, Any], ...]) -> int:
-    """Decide a window with trigger characters without running attempts, when possible.
+# --------------------------------------------------------------------------------------------
+# Watch lists, prefilters and the scanner
 
-    `t` is the first trigger `fc` at or after `q`; `anchors` pairs each delimiter's anchor prefix
-    with its leading loop class (or None). Returns -1 when some trigger is followed by a whole
-    anchor prefix (an attempt is needed), else the hold point: the earliest start of a delimiter
-    cut short by the end of the buffer (the loop run before it for `C* REST` shapes), or
-    `len(buf)` when every trigger is followed by text that starts no delimiter."""
-    n = len(buf)
-    h = n
-    while t >= 0:
-        tail = buf[t:]
-        for pre, loop in anchors:
-            if tail.startswith(pre):
-                return -1
-            if pre.startswith(tail):
-                p = t
-                if loop is not None:
-                    while p > q and loop(buf[p - 1]):
-                        p -= 1
-                if p < h:
-                    h = p
-        t = buf.find(fc, t + 1)
-    return h
+
+class Prefilter:
+    """The per-token fast path of a watch list: one C search of the new text for any delimiter's
+    lead (literal or one-character class), a check of the buffer's tail for the start of a literal
+    lead, and the trailing run of a leading loop class. Only for watch lists whose every delimiter
+    has leads (no `EverySearch`)."""
+
+    def __init__(self, strategies: list[Strategy]) -> None:
+        literals: list[str] = []
+        classes: list[str] = []
+        loops: dict[tuple[str, int], _rx.CharTest] = {}
+        for s in strategies:
+            assert s.leads is not None
+            literals.extend(s.leads)
+            classes.extend(s.classes)
+            for loop in s.loops:
+                loops[(loop.src, loop.flags)] = loop
+        self.literals = sorted(set(literals), key=len, reverse=True)
+        self.classes = list(dict.fromkeys(classes))
+        self.maxlen = max((len(x) for x in self.literals), default=1)
+        firsts = {x[0] for x in self.literals}
+        # One character that starts every lead, when there is one (most templates: "<").
+        self.char = next(iter(firsts)) if len(firsts) == 1 and not self.classes else None
+        srcs = [regex.escape(x) for x in self.literals] + self.classes
+        self.search_re = regex.compile("|".join(srcs) if srcs else "(?!)")
+        self.tail_re = regex.compile("|".join(regex.escape(c) for c in sorted(firsts)) if firsts else "(?!)")
+        self.loops = list(loops.values())
+        self.loop_any = _rx.CharTest("|".join(f"(?:{t.src})" for t in self.loops), 0) if self.loops else None
+        self.at0 = any(s.at0 for s in strategies)
+
+
+class WatchList:
+    """The delimiters watched in one kind of region, with their combined quick-rejection data."""
+
+    __slots__ = ("entries", "prefilter", "lit")
+
+    def __init__(self, entries: list[Watch]) -> None:
+        self.entries = entries
+        strategies = [w.delimiter.strategy for w in entries]
+        self.prefilter = (
+            Prefilter(strategies) if strategies and all(s.leads is not None for s in strategies) else None
+        )
+        # A single literal closer (most explicit regions): the whole decision is one str.find.
+        d = entries[0].delimiter if len(entries) == 1 else None
+        self.lit = (
+            d.literals[0] if d is not None and d.literals is not None and len(d.literals) == 1 else None
+        )
+
+    def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
+        return Scanner(self, q, states, guard)
 
 
 class Scanner:
-    """Combines the cursors of a watch list into one decision (see the module docstring).
+    """Decides, for one region visit, where the next delimiter is (see the module docstring).
 
-    `entries` are `(is_open, field_name, delimiter)`; `finders` maps delimiters to the parser's
-    cached `_Finder`s; `fast` is the watch list's precomputed quick-rejection data."""
+    `decide(buf, eos)` returns `Hold` or `Commit`; `q` (read-only outside) is the first position
+    whose fate is still open: everything before it was released."""
 
     __slots__ = (
         "entries",
-        "_cursors",
-        "_finders",
-        "fast",
-        "fast_char",
-        "fast_q",
-        "loop_any",
-        "loop_tests",
-        "at0",
-        "lit",
-        "prefixes",
-        "live",
+        "q",
         "guard",
+        "_cursors",
+        "_states",
+        "_pre",
+        "_tails",
+        "_searched",
+        "_hold",
+        "live",
+        "lit",
+        "pending",
+        "_char",
+        "_maxlen",
+        "_loop_any",
     )
 
     def __init__(
-        self, watch: WatchList, q: int, finders: dict[int, Any], guard: StringGuard | None = None
+        self, watch: WatchList, q: int, states: dict[int, Any], guard: StringGuard | None = None
     ) -> None:
         self.entries = watch.entries
+        self.q = q
+        self._states = states
         self.guard = guard
-        self.fast = None if watch.fast is None else finders.get(id(watch))
-        if watch.fast is not None and self.fast is None:
-            self.fast = finders[id(watch)] = _Finder(*watch.fast)
-        # The single trigger character of the watch list, or "" when there is none.
-        self.fast_char: str = (watch.fast[0] or "") if watch.fast is not None else ""
-        self.loop_any = watch.loop_any
-        self.loop_tests = watch.loop_tests
-        self.at0 = watch.at0
-        self.lit = watch.lit
-        self.prefixes = watch.prefixes
-        self.fast_q = q
-        self._finders = finders
         self._cursors: list[Cursor] | None = None
+        # The prefilter and the single-literal shortcut skip the guard's checks: not with a guard.
+        self._pre = watch.prefilter if guard is None else None
+        self.lit = watch.lit if guard is None else None
+        self._searched = q  # the prefilter searched buf[q:_searched] and found no lead
+        pre = self._pre
+        # The inlined per-token path of `decide`: one lead character, no `^` to care about.
+        self._char = pre.char if pre is not None and self.lit is None and not pre.at0 else None
+        self._maxlen = pre.maxlen - 1 if pre is not None else 0
+        if self.lit is not None:
+            self._maxlen = len(self.lit)
+        self._loop_any = pre.loop_any if pre is not None else None
+        self._tails: list[_RunTail] = []
+        self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
-        if guard is not None:  # every candidate must be checked against the guard: no shortcuts
-            self.fast = None
-            self.fast_char = ""
-            self.lit = None
+        self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
 
     @property
     def cursors(self) -> list[Cursor]:
         cursors = self._cursors
         if cursors is None:
-            q = self.fast_q
-            finders = self._finders
-            cursors = self._cursors = [
-                Cursor(d, q, None if d.every else finders.setdefault(id(d), d.finder()))
-                for _, _, d in self.entries
-            ]
+            q = self.q
+            states = self._states
+            cursors = self._cursors = [w.delimiter.cursor(states) for w in self.entries]
+            for c in cursors:
+                c.q = q
         return cursors
 
-    def still_held(self, buf: str, zw_forbid: int) -> bool:
-        """Resume the undecided attempt that set the current hold (before end of stream).
+    def _hold_at(self, at: int) -> Hold:
+        self.q = at
+        h = self._hold
+        h.at = at
+        return h
 
-        Everything before the hold point failed for every cursor, so while that attempt stays
-        undecided the hold stands and nothing else needs a look. Returns False (and records the
-        attempt's outcome in its cursor) once it is decided."""
-        held = self.live
+    # -- the fast paths -----------------------------------------------------------------------
+
+    def undecided(self, buf: str, zw_forbid: int) -> tuple[list[Watch], int]:
+        """The delimiters whose match at the hold point is still undecided, and that point (asks
+        every cursor; for the end of the stream, where such a match is cut off)."""
+        self.pending = ([], -1)
         self.live = None
-        if held is None or held.att is None or held.att.start != self.fast_q:
-            return False
-        status, _, _ = held.step(buf, False, self.fast_q, zw_forbid)
-        if status == 2:
-            self.live = held
-            return True
-        return False
+        self._scan(buf, False, zw_forbid)
+        return self.pending
 
-    def _scan_literal(self, buf: str, lit: str, eos: bool) -> tuple[int, int, int, Any]:
-        """The whole decision for a watch list of one literal (most explicit regions): the leftmost
-        occurrence is final at once; otherwise hold the longest tail that begins the literal."""
+    def _trailing(self, buf: str, pre: Prefilter) -> int:
+        """Start of the earliest trailing run of a leading loop class (>= q), over new text only."""
+        tails = self._tails
+        if not tails:
+            tails = self._tails = [_RunTail(loop) for loop in pre.loops]
+        h = len(buf)
+        q = self.q
+        for t in tails:
+            s = t.start(buf, q)
+            if s < h:
+                h = s
+        return max(self.q, h)
+
+    def _prefiltered(self, buf: str, pre: Prefilter) -> int:
+        """-1 when a lead occurs in the unresolved text (the cursors must look); else the hold
+        point: the start of a tail of the buffer that begins a lead, or of a leading loop's run
+        before it (the trailing run when there is no such tail), or the end of the buffer."""
         n = len(buf)
-        q = self.fast_q
-        i = buf.find(lit, q)
-        if i >= 0:
-            return (1, 0, i, (i + len(lit), []))
-        if eos:
-            return (0, n, 0, None)
-        j = buf.find(lit[0], max(q, n - len(lit) + 1))
-        while j >= 0:
-            if lit.startswith(buf[j:]):
-                self.fast_q = j
-                return (0, j, 0, None)
-            j = buf.find(lit[0], j + 1)
-        self.fast_q = n
-        return (0, n, 0, None)
+        q = self.q
+        start = self._searched - pre.maxlen + 1
+        if start < q:
+            start = q
+        if pre.char is not None:
+            if buf.find(pre.char, start) >= 0:
+                return -1
+            self._searched = n
+            return self._trailing(buf, pre) if pre.loops else n
+        if pre.search_re.search(buf, start) is not None:
+            return -1
+        self._searched = n
+        # A tail that begins a literal lead: nothing can start before it (or before a loop run
+        # that reaches it), so hold from there without asking the cursors.
+        lo = n - pre.maxlen + 1
+        m = pre.tail_re.search(buf, lo if lo > start else start)
+        while m is not None:
+            j = m.start()
+            tail = buf[j:]
+            if any(x.startswith(tail) for x in pre.literals):
+                h = j
+                for loop in pre.loops:
+                    r = run_start(loop, buf, q, j)
+                    if r < h:
+                        h = r
+                return h
+            m = pre.tail_re.search(buf, j + 1)
+        return self._trailing(buf, pre) if pre.loops else n
 
-    def scan(self, buf: str, eos: bool, zw_forbid: int) -> tuple[int, int, int, Any]:
-        """Returns `(kind, a, b, c)`: kind 0 = hold from `a` (release text before it); kind 1 =
-        commit entry `a` matched at `b` with `(end, slots)` = `c`."""
+    def decide(self, buf: str, eos: bool, zw_forbid: int = -1) -> Hold | Commit:
+        """The decision for the buffer `buf` (see the class docstring)."""
+        char = self._char
+        if char is not None and not eos and self.live is None:
+            # The per-token path, inlined: no lead character in the new text, and the last
+            # character cannot continue a leading loop (or there is none): release everything.
+            q = self.q
+            n = len(buf)
+            start = self._searched - self._maxlen
+            if n > q and buf.find(char, start if start > q else q) < 0:
+                self._searched = n
+                la = self._loop_any
+                if la is not None:
+                    last = buf[n - 1]
+                    hit = la.cache.get(last)
+                    if hit is None:
+                        hit = la(last)
+                    if hit:
+                        # Hold the trailing run of a leading loop class; usually just the last
+                        # character ("word "), found without a call.
+                        prev = buf[n - 2] if n >= 2 else ""
+                        if prev and q < n - 1 and la.cache.get(prev) is False:
+                            n -= 1
+                        else:
+                            n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+                self.q = n
+                h = self._hold
+                h.at = n
+                return h
         lit = self.lit
         if lit is not None:
-            return self._scan_literal(buf, lit, eos)
+            # A watch list of one literal (most explicit regions): the leftmost occurrence is final
+            # at once; otherwise hold the longest tail that begins the literal.
+            n = len(buf)
+            q = self.q
+            k = self._maxlen
+            start = self._searched - k + 1
+            i = buf.find(lit, start if start > q else q)
+            if i >= 0:
+                return Commit(self.entries[0], i, i + k, {})
+            self._searched = n
+            h = self._hold
+            if not eos:
+                start = n - k + 1
+                j = buf.find(lit[0], start if start > q else q)
+                while j >= 0:
+                    if lit.startswith(buf[j:]):
+                        self.q = h.at = j
+                        return h
+                    j = buf.find(lit[0], j + 1)
+            self.q = h.at = n
+            return h
+        q = self.q
+        live = self.live
+        if live is not None:
+            if not eos:
+                self.live = None
+                if live.q == q and live.resume(buf, zw_forbid):
+                    self.live = live
+                    return self._hold_at(q)
+        elif not eos:
+            pre = self._pre
+            if pre is not None and q < len(buf) and (q or not pre.at0):
+                h2 = self._prefiltered(buf, pre)
+                if h2 >= 0:
+                    return self._hold_at(h2)
+        return self._scan(buf, eos, zw_forbid)
+
+    def _scan(self, buf: str, eos: bool, zw_forbid: int) -> Hold | Commit:
         n = len(buf)
-        q = self.fast_q
-        if self.live is not None and not eos and self.still_held(buf, zw_forbid):
-            return (0, q, 0, None)
-        fast = self.fast
-        if fast is not None and not eos and q < n and (q or not self.at0):
-            # Quick rejection: no trigger character in the unresolved text and no loop class at its
-            # end means every unresolved position fails for every delimiter of this list.
-            fc = self.fast_char
-            if fc and n - q < 256:
-                t = buf.find(fc, q)
-                if t >= 0 and self.prefixes is not None:
-                    h = fast_hold(buf, q, t, fc, self.prefixes)
-                    if h >= 0:
-                        if h < n:
-                            self.fast_q = h
-                            return (0, h, 0, None)
-                        t = -1
-                clear = t < 0
-            else:
-                clear = fast.next(buf, q) >= n
-            if clear:
-                if self.loop_any is None or not self.loop_any(buf[n - 1]):
-                    self.fast_q = n
-                    return (0, n, 0, None)
-                # Only the trailing run of a leading loop class (`\s*` of `\s*<tool_call>`) can
-                # still start a delimiter: hold from its start, release the rest.
-                h = self.trailing_hold(buf, q, n)
-                self.fast_q = h
-                return (0, h, 0, None)
-        for c in self.cursors:
-            if c.q < q:
-                # Positions before fast_q were rejected wholesale: drop stale per-cursor state.
+        q = self.q
+        cursors = self.cursors
+        for c in cursors:
+            if c.q < q and c.found is None:
+                # Positions before q were rejected wholesale: drop stale per-cursor state.
                 c.q = q
-                if c.att is not None and c.att.start < q:
+                if isinstance(c, PatternCursor) and c.att is not None and c.att.start < q:
                     c.att = None
-                c.run = (-1, -1)
         # Examine candidates of all cursors in position order, so that no cursor scans past the
         # earliest event: total work per scan is bounded by the text up to that event.
-        cursors = self.cursors
         peeks = [c.peek(buf, eos) for c in cursors]
         best: tuple | None = None
         e_pos = n + 1
         live = False
+        pending: list[Watch] = []
         live_cursor: Cursor | None = None
         while True:
             j = -1
@@ -623,14 +1253,13 @@ class Scanner:
                     j = i
             if j < 0:
                 break
-            status, pos, r = cursors[j].step(buf, eos, peeks[j], zw_forbid)
-            if status == 0:
+            cur = cursors[j]
+            status, pos, end = cur.advance(buf, eos, peeks[j], zw_forbid)
+            if status == NONE:
                 peeks[j] = pos
                 continue
             if self.guard is not None and self.guard.inside(buf, pos):
-                cur = cursors[j]  # inside a string literal of the body: not a delimiter here
-                cur.found = cur.att = None
-                cur.q = pos + 1
+                cur.reject(pos)  # inside a string literal of the body: not a delimiter here
                 peeks[j] = cur.peek(buf, eos)
                 continue
             peeks[j] = n + 1
@@ -638,66 +1267,37 @@ class Scanner:
                 e_pos = pos
                 best = None
                 live = False
-            if status == 2:
+            if status == LIVE:
                 if not live:
-                    live_cursor = cursors[j]
+                    live_cursor = cur
+                    pending = []
                 live = True
+                pending.append(self.entries[j])
             elif not live:
-                is_open, name, _ = self.entries[j]
-                key = (-(r[0] - pos), 0 if is_open else 1, name)
+                w = self.entries[j]
+                key = (-(end - pos), 0 if w.is_open else 1, w.field)
                 if best is None or key < best[0]:
-                    best = (key, j, r)
+                    best = (key, j, end)
         if live:
-            self.fast_q = e_pos
             self.live = live_cursor
-            return (0, e_pos, 0, None)
+            self.pending = (pending, e_pos)
+            return self._hold_at(e_pos)
         if best is not None:
-            return (1, best[1], e_pos, best[2])
-        self.fast_q = n
-        return (0, n, 0, None)
-
-    def trailing_hold(self, buf: str, q: int, n: int) -> int:
-        """Start of the earliest trailing run, within `buf[q:n]`, of a loop class."""
-        h = n
-        for test in self.loop_tests:
-            p = n
-            while p > q and test(buf[p - 1]):
-                p -= 1
-            if p < h:
-                h = p
-        return h
+            j, end = best[1], best[2]
+            return Commit(self.entries[j], e_pos, end, cursors[j].captures(buf, e_pos, eos))
+        self._searched = n
+        return self._hold_at(n)
 
 
-class WatchList:
-    """The delimiters watched in one kind of region, with their combined quick-rejection data."""
+_REV_RUN: dict[int, Any] = {}
 
-    __slots__ = ("entries", "fast", "loop_any", "loop_tests", "at0", "lit", "prefixes")
 
-    def __init__(self, entries: list[tuple[bool, str, Delimiter]]) -> None:
-        self.entries = entries
-        self.prefixes: tuple[tuple[str, Any], ...] | None = None
-        lits = entries[0][2].literals if len(entries) == 1 else None
-        self.lit = lits[0] if lits is not None and len(lits) == 1 else None
-        self.fast: tuple[str | None, Any] | None = None
-        ds = [d for _, _, d in entries]
-        tests = {d.loop_test.src: d.loop_test for d in ds if d.loop_test is not None}
-        self.loop_tests = list(tests.values())
-        self.loop_any = _rx.CharTest("|".join(tests), 0) if tests else None
-        self.at0 = any(d.at0 for d in ds)
-        if ds and not any(d.every for d in ds):
-            atoms: list[_rx.Node] = []
-            for d in ds:
-                atoms.extend(d.trigger_atoms)
-            chars = {a.args[0] for a in atoms if a.op == "lit"}
-            if len(chars) == 1 and all(a.op == "lit" for a in atoms):
-                self.fast = (next(iter(chars)), None)
-                fc = next(iter(chars))
-                anchors = [(d.anchor_prefix, d.loop_test) for d in ds]
-                if all(a and a[0] == fc for a, _ in anchors):
-                    self.prefixes = tuple(dict.fromkeys(anchors))
-            else:
-                srcs = list(dict.fromkeys(_atom_src(a) for a in atoms))
-                self.fast = (None, regex.compile("|".join(srcs)) if srcs else regex.compile("(?!)"))
-
-    def scanner(self, q: int, finders: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
-        return Scanner(self, q, finders, guard)
+def run_start(loop: _rx.CharTest, buf: str, lo: int, hi: int) -> int:
+    """Start (>= lo) of the run of `loop` characters that ends at `hi`: one reverse C match."""
+    if hi <= lo or not loop(buf[hi - 1]):
+        return hi
+    got = _REV_RUN.get(id(loop))
+    if got is None or got[0] is not loop:
+        got = _REV_RUN[id(loop)] = (loop, regex.compile(f"(?:{loop.src})*", loop.flags | regex.REVERSE))
+    m = got[1].match(buf, lo, hi)
+    return hi if m is None else m.start()

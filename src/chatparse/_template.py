@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict
-from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
 import regex
 
 from . import _rx
-from ._content import CONTENT_PARSERS, is_dirty, validate_transform_strings
-from ._scan import Delimiter, WatchList
+from ._content import CONTENT_PARSERS, copy_value, is_dirty, validate_transform_strings
+from ._scan import Delimiter, Watch, WatchList
 
 logger = logging.getLogger("chatparse")
 
@@ -109,7 +108,7 @@ def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: st
             raise ValueError(f"{scope}: '{literal_key}' literals cannot be empty strings")
         ordered = sorted(literals, key=len, reverse=True)
         d = Delimiter("|".join(regex.escape(s) for s in ordered), literals, f"{scope}: '{literal_key}'")
-        d.module_re = regex.compile(d.source, regex.DOTALL)  # type: ignore[attr-defined]
+        d.module_re = regex.compile(d.source, regex.DOTALL)
         return d
     if pattern_key in spec:
         src = spec[pattern_key]
@@ -125,7 +124,7 @@ def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: st
             raise ValueError(f"{scope}: {pattern_key} {src!r} uses {e}") from e
         except RecursionError as e:
             raise ValueError(f"{scope}: {pattern_key} is nested too deeply") from e
-        d.module_re = compiled  # type: ignore[attr-defined]
+        d.module_re = compiled
         return d
     return None
 
@@ -158,7 +157,7 @@ def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
         names: set[str] = set()
         for d in (opener, closer):
             if d is not None and d.literals is None:
-                names |= set(d.module_re.groupindex)  # type: ignore[attr-defined]
+                names |= set(d.module_re.groupindex)
         if names:
             raise ValueError(
                 f"{scope}: open_pattern/close_pattern declares named group(s) "
@@ -186,22 +185,40 @@ def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
         opener=opener,
         closer=closer,
         content=content,
-        content_args=deepcopy(content_args),
+        content_args=copy_value(content_args),
         repeats=bool(spec.get("repeats", False)),
         join=join,
         optional=bool(spec.get("optional", True)),
-        transform=deepcopy(transform),
+        transform=copy_value(transform),
         transform_each=transform_each,
         dirty=is_dirty(content, content_args),
-        watch=WatchList([(False, name, closer)] if closer is not None else []),
+        watch=WatchList([Watch(False, name, closer)] if closer is not None else []),
         string_guard=guard,
     )
     return f, spec
 
 
+#: How deeply a template's values (defaults, transforms, content_args) may nest.
+MAX_NESTING = 64
+
+
+def _check_nesting(spec: Any) -> None:
+    """Reject values nested deeper than MAX_NESTING (iteratively: no RecursionError), naming where."""
+    stack: list[tuple[Any, str, int]] = [(spec, "response_template", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise ValueError(f"{where} is nested more than {MAX_NESTING} levels deep")
+        if isinstance(value, dict):
+            stack.extend((v, f"{where}.{k}" if depth < 4 else where, depth + 1) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, where, depth + 1) for v in value)
+
+
 def _compile(spec: Any) -> Template:
     if not isinstance(spec, dict):
         raise ValueError(f"response_template must be a dict, got {type(spec).__name__}")
+    _check_nesting(spec)
     version = spec.get("version", 1)
     if version != 1:
         raise ValueError(f"Unsupported response_template version: {version}")
@@ -222,21 +239,19 @@ def _compile(spec: Any) -> Template:
     anchor = _compile_delimiter("response_template", spec, "start_anchor", "start_anchor_pattern")
     if anchor is None:
         raise ValueError("response_template must define 'start_anchor' or 'start_anchor_pattern'.")
-    defaults = deepcopy(spec.get("defaults", {}))
+    defaults = copy_value(spec.get("defaults", {}))
     implicit_name = implicit[0] if implicit else None
-    entries: list[tuple[bool, str, Delimiter]] = [
-        (True, n, f.opener) for n, f in fields.items() if f.opener is not None
-    ]
+    entries: list[Watch] = [Watch(True, n, f.opener) for n, f in fields.items() if f.opener is not None]
     if implicit_name is not None and fields[implicit_name].closer is not None:
         closer = fields[implicit_name].closer
         assert closer is not None
-        entries.append((False, implicit_name, closer))
+        entries.append(Watch(False, implicit_name, closer))
     return Template(
-        spec=deepcopy(spec),
+        spec=copy_value(spec),
         defaults=defaults,
         fields=fields,
         implicit=implicit_name,
-        anchor_re=anchor.module_re,  # type: ignore[attr-defined]
+        anchor_re=anchor.module_re,
         anchor_literals=anchor.literals,
         watch=WatchList(entries),
     )
@@ -268,11 +283,11 @@ def load_response_template(spec: dict | Template) -> Template:
         return spec
     try:
         key = json.dumps(spec, sort_keys=True)
-    except (TypeError, ValueError):
-        return _compile(spec)
+    except (TypeError, ValueError, RecursionError):
+        return _compile_guarded(spec)
     t = _CACHE.get(key)
     if t is None:
-        t = _compile(spec)
+        t = _compile_guarded(spec)
         _CACHE[key] = t
         if len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)

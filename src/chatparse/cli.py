@@ -284,9 +284,42 @@ def _auto_prefix(args: argparse.Namespace) -> str | None:
     return _load_prefix(args) if (args.prefix is not None or args.prefix_file is not None) else None
 
 
+def _cmd_parse_jsonl(args: argparse.Namespace) -> int:
+    """``parse --jsonl``: the logic is in :mod:`chatparse.hf._jsonl`."""
+    from chatparse.hf import _jsonl
+
+    if not args.field:
+        raise CliError("--jsonl needs --field NAME (the key of the generated text in each line)")
+    if args.jobs < 1:
+        raise CliError("--jobs must be at least 1")
+    template, prefix = (None, _load_prefix(args)) if args.auto else _template_and_prefix(args)
+    tools = _load_tools(args.tools)
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    try:
+        handle = sys.stdin if args.output == _STDIN else open(args.output, encoding="utf-8", newline="")  # noqa: SIM115
+    except OSError as exc:
+        raise CliError(f"{args.output}: cannot read output file: {exc.strerror or exc}") from None
+    with contextlib.closing(handle) if handle is not sys.stdin else contextlib.nullcontext():
+        try:
+            result = _jsonl.parse_jsonl(
+                handle, sys.stdout, field=args.field, template=template, prefix=prefix,
+                prefix_field=args.prefix_field, tools=tools, jobs=args.jobs, progress=progress,
+                total_bytes=_jsonl.file_size(args.output) if args.output != _STDIN else None,
+            )  # fmt: skip
+        except UnicodeDecodeError as exc:
+            raise CliError(f"{_display(args.output)}: not valid UTF-8 ({exc.reason})") from None
+    if result.failed:
+        print(f"{PROG}: error: {_display(args.output)}: {result.failed} of {result.lines} line(s) could not be "
+              f"parsed; first: {result.first_error}", file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
 def _cmd_parse(args: argparse.Namespace) -> int:
     from chatparse import parse_response
 
+    if args.jsonl:
+        return _cmd_parse_jsonl(args)
     if args.auto:
         from chatparse import detect
 
@@ -548,6 +581,12 @@ def build_parser() -> argparse.ArgumentParser:
         "that is not valid JSON, or a required field is missing).",
     )
     _common_options(p_parse)
+    jsonl = p_parse.add_argument_group("JSON Lines (one generation per line; see chatparse.hf)")
+    jsonl.add_argument("--jsonl", action="store_true", help="OUTPUT_FILE is JSON Lines: parse --field of every line and write one message (or {\"error\": ...}) per line")  # fmt: skip
+    jsonl.add_argument("--field", metavar="NAME", help="with --jsonl: the key of the generated text (a.b for nested keys)")  # fmt: skip
+    jsonl.add_argument("--prefix-field", metavar="NAME", help="with --jsonl: the key of each line's prompt (default: --prefix)")  # fmt: skip
+    jsonl.add_argument("--jobs", "-j", type=int, default=1, metavar="N", help="with --jsonl: parse in N processes (default: 1)")  # fmt: skip
+    jsonl.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="with --jsonl: progress bar on stderr (default: when stderr is a terminal)")  # fmt: skip
     p_parse.set_defaults(handler=_cmd_parse)
 
     p_stream = sub.add_parser(

@@ -14,6 +14,7 @@ non-stream.  The family metadata canitoolcall needs (leakage markers, stop token
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -26,6 +27,9 @@ from canitoolcall.fixtures import Family, Fixture, read_jsonl, validate  # noqa:
 from canitoolcall.pytest_plugin import assert_conforms, assert_equivalent  # noqa: E402
 from canitoolcall.results import Status  # noqa: E402
 
+from ..catalog.breadth_specs import BY_TEMPLATE_ONLY  # noqa: E402
+from ..catalog.breadth_specs import FAMILY_META as BREADTH_FAMILIES  # noqa: E402
+from ..catalog.breadth_specs import KNOWN_FAILURES as BREADTH_KNOWN_FAILURES  # noqa: E402
 from . import harness as H  # noqa: E402
 
 _MISSING = H.missing_layer_reason()
@@ -162,11 +166,15 @@ FAMILIES: dict[str, tuple[str, bool, list[str], list[str]]] = {
     ),
 }
 
+# The breadth formats (issue 10): fixtures rendered through the models' real chat templates.
+FAMILIES.update(BREADTH_FAMILIES)
+
 # Fixture id -> reason, for failures caused by a catalog template (the catalog is owned elsewhere;
 # these are strict xfails so a template fix shows up as XPASS).
 # Fixtures that fail because of a catalog template bug (strict xfail with the cause). Empty now:
 # `deepseek-r1-distill/think-opener-in-answer` was fixed by opening reasoning only at `^<think>`.
 TEMPLATE_BUGS: dict[str, str] = {}
+TEMPLATE_BUGS.update(BREADTH_KNOWN_FAILURES)  # breadth formats: limits named in breadth_specs
 
 SOFT_TAG = "x-soft-pass"
 PLACEHOLDER_REVISION = "0" * 40  # family.json for validation only: the fixtures pin no tokenizer
@@ -214,6 +222,9 @@ def test_fixture_files_validate(tmp_path: Path) -> None:
     issues = [str(i) for i in validate([tmp_path])]
     assert not issues, "\n".join(issues)
     for _p, _n, rec in RECORDS:
+        if rec["family"] in BREADTH_FAMILIES:  # renders of real templates, engine tests: see breadth_fixtures
+            assert rec["provenance"]["kind"] in ("template_render", "spec_example"), rec["id"]
+            continue
         assert rec["provenance"]["source_url"].startswith("https://huggingface.co/")
         assert "families.md" in rec["provenance"]["attribution"]
         assert "generation_prompt" in rec, rec["id"]
@@ -239,6 +250,9 @@ def layer() -> H.Layer:
 @pytest.mark.parametrize("fx", _params())
 def test_own_fixture(fx: Fixture, layer: H.Layer) -> None:
     assert layer.resolve_name(model=fx.reference_model), f"no catalog template for {fx.reference_model}"
+    if fx.family in BY_TEMPLATE_ONLY:  # chosen by chat template: the model's id resolves to another format
+        entry = BY_TEMPLATE_ONLY[fx.family]
+        layer = dataclasses.replace(layer, resolve_name=lambda model=None, **_: entry)
     fam = FAMILY_OBJS[fx.family]
     case = H.run_case(fx, layer, FAMILY_OBJS)
     assert case.config is not None and case.config.how == "catalog", case.reason

@@ -27,7 +27,7 @@ from transformers.utils.chat_parsing.response_templates import load_response_tem
 DEFAULT_TIMEOUT = 3.0
 
 #: keys chatparse adds to events (enriched contract, response-template.md §4.2)
-ENRICHED_KEYS = ("start", "end", "captures", "complete")
+ENRICHED_KEYS = ("start", "end", "captures", "complete", "body_start", "body_end")
 
 
 class ReferenceTimeout(BaseException):
@@ -210,7 +210,7 @@ def _strip_event(ev: dict) -> dict:
 def normalize_events(events: Iterable[dict]) -> list[dict]:
     """Normalise an event sequence for comparison between implementations.
 
-    * drops the enriched keys chatparse adds (`start`, `end`, `captures`, `complete`);
+    * drops the enriched keys chatparse adds (`start`, `end`, `captures`, `complete`, body spans);
     * maps `region_malformed` to a marker ``{"type": "region_malformed", "field", "error_type"}``;
     * joins consecutive `region_chunk` events of the same field (chunk boundaries legitimately
       differ, D23); empty chunks are dropped.

@@ -151,7 +151,8 @@ def test_one_character_at_a_time_never_retracts(case: tuple[dict, str, str]) -> 
 
 def _literal_watch(t: Any, parser: chatparse.ResponseParser) -> list[str] | None:
     lits: list[str] = []
-    for _, _, d in parser._watch().entries:
+    for w in parser._watch().entries:
+        d = w.delimiter
         if d.literals is None:
             return None
         lits += d.literals

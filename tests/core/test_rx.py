@@ -72,10 +72,11 @@ def _compile(p: str) -> _rx.Program | None:
         return None
 
 
-def _result(prog: _rx.Program, r: object, text: str) -> object:
+def _result(prog: _rx.Program, r: object, text: str, start: int = 0, eos: bool = True) -> object:
     if r is None or r is _rx.LIVE:
         return r
-    end, slots = r  # type: ignore[misc]
+    end, _ = r  # type: ignore[misc]
+    slots = _rx.capture(prog, text, start, eos)
     groups = {}
     for name, i in prog.names.items():
         s, e = slots[i], slots[i + 1]
@@ -97,7 +98,7 @@ def test_end_of_stream_equals_regex_module(p: str, text: str) -> None:
     assume(prog is not None)
     assert prog is not None
     for start in range(len(text) + 1):
-        got = _result(prog, _rx.Attempt(prog, start, set(), {}).run(text, True), text)
+        got = _result(prog, _rx.Attempt(prog, start).run(text, True), text, start)
         assert got == _ref(p, text, start), (p, text, start)
 
 
@@ -114,12 +115,12 @@ def test_decided_attempts_are_final(p: str, text: str, continuations: list[str])
     assume(prog is not None)
     assert prog is not None
     for start in range(len(text) + 1):
-        early = _rx.Attempt(prog, start, set(), {}).run(text, False)
+        early = _rx.Attempt(prog, start).run(text, False)
         if early is _rx.LIVE:
             continue
         for cont in continuations:
             full = text + cont
-            assert _result(prog, early, text) == _ref(p, full, start), (p, text, cont, start)
+            assert _result(prog, early, text, start, False) == _ref(p, full, start), (p, text, cont, start)
 
 
 @settings(
@@ -132,26 +133,26 @@ def test_resumed_attempts_equal_fresh_ones(p: str, text: str, more: str) -> None
     assert prog is not None
     full = text + more
     for start in range(len(text) + 1):
-        att = _rx.Attempt(prog, start, set(), {})
+        att = _rx.Attempt(prog, start)
         r = att.run(text, False)
         if r is _rx.LIVE:
             r = att.run(full, True)
-        assert _result(prog, r, full) == _ref(p, full, start), (p, text, more, start)
+        assert _result(prog, r, full, start) == _ref(p, full, start), (p, text, more, start)
 
 
 def test_memo_is_shared_across_starts_and_linear() -> None:
     # A failing unbounded loop tried at every start: memoisation makes the whole scan linear.
     prog = _rx.compile_pattern(r"[^<]*<c>")
     text = "x" * 20000 + "<b>"
-    memo: set[int] = set()
+    ctx = _rx.MatchContext()
     for start in range(len(text)):
-        assert _rx.Attempt(prog, start, memo, {}).run(text, True) is None
-    assert len(memo) < 3 * len(text)
+        assert _rx.Attempt(prog, start, ctx).run(text, True) is None
+    assert ctx.size() < 3 * len(text)
 
 
 def test_live_attempt_resumes_without_rescanning() -> None:
     prog = _rx.compile_pattern(r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>")
-    att = _rx.Attempt(prog, 0, set(), {})
+    att = _rx.Attempt(prog, 0)
     buf = ""
     for _ in range(5000):
         buf += "x"
@@ -184,7 +185,7 @@ def _cursor(p: str) -> tuple[_scan.Cursor, _scan.Delimiter] | None:
     if _compile(p) is None:
         return None
     d = _scan.Delimiter(p, None)
-    return _scan.Cursor(d, 0, None if d.every else d.finder()), d
+    return d.cursor({}), d
 
 
 def _leftmost(p: str, text: str) -> tuple[int, int, dict] | None:
@@ -195,8 +196,8 @@ def _leftmost(p: str, text: str) -> tuple[int, int, dict] | None:
     return None if m is None else (m.start(), m.end(), m.groupdict())
 
 
-def _as_match(d: _scan.Delimiter, text: str, pos: int, r: tuple) -> tuple[int, int, dict]:
-    end, slots = r
+def _as_match(d: _scan.Delimiter, text: str, pos: int, end: int, eos: bool) -> tuple[int, int, dict]:
+    slots = _rx.capture(d.prog, text, pos, eos)
     groups = {
         n: (None if slots[i] == -1 or slots[i + 1] == -1 else text[slots[i] : slots[i + 1]])
         for n, i in d.group_names.items()
@@ -234,16 +235,39 @@ def test_cursor_finds_the_leftmost_match_and_never_skips_one(p: str, text: str, 
     assert made is not None
     cur, d = made
     # End of stream: exactly the leftmost match of regex.search.
-    status, pos, r = cur.step(text, True, len(text) + 1, -1)
+    status, pos, end = cur.advance(text, True, len(text) + 1, -1)
     expected = _leftmost(p, text)
-    got = None if status == 0 else _as_match(d, text, pos, r)
+    got = None if status == _scan.NONE else _as_match(d, text, pos, end, True)
     assert got == expected, (p, text)
     # Before end of stream: a match is final, and nothing starts before a reported position.
-    cur2 = _scan.Cursor(d, 0, None if d.every else d.finder())
-    status, pos, r = cur2.step(text, False, len(text) + 1, -1)
+    cur2 = d.cursor({})
+    status, pos, end = cur2.advance(text, False, len(text) + 1, -1)
     for cont in conts:
         full = _leftmost(p, text + cont)
-        if status == 1:
-            assert full == _as_match(d, text, pos, r), (p, text, cont)
+        if status == _scan.MATCH:
+            assert full == _as_match(d, text, pos, end, False), (p, text, cont)
         elif full is not None:
             assert full[0] >= min(pos, len(text)), (p, text, cont, status, pos)
+
+
+@settings(
+    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+)
+@given(_patterns(), st.text(ALPHABET, max_size=12), st.booleans())
+def test_memos_shared_across_starts_keep_results_exact(p: str, text: str, eos: bool) -> None:
+    # As a cursor runs them: successive starts share one context until a match is found.
+    prog = _compile(p)
+    assume(prog is not None)
+    assert prog is not None
+    ctx = _rx.MatchContext()
+    for start in range(len(text) + 1):
+        r = _rx.Attempt(prog, start, ctx).run(text, eos)
+        if r is _rx.LIVE:
+            ctx = _rx.MatchContext()
+            continue
+        if r is not None:
+            ctx = _rx.MatchContext()
+        if eos:
+            assert _result(prog, r, text, start) == _ref(p, text, start), (p, text, start)
+        elif r is not None:
+            assert _result(prog, r, text, start, False) == _ref(p, text + "ab<", start), (p, text, start)

@@ -10,6 +10,7 @@ measured in tests/conformance), and the streamed answer must equal the non-strea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -39,9 +40,13 @@ PROMPT_TEMPLATE = (
 )
 
 
+def _with_entry(layer: Any, entry: str) -> Any:
+    return dataclasses.replace(layer, resolve_name=lambda model=None, **_: entry)
+
+
 def _cases() -> dict[tuple[str, str], list[tuple[Any, Any, Any]]]:
     """Fixtures grouped by (template, generation prompt): the canitoolcall corpus and our own."""
-    from ..conformance.test_own_fixtures import FAMILY_OBJS, RECORDS
+    from ..conformance.test_own_fixtures import BY_TEMPLATE_ONLY, FAMILY_OBJS, RECORDS, TEMPLATE_BUGS
 
     layer = H.load_layer()
     fams = load_families()
@@ -51,8 +56,11 @@ def _cases() -> dict[tuple[str, str], list[tuple[Any, Any, Any]]]:
     families.update(FAMILY_OBJS)
     groups: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = defaultdict(list)
     for fx in fixtures:
+        if fx.id in TEMPLATE_BUGS:  # known failures: strict xfails in tests/conformance/test_own_fixtures.py
+            continue
+        entry = BY_TEMPLATE_ONLY.get(fx.family)  # entries chosen by chat template, not by model id
         try:
-            cfg = H.config_for(fx, layer, families)
+            cfg = H.config_for(fx, _with_entry(layer, entry) if entry else layer, families)
         except H.Unsupported:
             continue
         groups[(cfg.template_name, cfg.kwargs["prefix"])].append((fx, cfg, families.get(fx.family)))

@@ -61,8 +61,6 @@ from ._resolve import resolve_template
 from ._text import TextStream
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
-_CUT_WINDOW = 512  # how far back a cut-off call opener is looked for
-_CUT_TIMEOUT = 1.0
 _STREAM_MODES = ("early", "complete")
 _UNKNOWN_MODES = ("surface", "drop")
 _REASONING_KEYS = ("reasoning_content", "reasoning", "both")
@@ -126,6 +124,12 @@ class ChatParser:
         self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
         self._content = TextStream()
         self._reasoning = TextStream()
+        # Fields whose clean chunks are content or reasoning text (the per-token path of `feed`).
+        self._text_fields: dict[str, TextStream] = {
+            name: s
+            for name, f in self._t.fields.items()
+            if (s := self._stream(name)) is not None and not f.dirty
+        }
         self._calls = ToolCallAssembler(
             stream=stream_tool_calls,
             offered=build_tool_table(tool_list) if tool_list is not None else None,
@@ -133,7 +137,13 @@ class ChatParser:
             id_factory=id_factory or random_call_id,
         )
         self._errors: list[dict[str, Any]] = []
-        self._body_start = 0
+        # Fields whose chunks produce no delta (the per-token path of `feed` skips them).
+        self._silent_fields = frozenset(
+            name
+            for name in self._t.fields
+            if (name == "tool_calls" and stream_tool_calls != "early")
+            or (name != "tool_calls" and self._stream(name) is None)
+        )
         self._region_pos = 0  # end of the current region's text seen so far
         self._finished = False
         self._emit_from = 0
@@ -150,7 +160,37 @@ class ChatParser:
             raise RuntimeError("ChatParser already finished")
         if self._auto is not None:
             return self._rekey(self._auto.feed(text))
-        deltas = self._pending + self._process(self._parser.feed(text), truncated_drops=False)
+        events = self._parser.feed(text)
+        if len(events) == 1 and not self._pending:
+            # The per-token path: one clean text chunk of content or reasoning.
+            e = events[0]
+            if e["type"] == "region_chunk" and self._region_pos >= self._emit_from:
+                if e["field"] in self._silent_fields:
+                    # a call body while calls are sent complete, or a field that is not mapped
+                    self._region_pos += len(e["text"])
+                    return []
+                s = self._text_fields.get(e["field"]) if not e["dirty"] else None
+                if s is not None:
+                    chunk = e["text"]
+                    self._region_pos += len(chunk)
+                    piece = s.piece(chunk)
+                    if piece is not None:
+                        if not piece:
+                            return []
+                        if s is self._content:
+                            return [{"content": piece}]
+                        return [dict.fromkeys(self._reasoning_keys, piece)]
+                    pieces: list[str] = []
+                    s.chunk(chunk, pieces)
+                    if not pieces:
+                        return []
+                    keys = ("content",) if s is self._content else self._reasoning_keys
+                    if len(pieces) == 1:
+                        return [dict.fromkeys(keys, pieces[0])]
+                    deltas: list[dict[str, Any]] = []
+                    self._text_deltas(e["field"], pieces, deltas)
+                    return deltas
+        deltas = self._pending + self._process(events, truncated_drops=False)
         self._pending = []
         return deltas
 
@@ -206,8 +246,6 @@ class ChatParser:
         (`<tool_call>` with its `<function=...>` never written, a bare `[TOOL_CALLS]`) is the start
         of a call that was never written, not text: it is removed from the final text chunks.
         """
-        f = self._t.fields.get("tool_calls")
-        rx = getattr(f.opener, "module_re", None) if f is not None and f.opener is not None else None
         buf = self._parser.input_text
         # the text chunks that end the output, as (event index, start in buf)
         tail: list[tuple[int, int]] = []
@@ -220,16 +258,13 @@ class ChatParser:
                 break
             end -= len(e["text"])
             tail.append((i, end))
-        if rx is None or not tail:
+        if not tail:
             return events
-        cut = None
-        for q in range(max(end, len(buf) - _CUT_WINDOW), len(buf)):
-            if buf[q].isspace():
-                continue
-            m = rx.match(buf, q, partial=True, timeout=_CUT_TIMEOUT)
-            if m is not None and m.partial:
-                cut = q
-                break
+        # The core reports the delimiters that were still being written when the output ended.
+        starts = [c["start"] for c in self._parser.cut_off if c["field"] == "tool_calls" and c["opener"]]
+        cut = min(starts) if starts else None
+        if cut is not None and cut < end:
+            cut = None  # an opener that began before the final text chunks: not cut off there
         if cut is None:
             return events
         out = list(events)
@@ -249,7 +284,7 @@ class ChatParser:
         keys = ("content",) if name == "content" else self._reasoning_keys
         for piece in pieces:
             last = deltas[-1] if deltas else None
-            if last is not None and set(last) == set(keys):
+            if last is not None and len(last) == len(keys) and all(k in last for k in keys):
                 for k in keys:  # coalesce with the previous delta of the same kind
                     last[k] += piece
             else:
@@ -276,7 +311,7 @@ class ChatParser:
                     elif (s := self._stream(name)) is not None and not f.dirty:
                         s.chunk(fill, pieces)
             if kind == "region_open":
-                self._body_start = self._region_pos = e["end"]
+                self._region_pos = e["end"]
                 if name == "tool_calls":
                     calls.open(f, e.get("captures") or {}, e["end"], entries)
                 elif (s := self._stream(name)) is not None:
@@ -289,12 +324,12 @@ class ChatParser:
                     s.chunk(e["text"], pieces)
             elif kind == "region_close":
                 if name == "tool_calls":
-                    body = self._parser.input_text[self._body_start : e["start"]]
+                    body = self._parser.input_text[e["body_start"] : e["body_end"]]
                     calls.close(e["value"], e["complete"], truncated_drops, body, entries)
                 elif (s := self._stream(name)) is not None:
                     s.close(e["value"], f.dirty, pieces)
             elif kind == "region_malformed":
-                text = self._parser.input_text[self._body_start : e["start"]]
+                text = self._parser.input_text[e["body_start"] : e["body_end"]]
                 if name == "tool_calls":
                     calls.malformed(e["error"], text, truncated_drops)
                 else:

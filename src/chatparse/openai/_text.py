@@ -39,6 +39,7 @@ class TextStream:
         self._closed: dict[str, int] = {}  # regions closed per join field
         # current region
         self._field: Field | None = None
+        self._strip = True  # the current field's value is stripped
         self._started = False  # the region committed something (join fields)
         self._sep_done = False
 
@@ -48,6 +49,7 @@ class TextStream:
 
     def open(self, f: Field) -> None:
         self._field = f
+        self._strip = _stripping(f)
         self._started = False
         self._sep_done = False
         if f.join is not None:
@@ -69,7 +71,7 @@ class TextStream:
         f = self._field
         if f is None or not text:
             return
-        strip = _stripping(f)
+        strip = self._strip
         if f.join is not None:
             if strip and not self._started:
                 text = text.lstrip()
@@ -90,6 +92,23 @@ class TextStream:
         keep = len(whole.rstrip())
         self._commit(out, whole[:keep])
         self._hold = whole[keep:]
+
+    def piece(self, text: str) -> str | None:
+        """`chunk` for the common case (a stripped field without `join`, after the first committed
+        text): the piece committed (possibly ""), or None when the general `chunk` must run."""
+        f = self._field
+        if f is None or f.join is not None or not self.parts or not self._strip:
+            return None
+        whole = self._hold + text if self._hold else text
+        if whole[-1:].isspace():
+            keep = len(whole.rstrip())
+            self._hold = whole[keep:]
+            whole = whole[:keep]
+        else:
+            self._hold = ""
+        if whole:
+            self.parts.append(whole)
+        return whole
 
     def close(self, value: Any, dirty: bool, out: list[str]) -> None:
         """End the current region; `value` is its parsed value (used when its chunks were dirty)."""

@@ -1,0 +1,437 @@
+"""What the vLLM and SGLang plugins share: template resolution, policies, `tool_choice`, finish reasons.
+
+Theory of operation
+-------------------
+An engine creates one parser object per request (and, on vLLM's engine core, one reasoning parser
+per structured-output request). Everything here is either a pure function of its arguments or a
+cache of immutable derived data (compiled templates keyed by the tokenizer object); nothing here
+holds request state, so the plugins work the same in every process an engine starts.
+
+Template resolution (`resolve`), first match wins:
+
+1. `CHATPARSE_TEMPLATE_OVERRIDE` (a catalog name or a JSON file): for fine-tunes whose catalog
+   guess is wrong;
+2. the tokenizer's own `response_template` (attribute, or `init_kwargs` from
+   `tokenizer_config.json`), used as-is;
+3. the catalog, by model id (the tokenizer's `name_or_path`, or the engine's model name), then by
+   the tokenizer's chat template;
+4. `CHATPARSE_TEMPLATE` (a catalog name or a JSON file holding a template or a
+   `tokenizer_config.json` with a `response_template`).
+
+When none applies, `TemplateNotFound` says so in one line, with what to set.
+
+Policies (`Policy.from_env`), chatparse's defaults first, the engine's convention as the switch:
+
+* `CHATPARSE_STREAM_TOOL_CALLS=complete|early`: send each call once it is complete (default), or
+  announce it at its opener (see `chatparse.openai.ChatParser`);
+* `CHATPARSE_UNKNOWN_TOOLS=surface|drop`: return calls to tools the request did not offer
+  (default), or drop them (SGLang's convention; `SGLANG_FORWARD_UNKNOWN_TOOLS` is not read);
+* `CHATPARSE_REASONING_KEY=both|reasoning_content|reasoning` (vLLM only): the key of reasoning in
+  stream deltas. SGLang's server always names it `reasoning_content`; vLLM's server builds the
+  non-streamed message itself and always names it `reasoning`, so the vLLM default is `both`;
+* `CHATPARSE_CALL_IDS=chatparse|engine` (vLLM only): `call_<24 alphanumerics>` (default) or
+  vLLM's own `chatcmpl-tool-...` ids. SGLang's server mints call ids itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._template import Template, load_response_template
+
+ENV_TEMPLATE = "CHATPARSE_TEMPLATE"
+ENV_TEMPLATE_OVERRIDE = "CHATPARSE_TEMPLATE_OVERRIDE"
+ENV_STREAM_TOOL_CALLS = "CHATPARSE_STREAM_TOOL_CALLS"
+ENV_UNKNOWN_TOOLS = "CHATPARSE_UNKNOWN_TOOLS"
+ENV_REASONING_KEY = "CHATPARSE_REASONING_KEY"
+ENV_CALL_IDS = "CHATPARSE_CALL_IDS"
+_ENV_KEYS = (
+    ENV_TEMPLATE,
+    ENV_TEMPLATE_OVERRIDE,
+    ENV_STREAM_TOOL_CALLS,
+    ENV_UNKNOWN_TOOLS,
+    ENV_REASONING_KEY,
+    ENV_CALL_IDS,
+)
+
+#: Field names the OpenAI layer reads as reasoning (`chatparse.openai.ChatParser`'s mapping).
+REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+TOOL_FIELD = "tool_calls"
+
+PARSER_NAME = "chatparse"
+
+
+class IntegrationError(ValueError):
+    """A plugin cannot start with this tokenizer or environment; the message is one line."""
+
+
+class TemplateNotFound(IntegrationError):
+    """No response template applies to the served model."""
+
+
+# --------------------------------------------------------------------------------------------------
+# policies
+
+
+def _choice(env: Mapping[str, str], key: str, allowed: Sequence[str], default: str) -> str:
+    value = env.get(key, "").strip().lower()
+    if not value:
+        return default
+    if value not in allowed:
+        raise IntegrationError(f"chatparse: {key}={value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How a plugin turns parsed regions into the engine's deltas (see the module docstring)."""
+
+    stream_tool_calls: str = "complete"
+    unknown_tools: str = "surface"
+    reasoning_key: str = "reasoning_content"
+    call_ids: str = "chatparse"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, engine: str) -> Policy:
+        """The policy the environment selects for `engine` (`"vllm"` or `"sglang"`).
+
+        >>> Policy.from_env({}, engine="vllm").reasoning_key
+        'both'
+        >>> Policy.from_env({"CHATPARSE_UNKNOWN_TOOLS": "drop"}, engine="sglang").unknown_tools
+        'drop'
+        """
+        env = os.environ if env is None else env
+        return cls(
+            stream_tool_calls=_choice(env, ENV_STREAM_TOOL_CALLS, ("complete", "early"), "complete"),
+            unknown_tools=_choice(env, ENV_UNKNOWN_TOOLS, ("surface", "drop"), "surface"),
+            reasoning_key=(
+                _choice(env, ENV_REASONING_KEY, ("both", "reasoning_content", "reasoning"), "both")
+                if engine == "vllm"
+                else "reasoning_content"
+            ),
+            call_ids=_choice(env, ENV_CALL_IDS, ("chatparse", "engine"), "chatparse"),
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# templates
+
+
+def _without(spec: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    fields = spec.get("fields")
+    if not isinstance(fields, dict) or not any(n in fields for n in names):
+        return spec
+    out = dict(spec)
+    out["fields"] = {k: v for k, v in fields.items() if k not in names}
+    return out
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The template a plugin parses with, and where it came from (for the startup log line)."""
+
+    spec: dict[str, Any]
+    name: str
+    """A catalog name, a file path, or `"tokenizer response_template"`."""
+    source: str
+    """`override`, `tokenizer`, `catalog (model id)`, `catalog (chat template)` or `environment`."""
+    stop: tuple[str, ...] = ()
+    """End-of-turn markers from the catalog entry (used to recognise a stop token id)."""
+    policies: dict[str, Policy] = field(default_factory=dict, compare=False)
+    """`Policy.from_env` per engine, read from the same environment as the template."""
+    _variants: dict[tuple[bool, bool], Template | None] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    @property
+    def template(self) -> Template:
+        """The whole template, compiled."""
+        found = self.variant(reasoning=True, tools=True)
+        assert found is not None
+        return found
+
+    @property
+    def reasoning_field(self) -> str | None:
+        fields = self.spec.get("fields") or {}
+        return next((n for n in REASONING_FIELDS if n in fields), None)
+
+    @property
+    def has_tools(self) -> bool:
+        return TOOL_FIELD in (self.spec.get("fields") or {})
+
+    def variant(self, *, reasoning: bool, tools: bool) -> Template | None:
+        """The template with its reasoning and/or tool-call fields left out, compiled once.
+
+        A field left out is not parsed: its markup stays in the content, verbatim (vLLM's and
+        SGLang's convention when no reasoning parser is selected, or for `tool_choice="none"`).
+        `None` when the template does not load without the field (e.g. reasoning is its implicit
+        field); the caller then routes that field to content instead.
+        """
+        key = (reasoning, tools)
+        if key not in self._variants:
+            drop = [] if reasoning else list(REASONING_FIELDS)
+            if not tools:
+                drop.append(TOOL_FIELD)
+            spec = _without(self.spec, drop)
+            try:
+                self._variants[key] = load_response_template(spec)
+            except ValueError:
+                if reasoning and tools:
+                    raise
+                self._variants[key] = None
+        return self._variants[key]
+
+
+def tokenizer_response_template(tokenizer: Any) -> dict[str, Any] | None:
+    """The tokenizer's own `response_template` (attribute or `init_kwargs`), or None."""
+    if tokenizer is None:
+        return None
+    for source in (tokenizer, getattr(tokenizer, "tokenizer", None)):
+        if source is None:
+            continue
+        try:
+            found = getattr(source, "response_template", None)
+        except Exception:  # a wrapper that proxies attribute access and fails
+            found = None
+        if isinstance(found, dict):
+            return found
+        init_kwargs = getattr(source, "init_kwargs", None)
+        if isinstance(init_kwargs, Mapping) and isinstance(init_kwargs.get("response_template"), dict):
+            return dict(init_kwargs["response_template"])
+    return None
+
+
+def tokenizer_model_id(tokenizer: Any) -> str | None:
+    for source in (tokenizer, getattr(tokenizer, "tokenizer", None)):
+        name = getattr(source, "name_or_path", None) if source is not None else None
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def tokenizer_chat_template(tokenizer: Any) -> Any:
+    for source in (tokenizer, getattr(tokenizer, "tokenizer", None)):
+        if source is None:
+            continue
+        try:
+            found = getattr(source, "chat_template", None)
+        except Exception:
+            found = None
+        if found:
+            return found
+    return None
+
+
+def _from_env_value(key: str, value: str) -> tuple[dict[str, Any], str]:
+    from .. import catalog
+
+    if os.path.exists(value):
+        try:
+            with open(value, encoding="utf-8") as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            raise IntegrationError(f"chatparse: {key}={value}: cannot read a JSON template: {e}") from e
+        if isinstance(data, dict) and isinstance(data.get("response_template"), dict):
+            data = data["response_template"]
+        if not isinstance(data, dict):
+            raise IntegrationError(f"chatparse: {key}={value}: expected a JSON object (a response_template)")
+        return data, value
+    try:
+        return catalog.get(value), value
+    except catalog.UnknownTemplateError as e:
+        raise IntegrationError(
+            f"chatparse: {key}={value!r} is neither a file nor a catalog template; "
+            f"catalog templates: {', '.join(catalog.names())}"
+        ) from e
+
+
+def _catalog_stop(name: str) -> tuple[str, ...]:
+    from .. import catalog
+
+    try:
+        stop = catalog.describe(name).get("stop") or ()
+    except (KeyError, ValueError):
+        return ()
+    return tuple(s for s in stop if isinstance(s, str) and s)
+
+
+def _resolve(tokenizer: Any, model: str | None, env: Mapping[str, str]) -> Resolved:
+    from .. import catalog
+
+    policies = {engine: Policy.from_env(env, engine=engine) for engine in ("vllm", "sglang")}
+
+    def finish(spec: dict[str, Any], name: str, source: str) -> Resolved:
+        resolved = Resolved(spec, name, source, _catalog_stop(name), policies)
+        try:
+            resolved.template  # noqa: B018 - validate and compile now, not on the first request
+        except ValueError as e:
+            raise IntegrationError(f"chatparse: template {name} ({source}) is invalid: {e}") from e
+        return resolved
+
+    override = env.get(ENV_TEMPLATE_OVERRIDE, "").strip()
+    if override:
+        spec, name = _from_env_value(ENV_TEMPLATE_OVERRIDE, override)
+        return finish(spec, name, "override")
+    own = tokenizer_response_template(tokenizer)
+    if own is not None:
+        return finish(own, "tokenizer response_template", "tokenizer")
+    tried: list[str] = []
+    for model_id in dict.fromkeys(m for m in (tokenizer_model_id(tokenizer), model) if m):
+        tried.append(f"model id {model_id!r}")
+        by_model = catalog.match_model(model_id)
+        if by_model is not None:
+            return finish(catalog.get(by_model), by_model, "catalog (model id)")
+    chat_template = tokenizer_chat_template(tokenizer)
+    if chat_template:
+        tried.append("its chat template")
+        by_chat = catalog.match_chat_template(chat_template)
+        if by_chat is not None:
+            return finish(catalog.get(by_chat), by_chat, "catalog (chat template)")
+    fallback = env.get(ENV_TEMPLATE, "").strip()
+    if fallback:
+        spec, name = _from_env_value(ENV_TEMPLATE, fallback)
+        return finish(spec, name, "environment")
+    raise TemplateNotFound(
+        "chatparse: no response template for this model: the tokenizer has no response_template and "
+        f"the catalog matches neither {' nor '.join(tried) or 'a model id nor a chat template'}; "
+        f"set {ENV_TEMPLATE} to a catalog name ({', '.join(catalog.names()[:6])}, ...; "
+        "`chatparse templates list`) or to a JSON file"
+    )
+
+
+_CACHE: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], Resolved]] = weakref.WeakKeyDictionary()
+
+
+def resolve(tokenizer: Any, *, model: str | None = None, env: Mapping[str, str] | None = None) -> Resolved:
+    """The template for `tokenizer` (see the module docstring). Raises `IntegrationError`.
+
+    The result is cached per tokenizer object (and environment), so per-request parser
+    construction costs a dictionary lookup.
+    """
+    env = os.environ if env is None else env
+    key = (model, *(env.get(k) for k in _ENV_KEYS))
+    try:
+        hit = _CACHE.get(tokenizer)
+    except TypeError:  # not weak-referenceable
+        hit = None
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    resolved = _resolve(tokenizer, model, env)
+    with contextlib.suppress(TypeError):  # not weak-referenceable: no cache
+        _CACHE[tokenizer] = (key, resolved)
+    return resolved
+
+
+def describe(resolved: Resolved, engine: str) -> str:
+    """The one startup line: which template, from where."""
+    return f"chatparse ({engine}): response template {resolved.name!r} from {resolved.source}"
+
+
+# --------------------------------------------------------------------------------------------------
+# requests
+
+
+def tool_dicts(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """The request's tools as plain dicts in the Chat Completions shape (pydantic models dumped)."""
+    out: list[dict[str, Any]] = []
+    for tool in tools or ():
+        if hasattr(tool, "model_dump"):
+            tool = tool.model_dump(exclude_none=True)
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function")
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            out.append(tool)
+        elif tool.get("type") == "function" and isinstance(tool.get("name"), str):  # Responses API
+            out.append({"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}})
+    return out
+
+
+def tool_choice_mode(tool_choice: Any) -> str:
+    """`none`, `auto`, `required` or `named` for any engine's `tool_choice` value (None is `auto`)."""
+    if tool_choice is None or tool_choice == "auto":
+        return "auto"
+    if tool_choice in ("none", "required"):
+        return str(tool_choice)
+    return "named"
+
+
+def unsupported_tool_guarantee(tool_choice: Any, tools: Sequence[Any] | None) -> str | None:
+    """What a request asks chatparse to guarantee that needs generation constraints, or None.
+
+    The single place where `tool_choice="required"` and named choices are decided. They need the
+    template-derived generation constraints of `chatparse.constraints`, which are not available
+    yet, so they are refused (each engine raises its own validation error with this text).
+    """
+    if not tools:
+        return None
+    mode = tool_choice_mode(tool_choice)
+    if mode in ("required", "named"):
+        what = "tool_choice='required'" if mode == "required" else "a named tool_choice"
+        return (
+            f"the chatparse parser cannot guarantee {what} yet: it needs template-derived generation "
+            "constraints (chatparse.constraints), which are not available; use tool_choice='auto'"
+        )
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# finish reasons
+
+
+def stop_token_ids(tokenizer: Any, resolved: Resolved, extra: Sequence[int] | None = ()) -> frozenset[int]:
+    """Token ids whose appearance at the end of an output means the model stopped by itself.
+
+    The tokenizer's EOS id, the catalog entry's end-of-turn markers when each is one token, and the
+    request's own `stop_token_ids`.
+    """
+    ids: set[int] = {int(i) for i in extra or () if isinstance(i, int)}
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if isinstance(eos, int):
+        ids.add(eos)
+    elif isinstance(eos, (list, tuple)):
+        ids.update(int(i) for i in eos if isinstance(i, int))
+    for text in resolved.stop:
+        try:
+            found = tokenizer.convert_tokens_to_ids(text)
+        except Exception:
+            continue
+        unk = getattr(tokenizer, "unk_token_id", None)
+        if isinstance(found, int) and found >= 0 and found != unk:
+            ids.add(found)
+    return frozenset(ids)
+
+
+def recover_finish_reason(
+    *,
+    last_ids: Sequence[int],
+    generated: int,
+    stop_ids: frozenset[int],
+    max_tokens: int | None,
+    prompt_tokens: int | None = None,
+    max_model_len: int | None = None,
+) -> str:
+    """`"stop"` or `"length"` for an output whose engine did not say which.
+
+    A stop token id in the final delta means the model stopped; otherwise reaching `max_tokens`
+    (or the model's context length) means it was cut off; anything else is a stop string or an
+    unknown cause and counts as `"stop"`.
+
+    >>> recover_finish_reason(last_ids=[7], generated=16, stop_ids=frozenset({2}), max_tokens=16)
+    'length'
+    >>> recover_finish_reason(last_ids=[7, 2], generated=16, stop_ids=frozenset({2}), max_tokens=16)
+    'stop'
+    """
+    if last_ids and last_ids[-1] in stop_ids:
+        return "stop"
+    if max_tokens is not None and max_tokens > 0 and generated >= max_tokens:
+        return "length"
+    if max_model_len and prompt_tokens is not None and prompt_tokens + generated >= max_model_len:
+        return "length"
+    return "stop"

@@ -1,0 +1,543 @@
+"""chatparse as SGLang's tool-call and reasoning parser: `--tool-call-parser chatparse --reasoning-parser chatparse`.
+
+```sh
+pip install 'chatparse[sglang]'
+python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tool-call-parser chatparse --reasoning-parser chatparse
+```
+
+Installing chatparse adds an `sglang.srt.plugins` entry point; SGLang's `load_plugins()` (run by
+`launch_server` before it parses the command line, and in every process it starts) calls
+`register`, which puts the detectors into `FunctionCallParser.ToolCallParserEnum` and
+`ReasoningParser.DetectorMap` and registers the hooks below with SGLang's `HookRegistry`.
+`SGLANG_PLUGINS`, when set, must name `chatparse`.
+
+What runs
+---------
+SGLang runs the reasoning parser first and the tool-call parser on its normal text, each created
+per request and per choice by `OpenAIServingChat`.
+
+* `ChatparseReasoningDetector` splits reasoning out with the whole template and passes everything
+  else through verbatim (`chatparse.integrations._split.ReasoningSplitter`), so whichever tool parser
+  follows sees the calls as the model wrote them.
+* When both are chatparse and tools are parsed, the reasoning detector parses once with the whole
+  template and hands each step's content and calls to the tool-call detector (`_OneParse`), which
+  then does not parse at all: SGLang creates the two as separate objects, and parsing twice would
+  double the cost.
+* Otherwise `ChatparseDetector` runs a `chatparse.openai.ChatParser` on that text with the template minus its
+  reasoning field (so without `--reasoning-parser chatparse` reasoning markup stays content, as it
+  does for SGLang's own parsers). Calls are sent whole when complete (`CHATPARSE_STREAM_TOOL_CALLS`),
+  with stable indices in call order; unknown tools are surfaced (`CHATPARSE_UNKNOWN_TOOLS=drop` is
+  SGLang's convention); a malformed or cut-off call is never returned. SGLang mints the call ids.
+
+The seam where the request is visible
+-------------------------------------
+SGLang's detectors never see the request: not the rendered prompt (which the parser needs as its
+prefix, to see a `<think>` or a call the prompt opened) and not why generation ended (a call cut off
+by `max_tokens` must not be returned). Both are visible one level up, in `OpenAIServingChat`, and
+`register` hooks exactly there (SGLang `HookRegistry`, `AROUND` hooks that call the original):
+
+* `_requires_response_template_detokenization` answers yes for chatparse too, so SGLang keeps the
+  template's delimiters in the detokenized text and stores the decoded prompt on the request
+  (`request._response_parser_prefix`), as it does for its own response-template parsers;
+* `_process_tool_call_stream` (streaming: `content["meta_info"]["finish_reason"]` on the flushing
+  step), `_process_tool_calls` (non-streaming: its `finish_reason` argument),
+  `_process_reasoning_stream` (its `finish_reason_type`, the tool-call parser's name and the
+  request's tools) and `_build_chat_response` publish the prefix and the finish reason in a
+  `contextvars.ContextVar`; the detectors read it. A context variable is
+  per asyncio task, i.e. per request: no state is shared between requests;
+* `OpenAIServingChat.__init__` resolves the template at startup, so a model without one fails with
+  one line instead of on the first request.
+
+`tool_choice="required"` and named choices: SGLang constrains those with its generic JSON-schema
+constraint and parses the JSON array itself (`JsonArrayParser`); chatparse does not take part and
+does not offer structural tags yet (`supports_structural_tag()` is False, `get_structural_tag`
+returns None) until `chatparse.constraints` derives them from the template.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+try:
+    from sglang.srt.function_call.base_format_detector import BaseFormatDetector
+    from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector, ReasoningParser
+    from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningResult
+except ImportError as e:  # pragma: no cover - exercised only without SGLang
+    raise ImportError(
+        f"chatparse.integrations.sglang needs SGLang 0.5.23 (pip install 'chatparse[sglang]'): {e}"
+    ) from e
+
+from .._parser import ResponseParser
+from ..openai import ChatParser
+from ._common import PARSER_NAME, REASONING_FIELDS, Resolved, describe, resolve, tool_dicts
+from ._split import ReasoningSplitter
+
+__all__ = ["ChatparseDetector", "ChatparseReasoningDetector", "register", "request_context"]
+
+log = logging.getLogger("chatparse.integrations.sglang")
+
+_SERVING = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat"
+
+#: What the serving layer knows about the request being parsed in this task: `prefix` (the decoded
+#: prompt) and `finish_reason` (SGLang's finish dict, or None while generating).
+_REQUEST: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "chatparse_request", default=None
+)
+
+
+def request_context() -> dict[str, Any]:
+    """The serving layer's view of the current request (empty outside a hooked serving method)."""
+    return _REQUEST.get() or {}
+
+
+def _finish_type(finish: Any) -> str:
+    kind = finish.get("type") if isinstance(finish, dict) else getattr(finish, "type", finish)
+    return "length" if kind == "length" else "stop"
+
+
+def _prefix_now() -> str:
+    prefix = request_context().get("prefix")
+    return prefix if isinstance(prefix, str) else ""
+
+
+# --------------------------------------------------------------------------------------------------
+# reasoning
+
+
+class _CleanSplit:
+    """Reasoning and clean content (no tool parser follows): a `ChatParser` without tool parsing,
+    so call markup stays in the content verbatim and content framing (channels) is removed."""
+
+    def __init__(self, resolved: Resolved, prefix: str) -> None:
+        template = resolved.variant(reasoning=True, tools=False) or resolved.template
+        self._parser = ChatParser(
+            template=template, prefix=prefix, parse_tool_calls=template is not resolved.template
+        )
+        self.in_reasoning = False
+
+    def _split(self, deltas: list[dict[str, Any]]) -> tuple[str, str]:
+        reasoning = "".join(d.get("reasoning_content", "") for d in deltas)
+        content = "".join(d.get("content", "") for d in deltas)
+        if content:
+            self.in_reasoning = False
+        elif reasoning:
+            self.in_reasoning = True
+        return reasoning, content
+
+    def feed(self, text: str) -> tuple[str, str]:
+        return self._split(self._parser.feed(text))
+
+    def finish(self) -> tuple[str, str]:
+        return self._split(self._parser.finish("stop")[1])
+
+
+class _OneParse:
+    """Reasoning, content and calls in one parse, when the chatparse tool parser follows.
+
+    SGLang runs the reasoning parser and then the tool-call parser on its normal text, each its own
+    object. When both are chatparse, parsing twice would double the cost: this parses once with
+    the whole template and hands the content and call deltas of each step to the tool parser,
+    which receives this step's normal text (the very string object returned here) and uses the
+    handed-over deltas instead of parsing that text. Anything else reaching the tool parser (a
+    different string) is parsed by it as usual.
+    """
+
+    def __init__(self, resolved: Resolved, prefix: str, tools: Any) -> None:
+        policy = resolved.policies["sglang"]
+        self._parser = ChatParser(
+            template=resolved.template,
+            prefix=prefix,
+            tools=tool_dicts(tools) or None,
+            stream_tool_calls=policy.stream_tool_calls,
+            unknown_tools=policy.unknown_tools,
+        )
+        self.in_reasoning = False
+        self._last: Any = None  # this step's normal text, as handed over
+
+    def _split(self, deltas: list[dict[str, Any]], end: bool) -> tuple[str, str]:
+        reasoning = "".join(d["reasoning_content"] for d in deltas if "reasoning_content" in d)
+        rest = [d for d in deltas if "reasoning_content" not in d]
+        if rest:
+            self.in_reasoning = False
+        elif reasoning:
+            self.in_reasoning = True
+        ctx = _REQUEST.get()
+        if ctx is None:
+            return reasoning, ""
+        if end and self._last is not None and ctx.get("handoff") and ctx["handoff"][0] is self._last:
+            ctx["handoff"][1].extend(rest)  # the final step: same normal text, more deltas
+            return reasoning, ""
+        normal = "".join(d.get("content", "") for d in rest)
+        ctx["handoff"] = (normal, rest)
+        self._last = normal
+        return reasoning, normal
+
+    def feed(self, text: str) -> tuple[str, str]:
+        return self._split(self._parser.feed(text), end=False)
+
+    def finish(self) -> tuple[str, str]:
+        reason = _finish_type(request_context().get("finish_reason"))
+        return self._split(self._parser.finish(reason)[1], end=True)
+
+
+class ChatparseReasoningDetector(BaseReasoningFormatDetector):
+    """Reasoning out; the rest verbatim for the tool-call parser after it, or clean content when
+    no tool-call parser runs for the request (SGLang's `tool_call_parser_active`)."""
+
+    def __init__(
+        self,
+        stream_reasoning: bool = True,
+        force_reasoning: bool = False,
+        tokenizer: Any = None,
+        tool_call_parser_active: bool = False,
+        **_kwargs: Any,
+    ) -> None:
+        self._resolved: Resolved = resolve(tokenizer, model=None)
+        field_name = self._resolved.reasoning_field
+        f = self._resolved.template.fields.get(field_name) if field_name else None
+        opener = f.opener.literals[0] if f is not None and f.opener is not None and f.opener.literals else ""
+        closer = f.closer.literals[0] if f is not None and f.closer is not None and f.closer.literals else ""
+        super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
+        self._opener = opener
+        self._verbatim = tool_call_parser_active
+        self._splitter: ReasoningSplitter | _CleanSplit | _OneParse | None = None
+        self._held = ""  # reasoning held back when stream_reasoning is False
+
+    def _prefix(self) -> str:
+        prefix = _prefix_now()
+        if not prefix and self.force_reasoning and self._opener:
+            # No rendered prompt available, but SGLang detected that the prompt opens reasoning.
+            anchors = self._resolved.template.anchor_literals or [""]
+            prefix = anchors[0] + self._opener
+        return prefix
+
+    def _new(self) -> ReasoningSplitter | _CleanSplit | _OneParse:
+        ctx = request_context()
+        if self._verbatim and ctx.get("tool_parser") == PARSER_NAME and "tools" in ctx:
+            return _OneParse(self._resolved, self._prefix(), ctx["tools"])
+        if self._verbatim:
+            return ReasoningSplitter(self._resolved.template, prefix=self._prefix())
+        return _CleanSplit(self._resolved, self._prefix())
+
+    def detect_and_parse(self, text: str) -> ReasoningResult:
+        splitter = self._new()
+        r1, n1 = splitter.feed(text)
+        r2, n2 = splitter.finish()
+        return ReasoningResult(normal_text=n1 + n2, reasoning_text=r1 + r2)
+
+    def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
+        if self._splitter is None:
+            self._splitter = self._new()
+        reasoning, normal = self._splitter.feed(new_text)
+        return self._release(reasoning, normal, end=False)
+
+    def finish(self) -> ReasoningResult:
+        if self._splitter is None:
+            return ReasoningResult()
+        reasoning, normal = self._splitter.finish()
+        return self._release(reasoning, normal, end=True)
+
+    def _release(self, reasoning: str, normal: str, end: bool) -> ReasoningResult:
+        if self.stream_reasoning:
+            return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
+        self._held += reasoning
+        assert self._splitter is not None
+        if end or not self._splitter.in_reasoning:
+            reasoning, self._held = self._held, ""
+            return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
+        return ReasoningResult(normal_text=normal)
+
+
+# --------------------------------------------------------------------------------------------------
+# tool calls
+
+
+def _items(deltas: list[dict[str, Any]]) -> tuple[str, list[ToolCallItem]]:
+    text: list[str] = []
+    calls: list[ToolCallItem] = []
+    for d in deltas:
+        if "content" in d:
+            text.append(d["content"])
+        for entry in d.get("tool_calls") or ():
+            fn = entry.get("function") or {}
+            calls.append(
+                ToolCallItem(
+                    tool_index=entry["index"],
+                    name=fn.get("name") if entry.get("id") else None,
+                    parameters=fn.get("arguments") or "",
+                )
+            )
+    return "".join(text), calls
+
+
+class ChatparseDetector(BaseFormatDetector):
+    """SGLang tool-call detector driven by a chatparse `ChatParser` (one per request and choice)."""
+
+    def __init__(self, tokenizer: Any = None) -> None:
+        super().__init__()
+        self._resolved: Resolved = resolve(tokenizer, model=None)
+        self._policy = self._resolved.policies["sglang"]
+        template = self._resolved.variant(reasoning=False, tools=True)
+        self._template = template if template is not None else self._resolved.template
+        self._stream: ChatParser | None = None
+        self._done = False
+        self._tools_seen: list[Any] | None = None  # FunctionCallParser passes tools to the parse calls only
+        self._handoff_mode = False  # the chatparse reasoning parser hands over each step's deltas
+
+    def _prefix(self) -> str:
+        """The prompt without the reasoning regions it writes or leaves open (`<think>`, or an
+        empty `<think></think>` when thinking is disabled).
+
+        The reasoning parser runs first and consumes reasoning, so that text is not this parser's:
+        kept, it would read as content (the template used here has no reasoning field). Every other
+        region the prompt opens (a pre-opened answer section, a call) stays in view.
+        """
+        prompt = _prefix_now()
+        if not prompt or self._resolved.reasoning_field is None:
+            return prompt
+        probe = ResponseParser(self._resolved.template, prefix=prompt)
+        base = len(prompt) - len(probe.input_text)
+        spans: list[tuple[int, int]] = []
+        start: int | None = None
+        for e in probe.initial_events:
+            if e["field"] not in REASONING_FIELDS:
+                continue
+            if e["type"] == "region_open":
+                start = e["start"]
+            elif e["type"] in ("region_close", "region_malformed") and start is not None:
+                spans.append((start, e["end"]))
+                start = None
+        if start is not None:
+            spans.append((start, len(probe.input_text)))
+        if not spans:
+            return prompt
+        out, pos = [prompt[:base]], 0
+        for a, b in spans:
+            out.append(probe.input_text[pos:a])
+            pos = b
+        out.append(probe.input_text[pos:])
+        return "".join(out)
+
+    def _parser(self, tools: list[Any] | None) -> ChatParser:
+        return ChatParser(
+            template=self._template,
+            prefix=self._prefix(),
+            tools=tool_dicts(tools) or None,
+            stream_tool_calls=self._policy.stream_tool_calls,
+            unknown_tools=self._policy.unknown_tools,
+        )
+
+    def has_tool_call(self, text: str) -> bool:
+        """Whether the parse changes `text`: it holds a call (complete or not), or template framing
+        around the content (Harmony channels, Kimi K3 sections, a cut-off call opener) that the
+        parse removes. SGLang's non-streaming path returns the text untouched when this is False
+        (and logs that no complete call was found when it is True and no call parses)."""
+        result = self.detect_and_parse(text, self._tools_seen or [])
+        return bool(result.calls) or result.normal_text != text
+
+    def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
+        self._tools_seen = tools
+        parser = self._parser(tools)
+        deltas = parser.feed(text)
+        _, last, _ = parser.finish(_finish_type(request_context().get("finish_reason")))
+        normal, calls = _items(deltas + last)
+        merged: dict[int, ToolCallItem] = {}
+        for c in calls:  # one item per call, as non-streaming callers expect
+            if c.tool_index in merged:
+                merged[c.tool_index].parameters += c.parameters
+            else:
+                merged[c.tool_index] = c.model_copy()
+        return StreamingParseResult(normal_text=normal, calls=list(merged.values()))
+
+    def _handed_over(self, new_text: str) -> list[dict[str, Any]] | None:
+        ctx = _REQUEST.get()
+        handoff = ctx.get("handoff") if ctx else None
+        if handoff is None or handoff[0] is not new_text or self._stream is not None:
+            return None
+        ctx["handoff"] = None  # type: ignore[index]
+        self._handoff_mode = True
+        return handoff[1]
+
+    def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
+        if self._done:
+            return StreamingParseResult()
+        handed = self._handed_over(new_text) if (self._handoff_mode or self._stream is None) else None
+        if handed is not None:
+            normal, calls = _items(handed)
+            return StreamingParseResult(normal_text=normal, calls=calls)
+        if self._handoff_mode:
+            return StreamingParseResult()  # the reasoning parser parsed this output already
+        if self._stream is None:
+            self._stream = self._parser(tools)
+        normal, calls = _items(self._stream.feed(new_text))
+        return StreamingParseResult(normal_text=normal, calls=calls)
+
+    def finish(self, tools: list[Any]) -> StreamingParseResult:
+        if self._done:
+            return StreamingParseResult()
+        self._done = True
+        if self._stream is None:  # nothing parsed here (or everything handed over)
+            return StreamingParseResult()
+        _, last, _ = self._stream.finish(_finish_type(request_context().get("finish_reason")))
+        normal, calls = _items(last)
+        return StreamingParseResult(normal_text=normal, calls=calls)
+
+    def supports_structural_tag(self) -> bool:
+        """False: chatparse derives no structural tags yet (see the module docstring)."""
+        return False
+
+    def get_structural_tag(self, *args: Any, **kwargs: Any) -> None:
+        """None: structural tags are not supported until `chatparse.constraints` lands."""
+        return None
+
+    def structure_info(self) -> Callable[[str], Any]:
+        raise NotImplementedError("chatparse: structural tags are not supported yet")
+
+
+# --------------------------------------------------------------------------------------------------
+# hooks and registration
+
+
+def _ours(serving: Any) -> bool:
+    return PARSER_NAME in (
+        getattr(serving, "tool_call_parser", None),
+        getattr(serving, "reasoning_parser", None),
+    )
+
+
+def _hook_init(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
+    result = original(self, *args, **kwargs)
+    if _ours(self):
+        manager = getattr(self, "tokenizer_manager", None)
+        tokenizer = getattr(manager, "tokenizer", None)
+        resolved = resolve(tokenizer)
+        log.info("%s", describe(resolved, "sglang"))
+    return result
+
+
+def _hook_detokenization(original: Callable[..., Any], self: Any, request: Any) -> bool:
+    if original(self, request):
+        return True
+    if getattr(self, "reasoning_parser", None) == PARSER_NAME:
+        return True
+    return (
+        getattr(self, "tool_call_parser", None) == PARSER_NAME
+        and getattr(request, "tool_choice", None) != "none"
+        and bool(self._effective_tools(request))
+    )
+
+
+def _run_with(context: dict[str, Any], original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    token = _REQUEST.set(context)
+    try:
+        return original(*args, **kwargs)
+    finally:
+        _REQUEST.reset(token)
+
+
+def _prefix_of(request: Any) -> str:
+    prefix = getattr(request, "_response_parser_prefix", "")
+    return prefix if isinstance(prefix, str) else ""
+
+
+def _hook_tool_calls(
+    original: Callable[..., Any],
+    self: Any,
+    text: str,
+    tools: Any,
+    finish_reason: Any,
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    prefix = kwargs.get("response_parser_prefix", args[2] if len(args) > 2 else None)
+    context = {**request_context(), "finish_reason": finish_reason}
+    if isinstance(prefix, str) and prefix:
+        context["prefix"] = prefix
+    return _run_with(context, original, self, text, tools, finish_reason, *args, **kwargs)
+
+
+def _hook_build_response(
+    original: Callable[..., Any], self: Any, request: Any, *args: Any, **kwargs: Any
+) -> Any:
+    return _run_with({"prefix": _prefix_of(request)}, original, self, request, *args, **kwargs)
+
+
+def _hook_reasoning_stream(
+    original: Callable[..., Any],
+    self: Any,
+    index: int,
+    delta: str,
+    parsers: Any,
+    content: Any,
+    request: Any,
+    *args: Any,
+    **kwargs: Any,
+) -> Any:
+    return _run_with(
+        {"prefix": _prefix_of(request)},
+        original,
+        self,
+        index,
+        delta,
+        parsers,
+        content,
+        request,
+        *args,
+        **kwargs,
+    )
+
+
+async def _hook_tool_stream(
+    original: Callable[..., Any],
+    self: Any,
+    index: int,
+    delta: str,
+    parsers: Any,
+    content: Any,
+    request: Any,
+    *args: Any,
+    **kwargs: Any,
+) -> AsyncIterator[Any]:
+    flush = kwargs.get("flush", args[3] if len(args) > 3 else False)
+    meta = content.get("meta_info", {}) if isinstance(content, dict) else {}
+    # Set for this step only (no reset: an async generator may be finalised in another context);
+    # every step of this request sets it afresh, and a context variable is per task.
+    _REQUEST.set(
+        {"prefix": _prefix_of(request), "finish_reason": meta.get("finish_reason") if flush else None}
+    )
+    async for chunk in original(self, index, delta, parsers, content, request, *args, **kwargs):
+        yield chunk
+
+
+_HOOKS: tuple[tuple[str, Callable[..., Any]], ...] = (
+    ("__init__", _hook_init),
+    ("_requires_response_template_detokenization", _hook_detokenization),
+    ("_process_tool_calls", _hook_tool_calls),
+    ("_build_chat_response", _hook_build_response),
+    ("_process_reasoning_stream", _hook_reasoning_stream),
+    ("_process_tool_call_stream", _hook_tool_stream),
+)
+
+
+def register() -> None:
+    """Register `chatparse` with SGLang (idempotent; the `sglang.srt.plugins` entry point).
+
+    Puts the detectors into the registries and registers the serving hooks with SGLang's
+    `HookRegistry`; `sglang.srt.plugins.load_plugins()` applies them.
+    """
+    FunctionCallParser.ToolCallParserEnum[PARSER_NAME] = ChatparseDetector
+    ReasoningParser.DetectorMap[PARSER_NAME] = ChatparseReasoningDetector
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
+    registered = {
+        (t, getattr(h, "__name__", "")) for t, entries in HookRegistry._hooks.items() for _, h, _ in entries
+    }
+    for name, hook in _HOOKS:
+        target = f"{_SERVING}.{name}"
+        if (target, hook.__name__) not in registered:
+            HookRegistry.register(target, hook, HookType.AROUND)

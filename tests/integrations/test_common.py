@@ -1,0 +1,260 @@
+"""What the engine plugins share, without any engine: template resolution, policies, `tool_choice`,
+finish-reason recovery, stop token ids, and the reasoning splitter (with hypothesis properties)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chatparse import catalog
+from chatparse.integrations import _common as C
+from chatparse.integrations._split import ReasoningSplitter
+
+QWEN_PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+class Tok:
+    """A tokenizer as far as resolution looks at one (attributes only)."""
+
+    def __init__(self, name: str | None = None, chat_template: Any = None, init_kwargs: Any = None) -> None:
+        self.name_or_path = name
+        self.chat_template = chat_template
+        self.init_kwargs = init_kwargs or {}
+
+
+OWN = {"start_anchor": "A", "fields": {"content": {"close": "<end>"}}}
+
+
+# --------------------------------------------------------------------------------------------------
+# resolution
+
+
+def test_the_tokenizers_own_template_comes_first() -> None:
+    r = C.resolve(Tok("Qwen/Qwen3-8B", init_kwargs={"response_template": OWN}), env={})
+    assert (r.source, r.spec) == ("tokenizer", OWN)
+
+
+def test_then_the_catalog_by_model_id_then_by_chat_template() -> None:
+    r = C.resolve(Tok("unsloth/Qwen3-8B-GGUF"), env={})
+    assert (r.name, r.source) == ("qwen3", "catalog (model id)")
+    r = C.resolve(Tok("/models/local", "{{'<|im_start|>'}} <tool_call> <function="), env={})
+    assert (r.name, r.source) == ("qwen3_xml", "catalog (chat template)")
+    r = C.resolve(Tok("/models/local"), model="deepseek-ai/DeepSeek-V3.1", env={})
+    assert r.name == "deepseek_v31"  # the engine's model name when the tokenizer's path says nothing
+
+
+def test_then_the_environment(tmp_path: Path) -> None:
+    assert C.resolve(Tok("acme/x"), env={"CHATPARSE_TEMPLATE": "gemma4"}).name == "gemma4"
+    f = tmp_path / "tokenizer_config.json"
+    f.write_text(json.dumps({"response_template": OWN}))
+    r = C.resolve(Tok("acme/x"), env={"CHATPARSE_TEMPLATE": str(f)})
+    assert (r.spec, r.source) == (OWN, "environment")
+    bare = tmp_path / "t.json"
+    bare.write_text(json.dumps(OWN))
+    assert C.resolve(Tok("acme/x"), env={"CHATPARSE_TEMPLATE": str(bare)}).spec == OWN
+    # the fallback never overrides what applies
+    assert C.resolve(Tok("Qwen/Qwen3-8B"), env={"CHATPARSE_TEMPLATE": "gemma4"}).name == "qwen3"
+
+
+def test_the_override_wins_over_everything() -> None:
+    tok = Tok("Qwen/Qwen3-8B", init_kwargs={"response_template": OWN})
+    r = C.resolve(tok, env={"CHATPARSE_TEMPLATE_OVERRIDE": "qwen3_xml"})
+    assert (r.name, r.source) == ("qwen3_xml", "override")
+
+
+def test_no_template_is_one_line_naming_what_to_set() -> None:
+    with pytest.raises(C.TemplateNotFound) as err:
+        C.resolve(Tok("acme/unheard-of-7b"), env={})
+    message = str(err.value)
+    assert "\n" not in message
+    assert "acme/unheard-of-7b" in message and "CHATPARSE_TEMPLATE" in message
+
+
+@pytest.mark.parametrize(
+    "value, error",
+    [("nope", "neither a file nor a catalog template"), ("{bad", "neither a file nor a catalog template")],
+)
+def test_bad_environment_values(value: str, error: str) -> None:
+    with pytest.raises(C.IntegrationError, match=error):
+        C.resolve(Tok("acme/x"), env={"CHATPARSE_TEMPLATE": value})
+
+
+def test_unreadable_or_invalid_template_files(tmp_path: Path) -> None:
+    f = tmp_path / "t.json"
+    f.write_text("{not json")
+    with pytest.raises(C.IntegrationError, match="cannot read a JSON template"):
+        C.resolve(Tok("acme/x"), env={"CHATPARSE_TEMPLATE": str(f)})
+    f.write_text(json.dumps({"fields": {"content": {"bogus": 1}}}))
+    with pytest.raises(C.IntegrationError, match="is invalid"):
+        C.resolve(Tok("acme/x"), env={"CHATPARSE_TEMPLATE": str(f)})
+
+
+def test_resolution_is_cached_per_tokenizer_and_environment() -> None:
+    tok = Tok("Qwen/Qwen3-8B")
+    a = C.resolve(tok, env={})
+    assert C.resolve(tok, env={}) is a
+    assert C.resolve(tok, env={"CHATPARSE_TEMPLATE_OVERRIDE": "gemma4"}).name == "gemma4"
+
+
+def test_variants_leave_fields_out() -> None:
+    r = C.resolve(Tok("Qwen/Qwen3-8B"), env={})
+    assert set(r.template.fields) == {"reasoning_content", "tool_calls", "content"}
+    assert set(r.variant(reasoning=False, tools=True).fields) == {"tool_calls", "content"}
+    assert set(r.variant(reasoning=True, tools=False).fields) == {"reasoning_content", "content"}
+    assert r.variant(reasoning=False, tools=False) is r.variant(reasoning=False, tools=False)  # compiled once
+    implicit = C.Resolved(
+        {"fields": {"thinking": {"close": "</think>"}, "content": {"open": "<a>"}}}, "x", "env"
+    )
+    assert implicit.variant(reasoning=False, tools=True) is None  # content alone has no implicit field
+
+
+# --------------------------------------------------------------------------------------------------
+# policies, tool_choice, finish reasons
+
+
+def test_policies() -> None:
+    assert C.Policy.from_env({}, engine="vllm") == C.Policy(reasoning_key="both")
+    assert C.Policy.from_env({}, engine="sglang") == C.Policy()
+    p = C.Policy.from_env(
+        {
+            "CHATPARSE_STREAM_TOOL_CALLS": "early",
+            "CHATPARSE_UNKNOWN_TOOLS": "DROP",
+            "CHATPARSE_CALL_IDS": "engine",
+        },
+        engine="sglang",
+    )
+    assert (p.stream_tool_calls, p.unknown_tools, p.call_ids) == ("early", "drop", "engine")
+    with pytest.raises(C.IntegrationError, match="CHATPARSE_REASONING_KEY='x' is not one of both"):
+        C.Policy.from_env({"CHATPARSE_REASONING_KEY": "x"}, engine="vllm")
+
+
+@pytest.mark.parametrize(
+    "choice, mode",
+    [
+        (None, "auto"),
+        ("auto", "auto"),
+        ("none", "none"),
+        ("required", "required"),
+        ({"function": {"name": "f"}}, "named"),
+    ],
+)
+def test_tool_choice(choice: Any, mode: str) -> None:
+    assert C.tool_choice_mode(choice) == mode
+    problem = C.unsupported_tool_guarantee(choice, [{"type": "function", "function": {"name": "f"}}])
+    assert (problem is not None) == (mode in ("required", "named"))
+    if problem:
+        assert "chatparse" in problem and "tool_choice='auto'" in problem
+    assert C.unsupported_tool_guarantee(choice, None) is None  # nothing to choose from
+
+
+def test_tool_dicts() -> None:
+    class Model:
+        def model_dump(self, exclude_none: bool = False) -> dict[str, Any]:
+            return {"type": "function", "function": {"name": "f", "parameters": {}}}
+
+    responses = {"type": "function", "name": "g", "parameters": {}}
+    assert [t["function"]["name"] for t in C.tool_dicts([Model(), responses, {"type": "web_search"}])] == [
+        "f",
+        "g",
+    ]
+
+
+def test_recover_finish_reason() -> None:
+    stops = frozenset({2})
+    cases = [
+        ({"last_ids": [2], "generated": 5, "max_tokens": 5}, "stop"),
+        ({"last_ids": [9], "generated": 5, "max_tokens": 5}, "length"),
+        ({"last_ids": [9], "generated": 4, "max_tokens": 5}, "stop"),
+        ({"last_ids": [], "generated": 0, "max_tokens": None}, "stop"),
+        (
+            {"last_ids": [9], "generated": 6, "max_tokens": None, "prompt_tokens": 4, "max_model_len": 10},
+            "length",
+        ),
+    ]
+    for kw, want in cases:
+        assert C.recover_finish_reason(stop_ids=stops, **kw) == want, kw
+
+
+def test_stop_token_ids_from_eos_catalog_markers_and_request() -> None:
+    class T:
+        eos_token_id = 1
+        unk_token_id = 0
+
+        def convert_tokens_to_ids(self, text: str) -> int:
+            return {"<|im_end|>": 5, "<|endoftext|>": 1}.get(text, 0)
+
+    r = C.resolve(Tok("Qwen/Qwen3-8B"), env={})
+    assert C.stop_token_ids(T(), r, [42]) == frozenset({1, 5, 42})
+
+
+# --------------------------------------------------------------------------------------------------
+# the reasoning splitter
+
+
+def qwen3() -> Any:
+    return catalog.load("qwen3")
+
+
+def split_all(template: Any, prefix: str, pieces: list[str]) -> tuple[str, str]:
+    s = ReasoningSplitter(template, prefix=prefix)
+    r, n = [], []
+    for p in pieces:
+        a, b = s.feed(p)
+        r.append(a)
+        n.append(b)
+    a, b = s.finish()
+    return "".join(r) + a, "".join(n) + b
+
+
+def test_splitter_consumes_reasoning_and_passes_the_rest_verbatim() -> None:
+    text = "<think>\n a b \n</think>\n\nHi <tool_call>\n{}\n</tool_call> bye"
+    assert split_all(qwen3(), QWEN_PROMPT, [text]) == ("a b", "Hi <tool_call>\n{}\n</tool_call> bye")
+    assert split_all(qwen3(), QWEN_PROMPT + "<think>\n", ["x\n</think>y"]) == ("x", "y")
+    assert split_all(qwen3(), QWEN_PROMPT, ["no reasoning"]) == ("", "no reasoning")
+    s = ReasoningSplitter(qwen3(), prefix=QWEN_PROMPT + "<think>\n")
+    assert s.in_reasoning and not s.reasoning_ended
+
+
+def test_splitter_never_passes_prompt_text_on() -> None:
+    prompt = QWEN_PROMPT + "<think>\n\n</think>\n\n"
+    assert split_all(qwen3(), prompt, ["Answer."]) == ("", "Answer.")
+
+
+TEXTS = [
+    '<think>\nplan\n</think>\n\nok <tool_call>\n{"name": "f", "arguments": {"a": "</think>"}}\n</tool_call>',
+    "<think>\n\n</think>\n\nplain answer",
+    "<think>unterminated reasoning <tool",
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), which=st.sampled_from(range(len(TEXTS))), pre=st.booleans())
+def test_splitter_streamed_equals_one_shot(data: st.DataObject, which: int, pre: bool) -> None:
+    text = TEXTS[which]
+    prefix = QWEN_PROMPT + ("<think>\n" if pre else "")
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=12)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    assert split_all(qwen3(), prefix, pieces) == split_all(qwen3(), prefix, [text])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["<think>", "</think>", "<tool_call>", "</tool_call>", "\n", " ", "x", "{", "}", '"', "é"]
+        ),
+        max_size=40,
+    ),
+    st.sampled_from(catalog.names()),
+)
+def test_splitter_takes_any_text(pieces: list[str], name: str) -> None:
+    template = catalog.load(name)
+    prompt = (catalog.describe(name).get("generation_prompt") or "") if name != "inkling" else ""
+    reasoning, normal = split_all(template, prompt, pieces)
+    assert isinstance(reasoning, str) and isinstance(normal, str)
+    assert (reasoning, normal) == split_all(template, prompt, ["".join(pieces)])

@@ -1,0 +1,386 @@
+"""The SGLang plugin on SGLang 0.5.23's own classes: registration, the reasoning-then-tools pipeline,
+the request context, finish reasons, policies, structural tags.
+
+The detectors run inside SGLang's `FunctionCallParser` and `ReasoningParser`, as `OpenAIServingChat`
+creates them. `OpenAIServingChat` itself cannot be imported on this CPU-only machine (its module
+imports `torchvision`, whose PyPI wheels need CUDA torch), so the serving hooks are checked as
+registered with SGLang's `HookRegistry`, and their logic is run around small stand-in methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import json
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from .conftest import engine_module
+from .localtok import build_tokenizer
+from .replay import environ
+
+ENGINE = "sglang"
+engine_module("sglang", "sglang.srt.function_call.function_call_parser")
+
+from sglang.srt.entrypoints.openai.protocol import Tool  # noqa: E402
+from sglang.srt.function_call.function_call_parser import FunctionCallParser  # noqa: E402
+from sglang.srt.parser.reasoning_parser import ReasoningParser  # noqa: E402
+
+import chatparse.integrations.sglang as plugin  # noqa: E402
+from chatparse.integrations._common import IntegrationError  # noqa: E402
+
+PROMPT = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+OUTPUT = "<think>\nThe user wants the weather.\n</think>\n\nLet me check." + CALL
+
+
+@pytest.fixture(scope="module")
+def tok() -> Any:
+    plugin.register()
+    return build_tokenizer(
+        ["<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_start|>"],
+        [OUTPUT, PROMPT, "Hello, how are you today?"] * 4,
+        stop=["<|im_end|>", "<|endoftext|>"],
+        vocab_size=400,
+        name_or_path="Qwen/Qwen3-8B",
+    )
+
+
+def tools(specs: list[dict[str, Any]] = TOOLS) -> list[Any]:
+    return [Tool(**t) for t in specs]
+
+
+def pipeline(
+    tok: Any,
+    text: str,
+    *,
+    chunk: int = 3,
+    prompt: str = PROMPT,
+    finish: str = "stop",
+    offered: list[dict[str, Any]] | None = TOOLS,
+    stream_reasoning: bool = True,
+) -> dict[str, Any]:
+    """ReasoningParser, then FunctionCallParser on its normal text, per chunk; `parse_stream_end`
+    on the last; the serving context as the hooks publish it. Returns the merged message."""
+    active = bool(offered)
+    token = plugin._REQUEST.set({"prefix": prompt, "finish_reason": None})
+    try:
+        rp = ReasoningParser(
+            "chatparse", stream_reasoning, False, None, tokenizer=tok, tool_call_parser_active=active
+        )
+        fp = FunctionCallParser(tools(offered or []), "chatparse", tokenizer=tok) if active else None
+        msg: dict[str, Any] = {"reasoning": "", "content": "", "calls": {}, "items": []}
+        pieces = [text[i : i + chunk] for i in range(0, len(text), chunk)] or [""]
+        for n, piece in enumerate(pieces):
+            last = n == len(pieces) - 1
+            if last:
+                plugin._REQUEST.set({"prefix": prompt, "finish_reason": {"type": finish}})
+            r, normal = rp.parse_stream_chunk(piece)
+            if last:
+                r2, n2 = rp.parse_stream_end()
+                r, normal = (r or "") + (r2 or ""), (normal or "") + (n2 or "")
+            msg["reasoning"] += r or ""
+            if fp is None:
+                msg["content"] += normal or ""
+                continue
+            t, calls = fp.parse_stream_chunk(normal or "")
+            if last:
+                t2, c2 = fp.parse_stream_end()
+                t, calls = t + t2, calls + c2
+            msg["content"] += t
+            for c in calls:
+                msg["items"].append(c)
+                entry = msg["calls"].setdefault(c.tool_index, {"name": None, "arguments": ""})
+                entry["name"] = entry["name"] or c.name
+                entry["arguments"] += c.parameters
+    finally:
+        plugin._REQUEST.reset(token)
+    msg["calls"] = [msg["calls"][i] for i in sorted(msg["calls"])]
+    return msg
+
+
+def non_stream(
+    tok: Any, text: str, *, prompt: str = PROMPT, finish: str = "stop"
+) -> tuple[str, str, list[Any]]:
+    """`_build_chat_response`: ReasoningParser.parse_non_stream, then `_process_tool_calls`."""
+    token = plugin._REQUEST.set({"prefix": prompt, "finish_reason": {"type": finish}})
+    try:
+        rp = ReasoningParser("chatparse", False, False, None, tokenizer=tok, tool_call_parser_active=True)
+        reasoning, text = rp.parse_non_stream(text)
+        fp = FunctionCallParser(tools(), "chatparse", tokenizer=tok)
+        calls: list[Any] = []
+        if fp.has_tool_call(text):
+            text, calls = fp.parse_non_stream(text)
+    finally:
+        plugin._REQUEST.reset(token)
+    return reasoning, text, calls
+
+
+def test_registered_through_the_sglang_plugins_entry_point() -> None:
+    eps = [ep for ep in importlib.metadata.entry_points(group="sglang.srt.plugins") if ep.name == "chatparse"]
+    assert [ep.value for ep in eps] == ["chatparse.integrations.sglang:register"]
+    import sglang.srt.plugins as plugins
+    from sglang.srt.plugins.hook_registry import HookRegistry
+
+    FunctionCallParser.ToolCallParserEnum.pop("chatparse", None)
+    ReasoningParser.DetectorMap.pop("chatparse", None)
+    HookRegistry.reset()
+    plugins._plugins_loaded = False
+    with environ(SGLANG_PLUGINS="chatparse"):
+        plugins.load_plugins()
+    assert FunctionCallParser.ToolCallParserEnum["chatparse"] is plugin.ChatparseDetector
+    assert ReasoningParser.DetectorMap["chatparse"] is plugin.ChatparseReasoningDetector
+    targets = {t.rsplit(".", 1)[-1] for t in HookRegistry._hooks if t.startswith(plugin._SERVING)}
+    assert targets == {name for name, _ in plugin._HOOKS}
+    plugin.register()  # idempotent
+    assert sum(len(v) for k, v in HookRegistry._hooks.items() if k.startswith(plugin._SERVING)) == len(
+        plugin._HOOKS
+    )
+
+
+def test_cli_choices_include_chatparse(tok: Any) -> None:
+    from sglang.srt.server_args import _reasoning_parser_choices, _tool_call_parser_choices
+
+    assert "chatparse" in _tool_call_parser_choices() and "chatparse" in _reasoning_parser_choices()
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 10_000])
+def test_reasoning_then_tools_pipeline(tok: Any, chunk: int) -> None:
+    msg = pipeline(tok, OUTPUT, chunk=chunk)
+    assert msg["reasoning"] == "The user wants the weather."
+    assert msg["content"] == "Let me check."
+    assert [(c["name"], json.loads(c["arguments"])) for c in msg["calls"]] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    first = msg["items"][0]
+    assert first.tool_index == 0 and first.name == "get_weather"  # name on the first item
+    reasoning, content, calls = non_stream(tok, OUTPUT)
+    assert (reasoning, content) == ("The user wants the weather.", "Let me check.")
+    assert [(c.name, json.loads(c.parameters)) for c in calls] == [("get_weather", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 10_000])
+def test_one_parse_when_both_parsers_are_chatparse(tok: Any, chunk: int) -> None:
+    """As the serving hooks publish it (the tool parser's name and tools), the reasoning parser
+    parses once and hands each step's content and calls to the tool-call parser."""
+    from types import SimpleNamespace as NS
+
+    from .replay import reasoning_context, tool_context
+
+    su = NS(prefix=PROMPT)
+    offered = tools()
+    token = plugin._REQUEST.set(None)
+    try:
+        pieces = [OUTPUT[i : i + chunk] for i in range(0, len(OUTPUT), chunk)]
+        rp = fp = None
+        msg: dict[str, Any] = {"reasoning": "", "content": "", "calls": []}
+        for n, piece in enumerate(pieces):
+            last = n == len(pieces) - 1
+            finish = {"type": "stop"} if last else None
+            reasoning_context(su, "chatparse", offered, finish)
+            rp = rp or ReasoningParser(
+                "chatparse", True, False, None, tokenizer=tok, tool_call_parser_active=True
+            )
+            r, normal = rp.parse_stream_chunk(piece)
+            if last:
+                r2, n2 = rp.parse_stream_end()
+                r, normal = r + r2, normal + n2 if n2 else normal
+            tool_context(su, finish)
+            fp = fp or FunctionCallParser(offered, "chatparse", tokenizer=tok)
+            t, calls = fp.parse_stream_chunk(normal)
+            if last:
+                t2, c2 = fp.parse_stream_end()
+                t, calls = t + t2, calls + c2
+            msg["reasoning"] += r
+            msg["content"] += t
+            msg["calls"] += [(c.name, json.loads(c.parameters)) for c in calls]
+    finally:
+        plugin._REQUEST.reset(token)
+    assert isinstance(rp.detector._splitter, plugin._OneParse)
+    assert fp.detector._handoff_mode and fp.detector._stream is None  # the tool side never parsed
+    assert msg == {
+        "reasoning": "The user wants the weather.",
+        "content": "Let me check.",
+        "calls": [("get_weather", {"city": "Paris"})],
+    }
+
+
+def test_prompt_that_opens_reasoning(tok: Any) -> None:
+    msg = pipeline(tok, "hm, Paris.\n</think>\n\nSunny.", prompt=PROMPT + "<think>\n")
+    assert (msg["reasoning"], msg["content"], msg["calls"]) == ("hm, Paris.", "Sunny.", [])
+
+
+def test_force_reasoning_without_a_prompt(tok: Any) -> None:
+    """No rendered prompt, but SGLang detected that the template opens reasoning."""
+    rp = ReasoningParser("chatparse", True, True, None, tokenizer=tok)
+    r, n = rp.parse_stream_chunk("hm.\n</think>\n\nHi")
+    r2, n2 = rp.parse_stream_end()
+    assert (r + r2, n + n2) == ("hm.", "Hi")
+
+
+def test_without_tools_call_markup_is_content(tok: Any) -> None:
+    msg = pipeline(tok, OUTPUT, offered=None)
+    assert msg["reasoning"] == "The user wants the weather."
+    assert msg["content"] == "Let me check." + CALL and msg["calls"] == []
+
+
+def test_a_call_cut_off_by_max_tokens_is_never_returned(tok: Any) -> None:
+    cut = 'Checking.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
+    for chunk in (1, 5, 10_000):
+        msg = pipeline(tok, cut, chunk=chunk, finish="length")
+        assert msg["calls"] == [] and msg["content"] == "Checking."
+    _, content, calls = non_stream(tok, cut, finish="length")
+    assert calls == [] and content == "Checking."
+
+
+def test_unknown_tools(tok: Any) -> None:
+    text = 'Hi.<tool_call>\n{"name": "launch", "arguments": {}}\n</tool_call>'
+    assert [c["name"] for c in pipeline(tok, text)["calls"]] == ["launch"]
+    with environ(CHATPARSE_UNKNOWN_TOOLS="drop"):
+        msg = pipeline(tok, text)
+    assert msg["calls"] == [] and msg["content"] == "Hi."
+
+
+def test_stream_reasoning_false_releases_reasoning_when_the_answer_starts(tok: Any) -> None:
+    rp = ReasoningParser("chatparse", False, False, None, tokenizer=tok)
+    token = plugin._REQUEST.set({"prefix": PROMPT})
+    try:
+        outs = [rp.parse_stream_chunk(p) for p in ("<think>\nab", "cd\n</think>", "\n\nHi")]
+    finally:
+        plugin._REQUEST.reset(token)
+    assert [o[0] for o in outs] == ["", "", "abcd"]
+    assert "".join(o[1] for o in outs) == "Hi"
+
+
+def test_structural_tags_are_not_offered_and_required_uses_sglangs_json_schema_path(tok: Any) -> None:
+    fp = FunctionCallParser(tools(), "chatparse", tokenizer=tok)
+    assert fp.detector.supports_structural_tag() is False
+    assert fp.detector.get_structural_tag(tools=tools()) is None
+    assert fp.owns_tool_format() is False  # so required/named output is SGLang's JSON array
+    kind, _ = fp.get_structure_constraint("required")
+    assert kind == "json_schema"
+    assert fp.get_structure_constraint("auto") is None
+    with pytest.raises(NotImplementedError, match="chatparse"):
+        fp.detector.structure_info()
+
+
+def test_has_tool_call(tok: Any) -> None:
+    fp = FunctionCallParser(tools(), "chatparse", tokenizer=tok)
+    assert fp.has_tool_call("Let me check." + CALL) is True
+    assert fp.has_tool_call("Just text.") is False
+    assert fp.has_tool_call('<tool_call>\n{"name": "get_weather", "argu') is True  # incomplete: parse decides
+
+
+def test_a_model_without_template_fails_with_one_line() -> None:
+    unknown = build_tokenizer(
+        ["<x>"], ["plain"] * 4, stop=["</s>"], vocab_size=300, name_or_path="acme/unheard-of"
+    )
+    with pytest.raises(IntegrationError) as err:
+        FunctionCallParser(tools(), "chatparse", tokenizer=unknown)
+    assert "\n" not in str(err.value) and "CHATPARSE_TEMPLATE" in str(err.value)
+    with environ(CHATPARSE_TEMPLATE="qwen3"):
+        FunctionCallParser(tools(), "chatparse", tokenizer=unknown)
+
+
+def test_request_context_is_per_task(tok: Any) -> None:
+    """Concurrent requests (asyncio tasks) each see their own prompt."""
+
+    async def one(prompt: str, text: str) -> dict[str, Any]:
+        plugin._REQUEST.set({"prefix": prompt})
+        await asyncio.sleep(0)
+        rp = ReasoningParser("chatparse", True, False, None, tokenizer=tok)
+        out = {"reasoning": "", "content": ""}
+        for piece in (text[:5], text[5:]):
+            await asyncio.sleep(0)
+            r, n = rp.parse_stream_chunk(piece)
+            out["reasoning"] += r
+            out["content"] += n
+        r, n = rp.parse_stream_end()
+        out["reasoning"] += r
+        out["content"] += n
+        return out
+
+    async def both() -> list[dict[str, Any]]:
+        return await asyncio.gather(one(PROMPT + "<think>\n", "deep\n</think>\n\nA"), one(PROMPT, "plain B"))
+
+    a, b = asyncio.run(both())
+    assert a == {"reasoning": "deep", "content": "A"} and b == {"reasoning": "", "content": "plain B"}
+
+
+# --------------------------------------------------------------------------------------------------
+# the serving hooks' logic, around stand-in methods (OpenAIServingChat is not importable here)
+
+
+def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
+    req = SimpleNamespace(_response_parser_prefix=PROMPT + "<think>\n", tool_choice="auto")
+    seen: list[dict[str, Any]] = []
+
+    def original(self: Any, *args: Any, **kwargs: Any) -> str:
+        seen.append(plugin.request_context())
+        return "ok"
+
+    assert plugin._hook_build_response(original, None, req) == "ok"
+    assert seen[-1] == {"prefix": PROMPT + "<think>\n"}
+    finish = {"type": "length", "length": 9}
+    plugin._hook_tool_calls(original, None, "text", [], finish, "auto", 0, PROMPT)
+    assert seen[-1] == {"prefix": PROMPT, "finish_reason": finish}
+    plugin._hook_reasoning_stream(original, None, 0, "x", {}, {}, req)
+    assert seen[-1]["prefix"] == PROMPT + "<think>\n"
+    assert plugin.request_context() == {}  # reset after each synchronous hook
+
+    async def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(plugin.request_context())
+        yield "chunk"
+
+    async def drain(flush: bool) -> list[Any]:
+        content = {"meta_info": {"finish_reason": finish}}
+        return [
+            c
+            async for c in plugin._hook_tool_stream(
+                gen, None, 0, "d", {}, content, req, {}, 0, False, flush=flush
+            )
+        ]
+
+    assert asyncio.run(drain(False)) == ["chunk"] and seen[-1]["finish_reason"] is None
+    assert asyncio.run(drain(True)) == ["chunk"] and seen[-1]["finish_reason"] == finish
+
+
+def test_detokenization_hook_and_startup_hook(tok: Any) -> None:
+    serving = SimpleNamespace(
+        tool_call_parser="chatparse",
+        reasoning_parser=None,
+        tokenizer_manager=SimpleNamespace(tokenizer=tok),
+        _effective_tools=lambda request: request.tools,
+    )
+    never = lambda self, request: False  # noqa: E731
+    assert (
+        plugin._hook_detokenization(never, serving, SimpleNamespace(tool_choice="auto", tools=TOOLS)) is True
+    )
+    assert (
+        plugin._hook_detokenization(never, serving, SimpleNamespace(tool_choice="none", tools=TOOLS)) is False
+    )
+    assert plugin._hook_detokenization(never, serving, SimpleNamespace(tool_choice="auto", tools=[])) is False
+    serving.reasoning_parser = "chatparse"
+    assert plugin._hook_detokenization(never, serving, SimpleNamespace(tool_choice="none", tools=[])) is True
+    plugin._hook_init(lambda self: None, serving)  # resolves the template: no error
+    unknown = build_tokenizer(
+        ["<x>"], ["plain"] * 4, stop=["</s>"], vocab_size=300, name_or_path="acme/unheard-of"
+    )
+    serving.tokenizer_manager = SimpleNamespace(tokenizer=unknown)
+    with pytest.raises(IntegrationError, match="CHATPARSE_TEMPLATE"):
+        plugin._hook_init(lambda self: None, serving)
