@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from chatparse import catalog, constraints, parse_response
+from chatparse import catalog, constraints, load_response_template, parse_response
 from chatparse.constraints import ConstraintError
 from chatparse.openai._calls import calls_from_value
 
@@ -24,6 +24,8 @@ from .strings import grammar_strings
 UNSUPPORTED: dict[str, str] = {
     "gpt_oss": "the call opener names the tool inside a lookahead in the middle of the pattern "
     "(Harmony's recipient may sit in the role or the channel part of the header)",
+    "muse_glimmer": "the call opener has a negative lookahead in the middle of the pattern "
+    "(the recipient may be anything but self, user, commentary or developer)",
 }
 NO_TOOLS = {"deepseek_r1_distill", "lfm2_math"}  # templates without a tool_calls field
 
@@ -140,9 +142,8 @@ def test_every_catalog_template_derives(name: str, tools: str, choice: str) -> N
     assert c.lark().startswith("start:")
     assert c.structural_tag()["type"] == "structural_tag"
     for sample in c.sample_calls:
-        msg = parse_response(sample, c.template, prefix=prompt(name), tools=ts) if name != "ernie" else None
-        if msg is not None:
-            assert msg.get("tool_calls"), sample
+        msg = parse_response(c.sample_lead + sample, c.template, prefix=prompt(name), tools=ts)
+        assert msg.get("tool_calls"), sample
 
 
 def test_errors_name_what_is_wrong() -> None:
@@ -175,6 +176,19 @@ def test_cache_returns_same_object() -> None:
     a = constraints.derive("qwen3", [WEATHER], tool_choice="required")
     b = constraints.derive("qwen3", [WEATHER], tool_choice="required")
     assert a is b
+
+
+def test_cache_keys_on_what_the_prompt_leaves_open() -> None:
+    """Prompts that differ only before the last start anchor share one constraint (the server
+    derives per request, with the rendered prompt as prefix); a different open region does not."""
+    head = "<|im_start|>assistant\n"
+    one = "<|im_start|>user\nhi<|im_end|>\n" + head + "<think>\n"
+    two = "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nyo<|im_end|>\n" + head + "<think>\n"
+    a = constraints.derive("qwen3", [WEATHER], tool_choice="required", prefix=one)
+    b = constraints.derive("qwen3", [WEATHER], tool_choice="required", prefix=two)
+    assert a is b
+    closed = constraints.derive("qwen3", [WEATHER], tool_choice="required", prefix=head)
+    assert closed is not a and closed.sample_lead == "" and a.sample_lead.startswith("</think>")
 
 
 # --------------------------------------------------------------------------- random strings of the grammar
@@ -215,9 +229,12 @@ def _valid(value: Any, schema: Any) -> bool:
 
 
 def check_parse(
-    c: constraints.Constraint, name: str, text: str, tools: list[Any], lo: int, hi: int | None
+    c: Any, name: str, text: str, tools: list[Any], lo: int, hi: int | None, prefix: str | None = None
 ) -> None:
-    msg = parse_response(text, c.template, prefix=prompt(name), tools=tools)
+    """`text` parses, with `c`'s template (a Constraint or a Template), into between `lo` and `hi`
+    calls to `tools`, each valid for its schema (after the prompt `prefix`, default the catalog's)."""
+    template = c.template if isinstance(c, constraints.Constraint) else c
+    msg = parse_response(text, template, prefix=prompt(name) if prefix is None else prefix, tools=tools)
     value = msg.get("tool_calls")
     items = value if isinstance(value, list) else ([] if value is None else [value])
     flat: list[Any] = []
@@ -304,7 +321,7 @@ def _full(name: str, c: constraints.Constraint, calls: str) -> str:
     """A whole output around `calls`: the reasoning a template requires first, then the calls."""
     if name == "ernie":
         return "ok</think>" + calls
-    return calls
+    return c.sample_lead + calls
 
 
 def _forms(c: constraints.Constraint) -> list[tuple[str, Any]]:
@@ -445,44 +462,67 @@ MISSING_CLOSER = "a closing tag is missing (the parser tolerates it; the constra
 NOT_ADMITTED: dict[str, str] = {
     "deepseek/sglang-v4-self-closing-invoke": "a self-closing call without arguments "
     '(`<invoke name="x"/>`): the constraint always writes the closing tag',
-    "deepseek/v32-marker-in-arguments": MARKER_IN_VALUE,
-    "deepseek/v4-marker-in-arguments": MARKER_IN_VALUE,
-    "deepseek/v41-marker-in-arguments": MARKER_IN_VALUE,
-    "glm/glm45-marker-in-arguments": MARKER_IN_VALUE,
-    "glm/glm47-marker-in-arguments": MARKER_IN_VALUE,
     "glm/glm47-missing-last-close-arg-value": MISSING_CLOSER,
-    "kimi/k3-control-marker-text-in-value": MARKER_IN_VALUE,
-    "kimi/k3-vllm-call-thinking-disabled": "an argument the schema does not declare "
-    "(`properties: {}`): declared properties are closed, as in XGrammar's strict mode",
-    "qwen3-xml/llamacpp-q35-call-inside-think": "the call starts inside the reasoning and closes it "
-    "through the closer's lookahead; the constraint closes reasoning with `</think>` first",
     "qwen3-xml/vllm-coder-missing-close-parameter": MISSING_CLOSER,
     "qwen3-xml/bug-missing-close-parameter-before-function": MISSING_CLOSER,
-    "qwen3-xml/q38-marker-in-arguments": MARKER_IN_VALUE,
-    "qwen3-xml/q38-tool-call-token-in-arguments": MARKER_IN_VALUE,
-    "qwen3-xml/coder-marker-in-arguments": MARKER_IN_VALUE,
-    "qwen35-xml/closing-marker-in-value": MARKER_IN_VALUE,
+    "qwen3-xml/llamacpp-q35-call-inside-think": "the call starts inside the reasoning and closes it "
+    "through the closer's lookahead; the constraint closes reasoning with `</think>` first",
+    **{
+        cid: MARKER_IN_VALUE
+        for cid in (
+            "deepseek/v32-marker-in-arguments",
+            "deepseek/v4-marker-in-arguments",
+            "deepseek/v41-marker-in-arguments",
+            "glm/glm45-marker-in-arguments",
+            "glm/glm47-marker-in-arguments",
+            "hy3/markers-in-arguments",
+            "kimi/k3-control-marker-text-in-value",
+            "ling3/markers-in-arguments",
+            "minicpm5/markers-in-arguments",
+            "minimax-m2/markers-in-arguments",
+            "nemotron3/markers-in-arguments",
+            "poolside-laguna/markers-in-arguments",
+            "qwen3-xml/coder-marker-in-arguments",
+            "qwen3-xml/q38-marker-in-arguments",
+            "qwen3-xml/q38-tool-call-token-in-arguments",
+            "qwen35-xml/closing-marker-in-value",
+            "seed-oss/markers-in-arguments",
+            "step3p5/markers-in-arguments",
+        )
+    },
 }
-# Fixtures the template itself does not parse into calls (llama3_json reads `parameters`; these
-# write `arguments`, which llama3_json_args reads): not valid outputs of this template, rejected.
+# Fixtures the template itself does not read into schema-valid calls: not valid outputs of it.
+# llama3_json reads `parameters` (these write `arguments`, which llama3_json_args reads); the
+# harness runs the llama4-json fixtures with `pythonic`; MiniCPM, MiniMax M3 and Seed-OSS
+# fixtures write Python literals for array arguments, which stay strings; Kimi K3's writes an
+# argument its tool does not declare (`properties: {}`). Rejected, or accepted as plain text.
 NOT_PARSED = {
-    "llama/l3-vllm-arguments-key",
+    "kimi/k3-vllm-call-thinking-disabled",
+    "llama/l3-bug-whole-call-single-delta",
     "llama/l3-sglang-python-tag-call",
     "llama/l3-sglang-text-before-python-tag",
-    "llama/l3-bug-whole-call-single-delta",
+    "llama/l3-vllm-arguments-key",
+    "minicpm5/nested-arguments",
+    "minimax-m3/nested-arguments",
+    "seed-oss/nested-arguments",
+    "llama4-json/markers-in-arguments",
+    "llama4-json/empty-arguments",
+    "llama4-json/nested-arguments",
+    "llama4-json/parallel-calls",
+    "llama4-json/semicolon-separated",
+    "llama4-json/text-single-call",
+    "llama4-json/unicode-value",
 }
 
 
-def _expected_calls(case: Any) -> list[tuple[str, Any]]:
+def _parser_reads_valid_calls(case: Any) -> bool:
+    """The template reads at least one call from the output, each valid for its tool's schema."""
     try:
-        msg = parse_response(case.output, catalog.get(case.template), prefix=case.prefix, tools=case.tools)
-    except ValueError:
-        return []
-    v = msg.get("tool_calls") or []
-    flat: list[Any] = []
-    for it in v if isinstance(v, list) else [v]:
-        flat.extend(it if isinstance(it, list) else [it])
-    return [(c["name"], c["arguments"]) for c, _ in calls_from_value(flat) if c is not None]
+        template = load_response_template(catalog.get(case.template))
+        check_parse(template, case.template, case.output, case.tools, 1, None, case.prefix)
+    except (AssertionError, ValueError):
+        return False
+    return True
 
 
 def test_corpus_outputs_under_auto(record_property: Any) -> None:
@@ -498,6 +538,7 @@ def test_corpus_outputs_under_auto(record_property: Any) -> None:
 
     accepted: list[str] = []
     rejected: set[str] = set()
+    not_parsed: set[str] = set()
     underived: dict[str, int] = {}
     for case in cases():
         try:
@@ -510,16 +551,27 @@ def test_corpus_outputs_under_auto(record_property: Any) -> None:
         xg_ok = E.xg_accepts(E.xg_compile(c, "gbnf"), case.output)
         tag_ok = E.xg_accepts(E.xg_compile(c, "structural-tag"), case.output)
         assert lark_ok == xg_ok == tag_ok, (case.id, lark_ok, xg_ok, tag_ok)
+        if not _parser_reads_valid_calls(case):
+            not_parsed.add(case.id)
+            if xg_ok:  # accepted as text: whatever the template reads is still valid
+                check_parse(c, case.template, case.output, case.tools, 0, None, case.prefix)
+            continue
         if not xg_ok:
             rejected.add(case.id)
             continue
         accepted.append(case.id)
-        check_parse(c, case.template, case.output, case.tools, 1, None)
-        assert _expected_calls(case), case.id
+        check_parse(c, case.template, case.output, case.tools, 1, None, case.prefix)
     record_property("accepted", len(accepted))
-    print(json.dumps({"accepted": len(accepted), "rejected": len(rejected), "underived": underived}))
-    assert rejected == set(NOT_ADMITTED) | NOT_PARSED
-    for cid in NOT_PARSED:
-        case = next(x for x in cases() if x.id == cid)
-        assert not _expected_calls(case), cid
+    print(
+        json.dumps(
+            {
+                "accepted": len(accepted),
+                "rejected": len(rejected),
+                "not_parsed": len(not_parsed),
+                "underived": underived,
+            }
+        )
+    )
+    assert rejected == set(NOT_ADMITTED)
+    assert not_parsed == NOT_PARSED
     assert set(underived) <= set(UNSUPPORTED)

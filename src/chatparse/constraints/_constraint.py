@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import threading
 from collections import OrderedDict
@@ -12,7 +13,22 @@ from .._parser import parse_response
 from .._template import Template, load_response_template
 from ..tools import build_tool_table
 from ._derive import REASONING_FIELDS, CallForms, Deriver, Request, normalise_request
-from ._grammar import EMPTY, NOTHING, Alt, Expr, Grammar, Lit, Rep, Seq, alt, opt, rep, seq
+from ._grammar import (
+    EMPTY,
+    NOTHING,
+    Alt,
+    Expr,
+    Grammar,
+    Lit,
+    Ref,
+    Rep,
+    Seq,
+    alt,
+    opt,
+    rep,
+    seq,
+    violates_prefix,
+)
 from ._regex import first_literal
 from ._schema import KEY_ORDERS, ConstraintError
 
@@ -86,6 +102,13 @@ class Constraint:
         """One rendered call per tool (what the derivation checked against the template)."""
         return list(self._p["samples"])
 
+    @property
+    def sample_lead(self) -> str:
+        """What an output starts with before its first call: the closer of a region the prompt left
+        open (`</think>` after a prompt ending in `<think>`), else "". `sample_lead + call` for a
+        call of `sample_calls` is a whole output the template parses into that call."""
+        return str(self._p["lead"])
+
     def __repr__(self) -> str:
         return f"Constraint(tool_choice={self.tool_choice!r}, tools={self.tools!r}, parallel={self.parallel_tool_calls})"
 
@@ -143,7 +166,7 @@ def derive(
                 parallel_tool_calls,
                 reasoning,
                 strict,
-                prefix,
+                _prefix_key(template, prefix),
                 stop,
                 max_whitespace,
                 key_order,
@@ -179,6 +202,31 @@ def derive(
             if len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)
     return c
+
+
+@functools.lru_cache(maxsize=64)
+def _catalog_template(name: str) -> Template:
+    from .. import catalog
+
+    return load_response_template(catalog.get(name))
+
+
+def _prefix_key(template: Any, prefix: str | None) -> str | None:
+    """What of `prefix` the derivation depends on: the parser reads only the text after the last
+    start-anchor match, so prompts that end alike (`...<|im_start|>assistant\n<think>\n`) share
+    one cached constraint."""
+    if not prefix:
+        return None if prefix is None else ""
+    try:
+        if isinstance(template, Template):
+            t = template
+        elif isinstance(template, str):
+            t = _catalog_template(template)
+        else:
+            return prefix
+        return "tail:" + t.truncate_past_last_anchor(prefix)
+    except (KeyError, ValueError):
+        return prefix  # the derivation reports the problem
 
 
 def _load(template: Any) -> tuple[Template, tuple[str, ...], str | None]:
@@ -315,8 +363,27 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         lo_r, hi_r = lo_calls, hi_calls
         if f is not None and not f.repeats and hi_r != 0:
             hi_r = 1
+        # a call right after another through the opener's lookbehind form (MiniMax M3's
+        # `(?<=</invoke>)\s*<invoke name=...>`: the second call needs no section opener)
+        chained = []
+        if f is not None and f.repeats and hi_r is None:
+            for c in calls:
+                if not isinstance(c.closer, Lit):
+                    continue
+                op, _ = d._emit(
+                    f, "open", subst={"name": Lit(c.tool)}, behind=c.closer.text, max_repeat=c.opener_repeat
+                )
+                if op != c.opener and op != NOTHING:
+                    chained.append(call_forms(c, op)[0])
+                    d.next_openers.setdefault(c.tool, op)
+        C_chain = alt(*chained) if chained else NOTHING
+        if C_chain != NOTHING:
+            Cn = seq(Cn, rep(C_chain, 0, None))
+            Cs = seq(Cs, rep(C_chain, 0, None))
         for c in calls:
-            if c.chain_prefix is not None and not first_literal(c.opener).startswith(c.chain_prefix):
+            if c.chain_prefix is not None and not first_literal(_strip_ws_prefix(c.opener)).startswith(
+                c.chain_prefix
+            ):
                 raise ConstraintError(
                     f"Field 'tool_calls': the closer's lookahead {c.chain_prefix!r} does not match the opener"
                 )
@@ -362,6 +429,11 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         inner = alt(seq(first_closed, more), first_tail)
         return seq(lead, inner) if lo_r else seq(lead, opt(inner))
 
+    la = d.closer_lookahead() if calls and not each else None
+    if la is not None:
+        body = _follow_checked_body(
+            d, calls, la, SEP, implicit, gap if text_allowed else tail_gap, lo_r, hi_r, call_forms
+        )
     rest_later = body(S_later, Cn, Kn, Ln, Cn, Kn, Ln)
     if d.at_start:
         S0 = stretch(True)
@@ -438,7 +510,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     lark = g.lark()
 
     # ---- self check: one sample call per tool must parse back into that call
-    samples = _self_check(d, calls, each, offered)
+    samples, lead = _self_check(d, calls, each, offered)
 
     tag = _structural_tag(
         d,
@@ -469,20 +541,109 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
             "json_schema": js,
             "json_schema_reason": js_reason,
             "samples": samples,
+            "lead": lead,
             "grammar": g,
         }
     )
 
 
-def _written_closer(d: Deriver, fld: Any) -> Expr | None:
+def _written_closer(d: Deriver, fld: Any, max_repeat: int | None = -1) -> Expr | None:
     if fld.closer is None:
         return None
     if fld.closer.literals is not None:
         written = [x for x in fld.closer.literals if not d._is_stop(x)]
         return alt(*(Lit(x) for x in written)) if written else None
-    e, _ = d._emit(fld, "close")
+    e, _ = d._emit(fld, "close", max_repeat=max_repeat)
     e = _drop_stops(e, d.stop)
     return None if e == NOTHING else e
+
+
+def _follow_checked_body(
+    d: Deriver,
+    calls: list[CallForms],
+    la: tuple[Expr, bool, str],
+    SEP: Expr,
+    implicit: str | None,
+    gap: Expr,
+    lo_r: int,
+    hi_r: int | None,
+    call_forms: Any,
+) -> Any:
+    """The call sequence for a closer `X(?=LA)`: right after each call comes only what satisfies
+    LA (exact, `violates_prefix`): the end of the output where LA admits it, the next call through
+    its opener's form for "right after X" (MiniMax's `(?<=</invoke>)`), or a section marker written
+    tight; after a section marker, the usual text and calls."""
+    g = d.g
+    la_expr, end_ok, closer_text = la
+    f = d.tool_field
+    assert f is not None
+    if any(c.chain_prefix is not None for c in calls):
+        raise ConstraintError("Field 'tool_calls': a closer lookahead next to a chained closer")
+
+    def fits(e: Expr) -> bool:
+        return not violates_prefix(g, e, la_expr)
+
+    end_ok = end_ok or any(fits(Lit(s)) for s in d.stop if s)
+    nexts = []
+    for c in calls:
+        for reps in (c.opener_repeat, 16, 0):  # whitespace capped as far as the lookahead needs
+            op, _ = d._emit(
+                f, "open", subst={"name": Lit(c.tool)}, max_repeat=reps, behind=closer_text or None
+            )
+            if op != NOTHING and fits(op):
+                nexts.append(call_forms(c, op)[0])
+                d.next_openers[c.tool] = op
+                break
+    C_next = alt(*nexts) if nexts else NOTHING
+    sep_fit: Expr = NOTHING
+    if SEP != NOTHING and implicit is not None:
+        for reps in (-1, 16, 0):
+            tight = _written_closer(d, d.t.fields[implicit], max_repeat=reps)
+            # the forms of the section marker that satisfy the lookahead (Hy3: `</tool_calls:x>`
+            # does, `<tool_calls:x>` does not)
+            kept = _fitting(tight, fits) if tight is not None else NOTHING
+            if kept != NOTHING:
+                sep_fit = kept
+                break
+    if not end_ok and C_next == NOTHING and sep_fit == NOTHING:
+        raise ConstraintError(
+            f"{d._where(f, 'close')}: nothing the grammar writes after a call satisfies its lookahead"
+        )
+    end = EMPTY if end_ok else NOTHING
+
+    def body(lead: Expr, C0: Expr, K0: Expr, L0: Expr, C: Expr, K: Expr, L: Expr) -> Expr:
+        del K0, K
+        if hi_r == 0:
+            return lead
+        if hi_r == 1:
+            after1 = alt(end, seq(sep_fit, gap))
+            inner = alt(seq(C0, after1), L0)
+            return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+        name = g.declare("after-call")
+        after = Ref(name)
+        again = alt(EMPTY, seq(C, after), L)  # after text: possibly another call
+        g.define(name, alt(end, seq(C_next, after), seq(sep_fit, gap, again), L if end_ok else NOTHING))
+        inner = alt(seq(C0, after), L0)
+        return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+
+    return body
+
+
+def _fitting(e: Expr, fits: Any, depth: int = 4) -> Expr:
+    """The alternatives of `e` (expanded through sequences, `depth` levels) whose every string
+    `fits`; NOTHING if none."""
+    if fits(e):
+        return e
+    if depth == 0:
+        return NOTHING
+    if isinstance(e, Alt):
+        return alt(*(_fitting(i, fits, depth - 1) for i in e.items))
+    if isinstance(e, Seq):
+        for i, it in enumerate(e.items):
+            if isinstance(it, Alt):
+                rest = e.items[i + 1 :]
+                return alt(*(_fitting(seq(*e.items[:i], a, *rest), fits, depth - 1) for a in it.items))
+    return NOTHING
 
 
 def _drop_stops(e: Expr, stops: tuple[str, ...]) -> Expr:
@@ -510,10 +671,12 @@ def _shortest(g: Grammar, e: Expr) -> str:
     return out
 
 
-def _self_check(d: Deriver, calls: list[CallForms], each: bool, offered: list[dict[str, Any]]) -> list[str]:
+def _self_check(
+    d: Deriver, calls: list[CallForms], each: bool, offered: list[dict[str, Any]]
+) -> tuple[list[str], str]:
     out: list[str] = []
     if not calls:
-        return out
+        return out, ""
     g = d.g
     table = build_tool_table([{"name": x["name"], "parameters": x["parameters"]} for x in offered])
     prefix = d.prefix
@@ -531,6 +694,9 @@ def _self_check(d: Deriver, calls: list[CallForms], each: bool, offered: list[di
         else:
             text = _shortest(g, seq(c.opener, c.body, end))
             two = text + text if f.repeats and c.closer is not None else text
+            if d.closer_lookahead() is not None:  # the second call is written the way the grammar does
+                nxt = d.next_openers.get(c.tool)
+                two = text + _shortest(g, seq(nxt, c.body, end)) if nxt is not None and f.repeats else text
         out.append(text)
         for sample, n in ((text, 1), (two, 2 if two != text else 1)):
             try:
@@ -553,7 +719,7 @@ def _self_check(d: Deriver, calls: list[CallForms], each: bool, offered: list[di
                     f"the derived call for {c.tool!r} parses as {got!r}, not as {n} call(s) to it; sample {sample!r}"
                 )
     del table
-    return out
+    return out, lead
 
 
 def _calls_of(value: Any) -> list[tuple[str, Any]]:
@@ -692,6 +858,11 @@ def _structural_tag(
     }
     if excludes:
         fmt["excludes"] = excludes
+    if stop_after_first and text_allowed:
+        # At most one call, then text again: not as `sequence[triggered_tags, any_text]`, whose
+        # boundary XGrammar may place inside a marker (`x<` | `TOOLCALL>...`), so that the text
+        # holds a second call after all; the whole grammar is exact.
+        return whole
     if mode in ("optional", "required", "inside") and reasoning_tag is not None:
         r_open, r_close, r_ex = reasoning_tag
         ex = [x for x in r_ex if x != r_close]

@@ -32,7 +32,6 @@ from typing import Any
 
 import regex
 
-from .. import _rx
 from .._parser import ResponseParser
 from .._template import Field, Template
 from ._grammar import (
@@ -51,7 +50,7 @@ from ._grammar import (
     violates_prefix,
     violates_suffix,
 )
-from ._regex import Emitter, _has_look, _literal_text, necessary, parse
+from ._regex import Emitter, Node, _has_look, _literal_text, cat, literal_tree, necessary, parse
 from ._schema import PY_NAME, ConstraintError, SchemaCompiler, _disjoint_by_type, members_rule
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
@@ -191,13 +190,19 @@ class Deriver:
             (template.fields[n] for n in REASONING_FIELDS if n in template.fields), None
         )
         self.open_at_start = self._initial_open()
+        self.next_openers: dict[str, Expr] = {}  # tool -> opener of a call right after another
+        self.json_prefix = ""  # content_args.prefix of a JSON tool field
 
     # -- helpers ---------------------------------------------------------------------------------
 
     def _initial_open(self) -> str | None:
         parser = ResponseParser(self.t, prefix=self.prefix)
         open_field = None
-        for e in parser.initial_events:
+        # An opener at the very end of the prompt may still be pending (`<think>(?:\s*<think>)?`
+        # waits to see whether the output extends it): a probe character that extends no
+        # delimiter settles it, as any output not extending the opener would.
+        events = list(parser.initial_events) + list(parser.feed("\x00"))
+        for e in events:
             if e["type"] == "region_open":
                 open_field = e["field"]
             elif e["type"] in ("region_close", "region_malformed"):
@@ -206,14 +211,12 @@ class Deriver:
             return None
         return open_field
 
-    def _tree(self, f: Field, which: str) -> _rx.Node | None:
+    def _tree(self, f: Field, which: str) -> Node | None:
         d = f.opener if which == "open" else f.closer
         if d is None:
             return None
         if d.literals is not None:
-            return _rx.Node(
-                "alt", kids=[_rx.Node("cat", kids=[_rx.Node("lit", (c,)) for c in lit]) for lit in d.literals]
-            )
+            return literal_tree(d.literals)
         return parse(d.source)
 
     def _where(self, f: Field, which: str) -> str:
@@ -242,6 +245,7 @@ class Deriver:
         subst: dict[str, Expr] | None = None,
         at_start: bool = False,
         max_repeat: int | None = -1,
+        behind: str | None = None,
     ) -> tuple[Expr, set[str]]:
         tree = self._tree(f, which)
         assert tree is not None
@@ -253,6 +257,7 @@ class Deriver:
             at_start=at_start,
             max_repeat=self.max_ws if max_repeat == -1 else max_repeat,
             drop_optional=drop,
+            behind=behind,
         )
         e = em.emit(tree)
         if which == "open":
@@ -478,9 +483,14 @@ class Deriver:
         content = f.content
         args = f.content_args if isinstance(f.content_args, dict) else {}
         if content == "json":
-            for k in ("prefix", "suffix", "allow_non_json"):
+            for k in ("suffix", "allow_non_json"):
                 if args.get(k):
                     raise ConstraintError(f"Field '{f.name}': content_args '{k}' cannot be written exactly")
+            self.json_prefix = args.get("prefix") or ""
+            if self.json_prefix not in ("", "{"):
+                raise ConstraintError(
+                    f"Field '{f.name}': content_args 'prefix' {self.json_prefix!r} cannot be written exactly"
+                )
             delims = args.get("string_delims") or []
             uq = args.get("unquoted_keys")
             if delims or uq:
@@ -526,13 +536,19 @@ class Deriver:
             return self._python_body(f, tool, forbidden, where)
         raise ConstraintError(f"Field '{f.name}': content '{content}' cannot carry tool calls exactly")
 
-    def _object_with(self, sc: SchemaCompiler, keys: list[tuple[str, Expr]], where: str) -> Expr:
+    def _object_with(
+        self, sc: SchemaCompiler, keys: list[tuple[str | tuple[str, ...], Expr]], where: str
+    ) -> Expr:
         """A call object: `keys` (the name and arguments the transform reads) in any order, and at
         most one of the keys models add that the transform ignores (`IGNORED_CALL_KEYS`)."""
         colon = seq(self.ws, Lit(":"), self.ws)
         comma = seq(self.ws, Lit(","), self.ws)
-        members = [(seq(sc.key(k, where), colon, v), True) for k, v in keys]
-        read = {k for k, _ in keys} | _transform_placeholder_keys(self.tool_field)
+        members: list[tuple[Expr, bool]] = [
+            (alt(*(seq(sc.key(n, where), colon, v) for n in ((k,) if isinstance(k, str) else k))), True)
+            for k, v in keys
+        ]
+        read = {n for k, _ in keys for n in ((k,) if isinstance(k, str) else k)}
+        read |= _transform_placeholder_keys(self.tool_field)
         tr = self.tool_field.transform if self.tool_field is not None else None
         if isinstance(tr, dict) and isinstance(tr.get("function"), str):
             read = set(IGNORED_CALL_KEYS)  # `"function": "{content}"` copies every key: none is ignored
@@ -547,7 +563,8 @@ class Deriver:
             extra.append(seq(sc.key(k, where), colon, value))
         if extra and self.key_order == "any":
             members.append((alt(*extra), False))
-        open_ = seq(Lit("{"), self.ws)
+        # `content_args.prefix` "{" (Llama 4): the opener wrote the brace, the parser puts it back
+        open_ = self.ws if self.json_prefix == "{" else seq(Lit("{"), self.ws)
         # an opener lookahead reads the call object only where the object follows the opener
         lead = self._lookahead_check() if not self.tool_field.transform_each else None  # type: ignore[union-attr]
         first_ok = None
@@ -558,8 +575,52 @@ class Deriver:
                 forms = m.items if isinstance(m, Alt) else (m,)
                 return alt(*(x for x in forms if lead(seq(open_, x))))
 
+            if all(first_ok(i) == NOTHING for i in range(len(members))):
+                # the lookahead reads past the first key (Llama 4: `"name": "...", "parameters":`):
+                # the keys the transform reads, in its order, and nothing else
+                fixed = members_rule(self.g, members[: len(keys)], comma, f"{where}-call", order="schema")
+                if lead(seq(open_, fixed)):
+                    return seq(open_, fixed, self.ws, Lit("}"))
         body = members_rule(self.g, members, comma, f"{where}-call", order=self.key_order, first_ok=first_ok)
         return seq(open_, body, self.ws, Lit("}"))
+
+    # -- a closer's trailing lookahead ---------------------------------------------------------
+
+    def closer_lookahead(self) -> tuple[Expr, bool, str] | None:
+        if not hasattr(self, "_closer_la"):
+            self._closer_la = self._find_closer_lookahead()
+        return self._closer_la
+
+    def _find_closer_lookahead(self) -> tuple[Expr, bool, str] | None:
+        """For a tool closer written as `X(?=LA)` (MiniMax M2's `</invoke>(?=\\s{0,64}(?:<invoke
+        name=|</minimax:tool_call>|\\Z))`): (LA as an expression, whether LA admits the end of
+        the text, X as literal text), else None. What follows a call must then satisfy LA."""
+        f = self.tool_field
+        if f is None or f.closer is None or f.closer.literals is not None:
+            return None
+        tree = parse(f.closer.source)
+        branches = tree.kids if tree.op == "alt" else (tree,)
+        found = None
+        for b in branches:
+            while b.op == "group" and b.args[0] is None and b.kids:
+                b = b.kids[0]
+            if b.op != "cat" or not b.kids:
+                continue
+            last = b.kids[-1]
+            if last.op != "look" or last.args[:2] != (True, False) or _look_literal(b) is not None:
+                continue
+            if any(_has_look(k) for k in b.kids[:-1]):
+                continue
+            # X's text, where it is one literal (lookbehind forms of the next opener may read it);
+            # X with optional parts (Hy3's `</tool_call(?::[a-z]+)?>`): "", no lookbehind holds
+            x = _literal_text(cat(b.kids[:-1])) or ""
+            plain = [k for k in branches if not _has_look(k)]
+            if plain or any(_lookbehind_form(k) is not None for k in branches):
+                return None  # a plain form is written instead, or one whose lookbehind holds
+            where = self._where(f, "close")
+            la = Emitter(self.g, where, peek=True).emit(last.kids[0])
+            found = (la, _admits_end(last.kids[0]), x)
+        return found
 
     # -- an opener's trailing lookahead ------------------------------------------------------
 
@@ -577,13 +638,13 @@ class Deriver:
                     f"{self._where(f, 'open')}: a lookahead at the end of only some alternatives"
                 )
             return None
-        tail: list[_rx.Node] = []
+        tail: list[Node] = []
         for k in reversed(kids[:-1]):
             if _literal_text(k) is not None or k.op == "look" or k.op == "assert":
                 break
             tail.insert(0, k)
         where = self._where(f, "open")
-        tail_node = _rx.Node("cat", kids=tail)
+        tail_node = cat(tail)
         written_tail = Emitter(self.g, where, max_repeat=self.max_ws).emit(tail_node)
         tail_re = Emitter(self.g, where).emit(tail_node)
         look = Emitter(self.g, where, peek=True).emit(kids[-1].kids[0])
@@ -622,12 +683,20 @@ class Deriver:
         if len(name_path) == 1 and name_path[0] != root:
             # the name is an opener capture; the arguments are (a key of) the content
             if args_path == (root,):
+                if self.json_prefix:
+                    raise ConstraintError(f"Field '{f.name}': content_args 'prefix' before the arguments")
                 return args_expr
             if len(args_path) == 2 and args_path[0] == root:
                 return self._object_with(sc, [(args_path[1], args_expr)], where)
             raise ConstraintError(f"Field '{f.name}': arguments path {'.'.join(args_path)} is not supported")
         if name_path[0] == root and args_path[0] == root and len(name_path) == len(args_path) == 2:
-            return self._object_with(sc, [(name_path[1], name_lit), (args_path[1], args_expr)], where)
+            args_key: str | tuple[str, ...] = args_path[1]
+            tr = f.transform
+            if isinstance(tr, dict) and isinstance(tr.get("function"), str):
+                # the whole object is the call: its arguments are read from `arguments` or, as
+                # models also write them, `parameters` (`chatparse.openai` reads both)
+                args_key = ("arguments", "parameters")
+            return self._object_with(sc, [(name_path[1], name_lit), (args_key, args_expr)], where)
         raise ConstraintError(f"Field '{f.name}': the transform's name/arguments paths are not supported")
 
     def _xml_body(self, f: Field, tool: dict[str, Any], forbidden: tuple[str, ...], where: str) -> Expr:
@@ -820,6 +889,19 @@ def _transform_placeholder_keys(f: Field | None) -> set[str]:
 _ANNOTATION_KEYS = {"description", "title", "default", "examples", "deprecated", "$comment"}
 
 
+def _admits_end(node: Node) -> bool:
+    """Whether a lookahead body can match at the end of the text (a `\\Z` alternative)."""
+    if node.op == "assert" and node.args[0] in ("eos", "Z"):
+        return True
+    if node.op == "alt":
+        return any(_admits_end(k) for k in node.kids)
+    if node.op in ("group", "atomic") and node.kids:
+        return _admits_end(node.kids[0])
+    if node.op == "cat":
+        return all(_admits_end(k) or k.op == "rep" and k.args[0] == 0 for k in node.kids)
+    return False
+
+
 def _plain_types(schema: Any) -> list[str] | None:
     """The types of a schema made only of plain `type`s (lists, `anyOf`, disjoint `oneOf`,
     `nullable`), or None if it constrains anything further."""
@@ -890,7 +972,7 @@ def _raw_enum(values: list[Any], forbidden: tuple[str, ...]) -> list[Expr]:
     return out
 
 
-def _has_trailing_look(node: _rx.Node) -> bool:
+def _has_trailing_look(node: Node) -> bool:
     if node.op == "look" and node.args[0]:
         return True
     if node.op in ("alt",):
@@ -917,18 +999,25 @@ def _transform_placeholders(t: Any) -> set[str]:
     return out
 
 
-def _look_literal(node: _rx.Node) -> str | None:
-    """`(?=LIT)` -> LIT."""
+def _look_literal(node: Node) -> str | None:
+    """`(?=LIT)`, or `\\s*(?=LIT)` (the next call's opener writes the whitespace) -> LIT."""
     while node.op == "group" and node.args[0] is None:
         node = node.kids[0]
+    if node.op == "cat" and len(node.kids) == 2 and _is_ws_star(node.kids[0]):
+        node = node.kids[1]
     if node.op == "look" and node.args[:2] == (True, False):
-        from ._regex import _literal_text
-
         return _literal_text(node.kids[0])
     return None
 
 
-def _trailing_literal(node: _rx.Node) -> str:
+def _is_ws_star(node: Node) -> bool:
+    if node.op != "rep" or node.args[0] != 0 or node.args[1] is not None or not node.kids:
+        return False
+    k = node.kids[0]
+    return k.op == "cls" and k.args[0] in ("\\s", "[\\s]")
+
+
+def _trailing_literal(node: Node) -> str:
     """The literal characters every match of `node` ends with (a cat's last literal run)."""
     from ._regex import _literal_text
 
@@ -944,7 +1033,7 @@ def _trailing_literal(node: _rx.Node) -> str:
     return run
 
 
-def _lookbehind_form(node: _rx.Node) -> tuple[_rx.Node, _rx.Node] | None:
+def _lookbehind_form(node: Node) -> tuple[Node, Node] | None:
     """`(?<=L)X` with no other lookaround -> (L, X)."""
     while node.op == "group" and node.args[0] is None and node.kids:
         node = node.kids[0]
@@ -953,23 +1042,23 @@ def _lookbehind_form(node: _rx.Node) -> tuple[_rx.Node, _rx.Node] | None:
     first, rest = node.kids[0], node.kids[1:]
     if first.op != "look" or first.args[:2] != (False, False):
         return None
-    tail = _rx.Node("cat", kids=rest)
+    tail = cat(rest)
     return (first.kids[0], tail) if not _has_look(tail) else None
 
 
-def _literal_of(node: _rx.Node) -> str | None:
+def _literal_of(node: Node) -> str | None:
     from ._regex import _literal_text
 
     return _literal_text(node)
 
 
-def _necessary_tree(tree: _rx.Node) -> set[str]:
+def _necessary_tree(tree: Node) -> set[str]:
     # literals of the tag pattern itself (a value containing an opening tag would start a new tag)
     first = _first_lit(tree)
     return {first} if first else set()
 
 
-def _first_lit(node: _rx.Node) -> str:
+def _first_lit(node: Node) -> str:
     from ._regex import _literal_text
 
     if node.op == "cat":
@@ -984,11 +1073,26 @@ def _first_lit(node: _rx.Node) -> str:
     return lt or ""
 
 
-def _after_group(tree: _rx.Node, group: str) -> set[str] | None:
-    """Necessary literals of what follows `group` in a top-level sequence."""
-    kids = tree.kids if tree.op == "cat" else [tree]
-    for i, k in enumerate(kids):
-        if k.op == "group" and k.args[0] == group:
-            rest = _rx.Node("cat", kids=kids[i + 1 :])
-            return necessary(rest)
-    return None
+def _after_group(tree: Node, group: str) -> set[str] | None:
+    """Necessary literals of what follows each occurrence of `group` (None: one is not followed
+    by a fixed marker, or the group does not occur)."""
+    found: list[set[str] | None] = []
+
+    def walk(node: Node, rest: tuple[Node, ...]) -> None:
+        if node.op == "group" and node.args[0] == group:
+            found.append(necessary(cat(rest)))
+        elif node.op == "cat":
+            for i, k in enumerate(node.kids):
+                walk(k, node.kids[i + 1 :] + rest)
+        elif node.op == "alt":
+            for k in node.kids:
+                walk(k, rest)
+        elif node.op in ("group", "atomic") and node.kids:
+            walk(node.kids[0], rest)
+        elif node.op == "rep" and node.kids:
+            walk(node.kids[0], (node, *rest))
+
+    walk(tree, ())
+    if not found or any(x is None for x in found):
+        return None
+    return set().union(*(x for x in found if x is not None))

@@ -1,6 +1,6 @@
 """Delimiter regexes to grammar expressions, and the literals every match of a regex contains.
 
-`emit` turns a template delimiter (the `regex` module syntax, parsed by the core's `_rx` parser)
+`emit` turns a template delimiter (the `regex` module syntax, read through `parse`)
 into the language of strings the constraint lets the model write for it: a subset of what the
 regex matches, with named groups replaced (`name` by the tool's name, `key` by a parameter name,
 `value` by a typed value). Constructs that only decide *where* a match may happen are left out
@@ -15,6 +15,7 @@ mistaken for that delimiter.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import regex
@@ -36,15 +37,86 @@ from ._grammar import (
 )
 from ._schema import ConstraintError
 
+# -- the seam to the core's pattern parser ---------------------------------------------------------
+#
+# The core parses delimiter regexes into its own tree (`chatparse.Node`, typed by `_rx.Op`),
+# which is private and changes with the scanner. This package reads patterns only through `parse`,
+# which converts that tree into `Node` below: the one place that names the core's private parser,
+# so a change of the core's tree is a change here and nowhere else.
 
-def parse(pattern: str) -> _rx.Node:
+
+@dataclass(frozen=True)
+class Node:
+    """A parsed delimiter pattern, as this package reads it.
+
+    `op`: `lit` (args: the character), `cls` (args: class source, flags: one character), `any`
+    (args: dotall), `cat`, `alt` (kids in priority order), `group` (args: name or None), `assert`
+    (args: kind: bos, bol, eos, eol, Z, b, B, m, M), `look` (args: ahead, negate), `atomic`,
+    `rep` (args: lo, hi or None, greedy | lazy | possessive), `empty`.
+    """
+
+    op: str
+    args: tuple[Any, ...] = ()
+    kids: tuple[Node, ...] = ()
+
+
+_BACKREF = regex.compile(r"(?<!\\)\(\?P=(\w+)\)")
+_NAMED = regex.compile(r"(?<!\\)\(\?P<(\w+)>")
+_REF_MARK, _DUP_MARK = "__chatparse_ref_", "__chatparse_dup"
+
+
+def parse(pattern: str) -> Node:
+    """The tree of a template pattern (`regex` syntax, DOTALL, as the parser compiles it).
+
+    Two constructs the core's delimiter parser refuses but `xml-inline` tag patterns use (the
+    `regex` module compiles those) are read here too: a back-reference `(?P=key)` (MiniMax M3's
+    `<key>...</key>`) becomes a `backref` node, which the grammar writes as the group's text; a
+    group name used again in another branch (MiniCPM's `(?P<value>...)` twice) keeps its name.
+    """
+    source = _BACKREF.sub(lambda m: f"(?P<{_REF_MARK}{m.group(1)}>)", pattern)
+    seen: dict[str, int] = {}
+
+    def rename(m: Any) -> str:
+        name = m.group(1)
+        seen[name] = seen.get(name, 0) + 1
+        return m.group(0) if seen[name] == 1 else f"(?P<{name}{_DUP_MARK}{seen[name]}>"
+
+    source = _NAMED.sub(rename, source)
     try:
-        return _rx._Parser(pattern, regex.DOTALL).parse()
+        tree = _rx._Parser(source, regex.DOTALL).parse()
     except _rx.UnsupportedPattern as e:
         raise ConstraintError(f"the pattern {pattern!r} uses {e}") from e
+    return _convert(tree)
 
 
-def _cls(node: _rx.Node) -> Chars:
+def _convert(n: Any) -> Node:
+    op = n.op.value if hasattr(n.op, "value") else str(n.op)
+    args = tuple(n.args)
+    if op == "look":
+        args = args[:2]
+    elif op == "assert":
+        args = args[:1]
+    elif op == "group" and isinstance(args[0], str):
+        name = args[0]
+        if name.startswith(_REF_MARK):
+            return Node("backref", (name[len(_REF_MARK) :],))
+        if _DUP_MARK in name:
+            args = (name.split(_DUP_MARK)[0], *args[1:])
+    return Node(op, args, tuple(_convert(k) for k in n.kids))
+
+
+def literal_tree(literals: list[str] | tuple[str, ...]) -> Node:
+    """The tree of a literal delimiter (its alternatives)."""
+    return Node(
+        "alt", kids=tuple(Node("cat", kids=tuple(Node("lit", (c,)) for c in lit)) for lit in literals)
+    )
+
+
+def cat(kids: Any) -> Node:
+    return Node("cat", kids=tuple(kids))
+
+
+def _cls(node: Node) -> Chars:
     src, flags = node.args
     return Chars(class_ranges(src, flags & ~regex.DOTALL | regex.DOTALL))
 
@@ -63,8 +135,10 @@ class Emitter:
         max_repeat: int | None = None,
         peek: bool = False,
         drop_optional: tuple[str, ...] = (),
+        behind: str | None = None,
     ) -> None:
         self.peek = peek
+        self.behind = behind  # the text known to precede (a lookbehind on it holds)
         self.drop_optional = drop_optional
         self.g = grammar
         self.where = where
@@ -73,11 +147,22 @@ class Emitter:
         self.max_repeat = max_repeat
         self.used: set[str] = set()
 
+    def _behind_holds(self, node: Node) -> bool:
+        """`node` is a lookbehind `(?<=LIT)` and the known preceding text ends with LIT."""
+        while node.op == "group" and node.args[0] is None and node.kids:
+            node = node.kids[0]
+        if node.op != "look" or node.args[:2] != (False, False) or self.behind is None:
+            return False
+        lit = _literal_text(node.kids[0])
+        return lit is not None and lit != "" and self.behind.endswith(lit)
+
     def fail(self, what: str) -> ConstraintError:
         return ConstraintError(f"{self.where}: {what} cannot be written by a grammar")
 
-    def emit(self, node: _rx.Node, trailing: bool = True) -> Expr:
+    def emit(self, node: Node, trailing: bool = True) -> Expr:
         op = node.op
+        if op == "empty":
+            return EMPTY
         if op == "lit":
             return Lit(node.args[0])
         if op == "cls":
@@ -94,25 +179,35 @@ class Emitter:
                 out.append(self.emit(k, trailing and rest_zero))
             return seq(*out)
         if op == "alt":
-            kids = node.kids
-            if not self.peek:
+            forms = list(node.kids)
+            held = [k for k in forms if self.behind is not None and self._behind_holds(k)]
+            if held:
+                forms = held  # right after the known text: the form that reads it
+            elif not self.peek:
                 # a form that needs a lookaround to hold is only written when it is the only one
-                plain = [k for k in kids if not _has_look(k)]
+                plain = [k for k in forms if not _has_look(k)]
                 if plain:
-                    kids = plain
+                    forms = plain
                 else:
-                    # all need one: keep the forms with the longest fixed marker (e.g. a closing tag)
-                    score = [
-                        max((len(x) for x in (_nec(k) if isinstance(_nec(k), set) else set())), default=0)
-                        for k in kids
-                    ]
-                    kids = [k for k, sc in zip(kids, score) if sc == max(score)]
-            branches = [self.emit(k, trailing) for k in kids]
+                    # all need one: keep the forms that write the longest fixed marker themselves
+                    # (a closing tag), not the ones that only look ahead for one
+                    def score_of(k: Node) -> int:
+                        lits = _nec(_without_looks(k))
+                        return max((len(x) for x in lits), default=0) if isinstance(lits, set) else 0
+
+                    score = [score_of(k) for k in forms]
+                    forms = [k for k, sc in zip(forms, score) if sc == max(score)]
+            branches = [self.emit(k, trailing) for k in forms]
             return (
                 alt(*[b for b in branches if b != NOTHING])
                 if any(b != NOTHING for b in branches)
                 else NOTHING
             )
+        if op == "backref":
+            name = node.args[0]
+            if name not in self.subst:
+                raise self.fail(f"the back-reference to {name!r}")
+            return self.subst[name]
         if op == "group":
             name = node.args[0]
             if name is not None and name in self.subst:
@@ -145,6 +240,8 @@ class Emitter:
         if op == "look":
             ahead, negate = node.args[0], node.args[1]
             if not ahead and not negate:
+                if self.behind is not None and self._behind_holds(node):
+                    return EMPTY
                 return NOTHING  # a lookbehind alternative: only used after text the grammar never writes
             if ahead and self.peek:
                 return self.emit(node.kids[0], trailing)
@@ -154,14 +251,21 @@ class Emitter:
         raise self.fail(f"the construct {op!r}")
 
 
-def _has_look(node: _rx.Node) -> bool:
+def _has_look(node: Node) -> bool:
     if node.op in ("look",) or (node.op == "assert" and node.args[0] in ("eos", "eol", "Z")):
         return True
     return any(_has_look(k) for k in node.kids)
 
 
-def _zero_width(node: _rx.Node) -> bool:
-    if node.op in ("look", "assert"):
+def _without_looks(node: Node) -> Node:
+    """The node with its lookarounds and end assertions taken out (what it consumes)."""
+    if node.op == "look" or (node.op == "assert" and node.args[0] in ("eos", "eol", "Z")):
+        return Node("empty")
+    return Node(node.op, node.args, tuple(_without_looks(k) for k in node.kids))
+
+
+def _zero_width(node: Node) -> bool:
+    if node.op in ("look", "assert", "empty"):
         return True
     if node.op in ("group", "atomic") and node.kids:
         return _zero_width(node.kids[0])
@@ -170,7 +274,7 @@ def _zero_width(node: _rx.Node) -> bool:
     return False
 
 
-def _tempered_dot(node: _rx.Node) -> str | None:
+def _tempered_dot(node: Node) -> str | None:
     """`(?:(?!LIT).)` -> LIT."""
     while node.op == "group" and node.args[0] is None:
         node = node.kids[0]
@@ -183,7 +287,9 @@ def _tempered_dot(node: _rx.Node) -> str | None:
     return lit
 
 
-def _literal_text(node: _rx.Node) -> str | None:
+def _literal_text(node: Node) -> str | None:
+    if node.op == "empty":
+        return ""
     if node.op == "lit":
         return str(node.args[0])
     if node.op == "group" and node.args[0] is None:
@@ -201,7 +307,7 @@ def _literal_text(node: _rx.Node) -> str | None:
 _END_ONLY = "end-only"
 
 
-def necessary(node: _rx.Node) -> set[str] | None:
+def necessary(node: Node) -> set[str] | None:
     """Literals one of which every match contains (None: no such set; an empty set: the pattern
     can only match at the end of the text)."""
     r = _nec(node)
@@ -217,7 +323,7 @@ def _best(cands: list[set[str]]) -> set[str] | None:
     return max(cands, key=lambda c: (min(len(x) for x in c), -len(c)))
 
 
-def _nec(node: _rx.Node) -> Any:
+def _nec(node: Node) -> Any:
     op = node.op
     if op == "lit":
         return {node.args[0]}
@@ -284,4 +390,4 @@ def first_literal(expr: Expr) -> str:
     return ""
 
 
-__all__ = ["Emitter", "first_literal", "necessary", "parse", "ranges_of"]
+__all__ = ["Emitter", "Node", "cat", "first_literal", "literal_tree", "necessary", "parse", "ranges_of"]
