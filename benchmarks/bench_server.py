@@ -30,6 +30,8 @@ chatparse process's RSS.  Targets are printed as PASS/FAIL lines; the exit statu
   python benchmarks/bench_server.py                          # 1, 32, 256 streams at 50 tokens/s each
   python benchmarks/bench_server.py --token-delay 0          # CPU-bound, maximum throughput
   python benchmarks/bench_server.py --soak 600 --json out.json
+  python benchmarks/bench_server.py --quick                  # smoke run: 1 and 4 streams, short output
+  python benchmarks/bench_server.py --render                 # cost of a render worker: startup, per prompt
 """
 
 from __future__ import annotations
@@ -869,11 +871,98 @@ async def soak(args: argparse.Namespace, out: Output, cp: str, pid: int) -> dict
 # main
 
 
+def render_costs(rounds: int) -> int:
+    """``--render``: what rendering in a worker process costs next to rendering in the server itself.
+
+    Worker startup (spawn until the template is compiled and the worker answers), and per prompt the
+    time of ``RenderPool.render`` (JSON job over a pipe, render, JSON answer) against
+    ``ChatTemplate.render`` in this process, for a short and a long conversation with tools (the
+    Qwen3-style template of the server tests). Sequential, one worker, best of 5 batches.
+    """
+    from tests.server.conftest import QWEN_TEMPLATE, WEATHER
+
+    from chatparse.server._prompt import ChatTemplate
+    from chatparse.server._render import RenderPool
+
+    template = ChatTemplate(QWEN_TEMPLATE)
+    turn = [
+        {"role": "user", "content": "Weather in Paris? " * 5},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "content": '{"temp": 21, "sky": "clear"}', "tool_call_id": "call_1"},
+        {"role": "assistant", "content": "It is 21 °C and clear in Paris."},
+    ]
+    conversations = {"2 messages": turn[:1], "40 messages": turn * 10}
+
+    async def main() -> None:
+        starts = []
+        for _ in range(5):
+            pool = RenderPool(template, workers=1)
+            t = time.perf_counter()
+            await pool.start()
+            starts.append(time.perf_counter() - t)
+            await pool.close()
+        print(
+            f"worker startup (spawn to ready), 5 starts: best {min(starts) * 1e3:.0f} ms, "
+            f"median {sorted(starts)[2] * 1e3:.0f} ms"
+        )
+        pool = RenderPool(template, workers=1)
+        await pool.start()
+        try:
+            for name, messages in conversations.items():
+                prompt = template.render(messages, tools=[WEATHER])
+                assert await pool.render(messages, tools=[WEATHER], kwargs={}) == prompt
+                local = worker = local_cpu = worker_cpu = float("inf")
+                for _ in range(5):
+                    t, c = time.perf_counter(), time.process_time()
+                    for _ in range(rounds):
+                        template.render(messages, tools=[WEATHER])
+                    local = min(local, (time.perf_counter() - t) / rounds)
+                    local_cpu = min(local_cpu, (time.process_time() - c) / rounds)
+                    t, c = time.perf_counter(), time.process_time()
+                    for _ in range(rounds):
+                        await pool.render(messages, tools=[WEATHER], kwargs={})
+                    worker = min(worker, (time.perf_counter() - t) / rounds)
+                    worker_cpu = min(worker_cpu, (time.process_time() - c) / rounds)
+                print(
+                    f"{name} ({len(prompt)} characters of prompt): wall time per prompt in-process "
+                    f"{local * 1e6:.0f} µs, through a worker {worker * 1e6:.0f} µs; CPU of the server "
+                    f"process per prompt: in-process {local_cpu * 1e6:.0f} µs, with a worker {worker_cpu * 1e6:.0f} µs"
+                )
+        finally:
+            await pool.close()
+
+    print(
+        f"render workers: python {platform.python_version()}, {os.cpu_count()} CPUs, {rounds} renders per batch"
+    )
+    asyncio.run(main())
+    return 0
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: --concurrency 1,4 --tokens 150 --rounds 1 (unless given), about half a minute",
+    )
+    ap.add_argument(
+        "--render",
+        action="store_true",
+        help="only measure the render workers: startup and per-prompt round trip against rendering in-process",
+    )
+    ap.add_argument(
         "--concurrency",
-        default="1,32,256",
+        default=None,
         help="comma-separated numbers of concurrent streams (default: 1,32,256; '' for none)",
     )
     ap.add_argument(
@@ -884,10 +973,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="engine pacing per token (default: 0.02, i.e. 50 tokens/s per stream; 0: CPU-bound)",
     )
     ap.add_argument(
-        "--tokens", type=int, default=300, help="tokens in the model output (default: 300; at least ~150)"
+        "--tokens", type=int, default=None, help="tokens in the model output (default: 300; at least ~150)"
     )
     ap.add_argument(
-        "--rounds", type=int, default=2, help="streams each concurrent client runs back to back (default: 2)"
+        "--rounds",
+        type=int,
+        default=None,
+        help="streams each concurrent client runs back to back (default: 2)",
     )
     ap.add_argument("--soak", type=float, default=0, metavar="SECONDS", help="also run a soak test this long")
     ap.add_argument(
@@ -907,6 +999,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     ap.add_argument("--keep-logs", action="store_true", help="keep the child processes' logs")
     args = ap.parse_args(argv)
+    quick = {"concurrency": "1,4", "tokens": 150, "rounds": 1}
+    full = {"concurrency": "1,32,256", "tokens": 300, "rounds": 2}
+    for key, value in (quick if args.quick else full).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
     try:
         args.concurrency = [int(x) for x in args.concurrency.split(",") if x.strip()]
     except ValueError:
@@ -979,6 +1076,8 @@ def main(argv: list[str] | None = None) -> int:
         run_engine(argv[1:])
         return 0
     args = parse_args(argv)
+    if args.render:
+        return render_costs(200)
     signal.signal(signal.SIGTERM, _on_sigterm)
     out = build_output(args.tokens)
     tmp = Path(tempfile.mkdtemp(prefix="chatparse-bench-"))

@@ -16,6 +16,7 @@ Usage:
   python benchmarks/conformance.py --baseline      # print tests/conformance/canitoolcall_baseline.py
   python benchmarks/conformance.py --json out.json # machine-readable results
   python benchmarks/conformance.py --standin       # harness self-test on the core parser (no openai layer)
+  python benchmarks/conformance.py --own           # the own fixtures (tests/data/own_fixtures) instead
 
 Method, caveats and the list of failures with causes: docs/conformance.md.
 """
@@ -87,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         help="ChatParser stream_tool_calls policy (default: the library default)",
     )
     ap.add_argument("--template", help="force this catalog template for every fixture (diagnostics)")
+    ap.add_argument(
+        "--own",
+        action="store_true",
+        help="run the project's own fixtures (tests/data/own_fixtures) instead of the corpus",
+    )
     args = ap.parse_args(argv)
 
     if args.standin:
@@ -103,6 +109,29 @@ def main(argv: list[str] | None = None) -> int:
         if args.template:
             forced = args.template
             layer.resolve_name = lambda model: forced
+    if args.own:
+        import time
+
+        from canitoolcall.fixtures import Fixture
+        from tests.conformance import test_own_fixtures as own
+
+        t0 = time.perf_counter()
+        own_fixtures = [
+            Fixture.from_dict(rec, source=path, line=line)
+            for path, line, rec in own.RECORDS
+            if not args.family or rec["family"] in args.family
+        ]
+        run = H.Run([H.run_case(fx, layer, own.FAMILY_OBJS) for fx in own_fixtures], time.perf_counter() - t0)
+        print(
+            f"own fixtures (tests/data/own_fixtures) through chatparse ({len(run.cases)} fixtures, {run.seconds:.1f} s)"
+        )
+        print("cells: pass/soft/fail; 'all' = worst over non-streaming and every chunking\n")
+        print(H.format_table(run))
+        if args.failures:
+            for c in run.cases:
+                if c.config is None or c.status.value not in ("pass",):
+                    print(H.describe_case(c) if c.config is not None else f"{c.id}: {c.reason}")
+        return 0
     fixtures = load_fixtures(families=args.family or None)
     run = H.run_corpus(layer, fixtures)
 

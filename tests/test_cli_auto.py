@@ -22,20 +22,34 @@ def output_file(tmp_path: Path) -> Path:
 def test_parse_auto_prints_the_detected_message(
     output_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["parse", "--auto", str(output_file)]) == 0
+    assert main(["parse", "--auto", "--shape", "openai", str(output_file)]) == 0
     message = json.loads(capsys.readouterr().out)
     assert message["content"] == "Let me check."
     assert message["chatparse"]["recognizer"] == "hermes"
     (call,) = message["tool_calls"]
-    assert call["function"]["name"] == "get_weather"
+    assert call["function"]["name"] == "get_weather" and call["id"].startswith("call_")
     assert json.loads(call["function"]["arguments"]) == {"city": "Zürich"}
+
+
+def test_parse_auto_prints_the_hf_shape_by_default(
+    output_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["parse", "--auto", str(output_file)]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "role": "assistant",
+        "content": "Let me check.",
+        "tool_calls": [
+            {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Zürich"}}}
+        ],
+        "chatparse": {"recognizer": "hermes"},
+    }
 
 
 @pytest.mark.parametrize("size", ["1", "4", "1000"])
 def test_stream_auto_deltas_merge_to_the_message(
     output_file: Path, size: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["stream", "--auto", "--chunk-size", size, str(output_file)]) == 0
+    assert main(["stream", "--auto", "--shape", "openai", "--chunk-size", size, str(output_file)]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     *deltas, final = lines
     assert all(d["type"] == "delta" for d in deltas) and final["type"] == "message"

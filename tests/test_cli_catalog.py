@@ -153,7 +153,7 @@ def test_parse_with_unknown_model(tmp_path: Path, capsys: pytest.CaptureFixture[
     output = write(tmp_path, "out.txt", "x")
     code, out, err = run(capsys, "parse", "--model", "acme/mystery-7b", output)
     assert code == 2 and out == ""
-    assert "acme/mystery-7b" in err and "candidates" in err and err.count("\n") == 1
+    assert "acme/mystery-7b" in err and "--auto" in err and err.count("\n") == 1
 
 
 def test_parse_template_and_model_are_exclusive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

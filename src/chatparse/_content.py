@@ -6,6 +6,8 @@ reference accepts, every function here returns an equal value; where the referen
 
 * Extensions from transformers.js (`response-template.md` §2.10): `text` accepts `strip_prefix` /
   `strip_suffix`, `json` accepts `prefix` / `suffix`.
+* chatparse extensions (keys the reference ignores): `xml-inline` `unescape_keys` and `json_body`,
+  `python-call-list` `brackets: false` (calls without the surrounding list).
 * Hardening: only `ValueError`, `TypeError` and `KeyError` (an undefined transform placeholder, as in
   the reference) leave a parser or a transform. Cases where the reference leaks another exception
   type, or returns a value nobody asked for, become a `ValueError` instead:
@@ -282,11 +284,26 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
     # (`q&amp;a` -> `q&a`), for formats that escape attribute values (Kimi K3 XTML).
     unescape_keys = args.get("unescape_keys", False)
 
+    # chatparse extension: `json_body: true` reads a body that is a JSON object (after stripping)
+    # as the arguments themselves (DeepSeek DSML `<invoke name="f">{"a": 1}</invoke>`, accepted by
+    # SGLang), and refuses a body that has text but no tag at all instead of returning `{}`.
+    json_body = args.get("json_body", False)
+    if json_body and text.strip().startswith("{"):
+        try:
+            body = json.loads(text.strip())
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"xml-inline: the body is not a JSON object ({e}).\nContent: {text!r}") from None
+        if not isinstance(body, dict):
+            raise ValueError(f"xml-inline: the body is not a JSON object.\nContent: {text!r}")
+        return body
+
     # Collect all matches first: the time limit covers the whole scan, not the value parsers.
     try:
         matches = list(compiled.finditer(text, timeout=REGEX_TIMEOUT))
     except TimeoutError:
         raise _timed_out(f"xml-inline: tag_pattern {tag_pattern!r}") from None
+    if json_body and not matches and text.strip():
+        raise ValueError(f"xml-inline: no tag in a body that is not empty.\nContent: {text!r}")
 
     out: dict[str, Any] = {}
     merged: set[str] = set()
@@ -496,6 +513,28 @@ def _python_call_list(text: str, args: dict[str, Any]) -> list[dict[str, Any]]:
         expect("(")
         return {"name": function_name, "arguments": unique(items(")", argument))}
 
+    brackets = args.get("brackets", True)
+    if not isinstance(brackets, bool):
+        raise ValueError(
+            f"python-call-list: 'brackets' content_arg must be a bool, got {type(brackets).__name__}"
+        )
+    if not brackets:
+        # chatparse extension: calls without the surrounding list, separated by a comma or a line
+        # break (Olmo 3 writes one call per line inside `<function_calls>`).
+        bare: list[dict[str, Any]] = []
+        skip_whitespace()
+        while position < len(text):
+            bare.append(call())
+            after = position
+            skip_whitespace()
+            if text.startswith(",", position):
+                position += 1
+                skip_whitespace()
+                if position == len(text):
+                    fail("expected a function name")
+            elif position < len(text) and "\n" not in text[after:position]:
+                fail("expected ',' or a line break between calls")
+        return bare
     expect("[")
     calls = items("]", call)
     skip_whitespace()

@@ -204,9 +204,9 @@ class ResponseParser:
                 guard = None
                 cur = self._current
                 if cur is not None and cur != self._t.implicit:
-                    delims = self._t.fields[cur].string_guard
-                    if delims is not None:
-                        guard = StringGuard(self._body_start, delims)
+                    f = self._t.fields[cur]
+                    if f.string_guard is not None:
+                        guard = StringGuard(self._body_start, f.string_guard, f.string_quotes, f.value_close)
                 scanner = self._scanner = self._watch().scanner(self._pos, self._states, guard)
             if decision is None:
                 decision = scanner.decide(buf, eos, self._zw)

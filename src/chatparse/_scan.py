@@ -905,80 +905,197 @@ class PatternCursor(Cursor):
 # JSON string guard (close_outside_strings)
 
 
-_STRING_STOP = regex.compile(r'["\\]')
-_GUARD_OPENERS: dict[tuple[tuple[str, str], ...], Any] = {}
+_GUARD_OPENERS: dict[tuple, Any] = {}
+_STRING_STOPS: dict[str, Any] = {}
 
 
 class StringGuard:
-    """Where JSON string literals are in a region body, for fields that close only outside them
-    (`content_args: {"close_outside_strings": true}`, the fix for defect D17).
+    """Where string literals are in a region body, for fields that close only outside them
+    (`content_args: {"close_outside_strings": true}`, the fix for defect D17), and, with
+    `close_after_value`, where the body's first complete bracketed value ends.
 
-    Strings are `"..."` with backslash escapes, plus the field's `string_delims` pairs (no
-    escapes). The answer for a position depends only on the text before it, so streaming and
-    one-shot parsing agree; the body is scanned once, left to right, string contents in C
-    (positions are asked in increasing order; an earlier one restarts the scan)."""
+    Strings are `"..."` with backslash escapes (also `'...'` for `python-call-list` bodies), plus
+    the field's `string_delims` pairs (no escapes). The answer for a position depends only on the
+    text before it, so streaming and one-shot parsing agree; the body is scanned once, left to
+    right, string contents in C (positions are asked in increasing order; an earlier one restarts
+    the scan).
 
-    __slots__ = ("start", "delims", "_i", "_close", "_escape", "_opener_re")
+    Value end (`close_after_value`): when the first non-whitespace character of the body opens a
+    bracket (`[`, `{`, or `(`), the value ends right after the bracket that brings the nesting
+    depth back to zero, counted outside strings. The field then also closes, zero-width, at the
+    first non-whitespace character after that value (`value_close_at`), so text or a repeated
+    call marker written after a call payload is not swallowed by the call."""
 
-    def __init__(self, start: int, delims: tuple[tuple[str, str], ...]) -> None:
+    __slots__ = (
+        "start",
+        "delims",
+        "quotes",
+        "value_close",
+        "_i",
+        "_close",
+        "_escape",
+        "_opener_re",
+        "_value_re",
+        "_maxdelim",
+        "_vi",
+        "_vclose",
+        "_vescape",
+        "_depth",
+        "_vend",
+        "_wi",
+    )
+
+    def __init__(
+        self,
+        start: int,
+        delims: tuple[tuple[str, str], ...],
+        quotes: str = '"',
+        value_close: bool = False,
+    ) -> None:
         self.start = start
         self.delims = delims
+        self.quotes = quotes
+        self.value_close = value_close
         self._i = start
         self._close: str | None = None  # the text that ends the current string, or None
         self._escape = False
-        opener = _GUARD_OPENERS.get(delims)
+        key = (quotes, delims)
+        opener = _GUARD_OPENERS.get(key)
         if opener is None:
-            srcs = ['"'] + [regex.escape(o) for o, _ in delims]
-            opener = _GUARD_OPENERS[delims] = regex.compile("|".join(srcs))
+            srcs = [regex.escape(q) for q in quotes] + [regex.escape(o) for o, _ in delims]
+            opener = _GUARD_OPENERS[key] = regex.compile("|".join(srcs))
         self._opener_re = opener
+        vkey = ("value", quotes, delims)
+        value_re = _GUARD_OPENERS.get(vkey)
+        if value_re is None:
+            srcs = [r"[\[\]{}()]"] + [regex.escape(q) for q in quotes] + [regex.escape(o) for o, _ in delims]
+            value_re = _GUARD_OPENERS[vkey] = regex.compile("|".join(srcs))
+        self._value_re = value_re
+        self._maxdelim = max((len(o) for o, _ in delims), default=1)
+        # value-end tracking: its own cursor, so that `inside` queries never restart it
+        self._vi = start
+        self._vclose: str | None = None
+        self._vescape = False
+        self._depth = -1  # -1: the first non-whitespace character has not been seen yet
+        self._vend = -1  # position right after the value, once known; -2: the body holds no value
+        self._wi = -1
+
+    def _run(
+        self, buf: str, i: int, p: int, close: str | None, escape: bool
+    ) -> tuple[int, str | None, bool, bool]:
+        """Advance the string scanner from `i` (< `p`) to its next event before `p`: the new
+        `(i, close, escape, more)`. `i` stops right after a string opener, an escape or a string's
+        end (`more`); with no event before `p`, at `p`, or at the start of a tail that may begin a
+        multi-character opener or closer not complete before `p` (`more` False)."""
+        if close is None:
+            m = self._opener_re.search(buf, i, p)
+            if m is None:
+                return max(i, p - self._maxdelim + 1), None, False, False
+            i = m.start()
+            ch = buf[i]
+            if ch in self.quotes:
+                return i + 1, ch, False, True
+            for o, c in self.delims:
+                if buf.startswith(o, i) and i + len(o) <= p:
+                    return i + len(o), c, False, True
+            return i + 1, None, False, True  # pragma: no cover - the search matched an opener
+        if len(close) == 1 and close in self.quotes:
+            if escape:
+                return i + 1, close, False, True
+            stop = _STRING_STOPS.get(close)
+            if stop is None:
+                stop = _STRING_STOPS[close] = regex.compile(f"[{regex.escape(close)}\\\\]")
+            m = stop.search(buf, i, p)
+            if m is None:
+                return p, close, False, False
+            i = m.start()
+            if buf[i] == "\\":
+                return i + 1, close, True, True
+            return i + 1, None, False, True
+        j = buf.find(close, i, p)
+        if j < 0:
+            return max(i, p - len(close) + 1), close, False, False
+        return j + len(close), None, False, True
 
     def inside(self, buf: str, p: int) -> bool:
         if p < self._i:
             self._i, self._close, self._escape = self.start, None, False
         i, close, escape = self._i, self._close, self._escape
-        delims = self.delims
-        while i < p:
-            if close is None:
-                m = self._opener_re.search(buf, i, p)
-                if m is None:
-                    i = p
-                    break
-                i = m.start()
-                if buf[i] == '"':
-                    close = '"'
-                    i += 1
-                    continue
-                for o, c in delims:
-                    if buf.startswith(o, i) and i + len(o) <= p:
-                        close = c
-                        i += len(o)
-                        break
-                else:
-                    i += 1
-            elif close == '"':
-                if escape:
-                    escape = False
-                    i += 1
-                    continue
-                m = _STRING_STOP.search(buf, i, p)
-                if m is None:
-                    i = p
-                    break
-                i = m.start()
-                if buf[i] == "\\":
-                    escape = True
-                else:
-                    close = None
-                i += 1
-            else:
-                j = buf.find(close, i, p)
-                if j < 0:
-                    i = p
-                    break
-                i = j + len(close)
-                close = None
+        run = self._run
+        more = True
+        while more and i < p:
+            i, close, escape, more = run(buf, i, p, close, escape)
         self._i, self._close, self._escape = i, close, escape
         return close is not None
+
+    def value_close_at(self, buf: str, eos: bool) -> tuple[int, int] | None:
+        """`(v, w)` once the body's first value has ended at `v`, with `w` the first
+        non-whitespace position at or after `v` (`len(buf)` when only whitespace follows so far);
+        `None` while the value is still open, or when the body does not start with a bracket.
+        Before the end of the stream, a tail that may begin a `string_delims` opener is undecided:
+        `(s, len(buf))` with `s` its start."""
+        n = len(buf)
+        if self._vend == -2:
+            return None
+        if self._vend < 0:
+            i, close, escape, depth = self._vi, self._vclose, self._vescape, self._depth
+            run = self._run
+            value_re = self._value_re
+            stall = -1
+            while i < n:
+                if close is not None:
+                    i, close, escape, more = run(buf, i, n, close, escape)
+                    if not more:
+                        break
+                    continue
+                if depth < 0:
+                    ch = buf[i]
+                    if ch.isspace():
+                        i += 1
+                        continue
+                    if ch not in "[{(":
+                        self._vend = -2
+                        return None
+                    depth = 0
+                m = value_re.search(buf, i, n)
+                k = n if m is None else m.start()
+                if self.delims and not eos and k > n - self._maxdelim:
+                    # A string opener cut off by the end of the text may start before `k`.
+                    for s in range(max(i, n - self._maxdelim + 1), k):
+                        tail = buf[s:]
+                        if any(o.startswith(tail) for o, _ in self.delims):
+                            stall = s
+                            break
+                    if stall >= 0:
+                        i = stall
+                        break
+                if m is None:
+                    i = n
+                    break
+                i = k
+                ch = buf[i]
+                if ch in "[{(":
+                    depth += 1
+                    i += 1
+                elif ch in "]})":
+                    depth -= 1
+                    i += 1
+                    if depth == 0:
+                        self._vend = i
+                        break
+                else:
+                    i, close, escape, _ = run(buf, i, n, None, False)  # a string opener
+            self._vi, self._vclose, self._vescape, self._depth = i, close, escape, depth
+            if stall >= 0:
+                return stall, n
+            if self._vend < 0:
+                return None
+            self._wi = self._vend
+        w = self._wi
+        while w < n and buf[w].isspace():
+            w += 1
+        self._wi = w
+        return self._vend, w
 
 
 # --------------------------------------------------------------------------------------------
@@ -1244,6 +1361,22 @@ class Scanner:
         live = False
         pending: list[Watch] = []
         live_cursor: Cursor | None = None
+        guard = self.guard
+        vbest: tuple | None = None
+        if guard is not None and guard.value_close and self.entries:
+            # `close_after_value`: a zero-width close of the region at the first non-whitespace
+            # character after its value, unless a watched closer starts earlier or at the same
+            # place (a real closer such as `<|eot_id|>` after the value is consumed, not left
+            # for the next region). Whitespace up to the end of the text is still undecided.
+            found = guard.value_close_at(buf, eos)
+            if found is not None:
+                vend, wpos = found
+                if wpos < n:
+                    e_pos = wpos
+                    best = vbest = ((0, 1, self.entries[0].field), 0, wpos)
+                elif not eos:
+                    e_pos = vend
+                    live = True
         while True:
             j = -1
             m = e_pos if e_pos < n else n - 1
@@ -1284,6 +1417,8 @@ class Scanner:
             return self._hold_at(e_pos)
         if best is not None:
             j, end = best[1], best[2]
+            if best is vbest:
+                return Commit(self.entries[0], e_pos, e_pos, {})  # the close after the value
             return Commit(self.entries[j], e_pos, end, cursors[j].captures(buf, e_pos, eos))
         self._searched = n
         return self._hold_at(n)

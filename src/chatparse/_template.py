@@ -51,8 +51,13 @@ class Field:
     transform_each: bool
     dirty: bool
     watch: WatchList = field(repr=False)
-    #: JSON-aware closing (`content_args.close_outside_strings`, D17): the string delimiters, or None.
+    #: JSON-aware closing (`content_args.close_outside_strings` or `close_after_value`, D17): the
+    #: string delimiters, or None.
     string_guard: tuple[tuple[str, str], ...] | None = None
+    #: The quote characters of string literals for the guard (`'` too for `python-call-list`).
+    string_quotes: str = '"'
+    #: `content_args.close_after_value`: the region also closes after its first bracketed value.
+    value_close: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,10 +175,16 @@ def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
     if not isinstance(content_args, dict):
         raise ValueError(f"{scope}: 'content_args' must be a dict, got {type(content_args).__name__}")
     guard = None
-    if content_args.get("close_outside_strings"):
-        if content != "json":
-            raise ValueError(f"{scope}: 'close_outside_strings' needs content 'json', got '{content}'")
-        delims = content_args.get("string_delims", [])
+    value_close = bool(content_args.get("close_after_value"))
+    if value_close and opener is None:
+        raise ValueError(f"{scope}: 'close_after_value' needs an explicit field (an opener)")
+    if value_close and closer is None:
+        raise ValueError(f"{scope}: 'close_after_value' needs a closer ('close' or 'close_pattern')")
+    if content_args.get("close_outside_strings") or value_close:
+        key = "close_after_value" if value_close else "close_outside_strings"
+        if content not in ("json", "python-call-list"):
+            raise ValueError(f"{scope}: '{key}' needs content 'json' or 'python-call-list', got '{content}'")
+        delims = content_args.get("string_delims", []) if content == "json" else []
         if not isinstance(delims, list) or not all(
             isinstance(d, (list, tuple)) and len(d) == 2 and all(isinstance(x, str) and x for x in d)
             for d in delims
@@ -194,6 +205,8 @@ def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
         dirty=is_dirty(content, content_args),
         watch=WatchList([Watch(False, name, closer)] if closer is not None else []),
         string_guard=guard,
+        string_quotes="\"'" if content == "python-call-list" else '"',
+        value_close=value_close,
     )
     return f, spec
 

@@ -25,6 +25,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 PROG = "chatparse"
+SHAPES = ("hf", "openai")
+"""Output shapes of ``parse`` and ``stream`` (``--shape``)."""
 _STDIN = "-"
 _READ_SIZE = 65536
 _MAX_MESSAGE = 2000
@@ -177,9 +179,21 @@ def _template_and_prefix(args: argparse.Namespace) -> tuple[Any, str]:
     ``--prefix``/``--prefix-file`` the catalog entry's generation prompt is the prefix."""
     if args.model is not None:
         template, generation_prompt = _resolve_model(args.model)
-        return template, _load_prefix(args, generation_prompt)
-    template, _, _ = _load_template(args.template)
-    return template, _load_prefix(args)
+        prefix = _load_prefix(args, generation_prompt)
+    else:
+        template, _, _ = _load_template(args.template)
+        prefix = _load_prefix(args)
+    _warn_missing_anchor(template, prefix, f"--model {args.model}" if args.model else _display(args.template))
+    return template, prefix
+
+
+def _warn_missing_anchor(template: Any, prefix: str, label: str) -> None:
+    """One line on stderr when the prefix holds none of the template's start anchors (issue 10 item 14)."""
+    from chatparse.openai._resolve import missing_anchor_message
+
+    message = missing_anchor_message(template, prefix, f"the template of {label}")
+    if message is not None:
+        print(f"{PROG}: warning: {_one_line(message)}", file=sys.stderr)
 
 
 def _load_tools(path: str | None) -> list[Any] | None:
@@ -259,7 +273,8 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no template: detect reasoning and tool calls with chatparse.detect (recognizers for "
         "every major family; marker-free call shapes only when the whole output has the shape or the "
-        "callee is an offered tool); prints the Chat Completions message with a 'chatparse' report",
+        "callee is an offered tool); the message carries a 'chatparse' report (recognizer, candidates "
+        "that were not calls)",
     )
     _prefix_options(parser)
     parser.add_argument(
@@ -267,6 +282,15 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="JSON file with the tool definitions (OpenAI format, a list or an object with a 'tools' "
         "list); tool-call arguments are coerced to the declared parameter types",
+    )
+    parser.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="hf",
+        help="hf (default): messages as transformers' parse_response returns them (arguments as JSON "
+        "objects, no ids) and, for stream, region events; openai: Chat Completions messages (ids, "
+        "arguments as JSON text, a 'chatparse' report) and, for stream, choices[0].delta objects. "
+        "The same for a template and for --auto",
     )
     parser.add_argument(
         "output",
@@ -282,6 +306,28 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 
 def _auto_prefix(args: argparse.Namespace) -> str | None:
     return _load_prefix(args) if (args.prefix is not None or args.prefix_file is not None) else None
+
+
+def to_hf_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat Completions message (``--auto``) in the hf shape (``chatparse.openai._wire.to_hf_message``)."""
+    from chatparse.openai._wire import to_hf_message as convert
+
+    return convert(dict(message))
+
+
+def _report_errors(where: str, message: Mapping[str, Any]) -> int:
+    """Exit status of an OpenAI-shaped template-mode answer: 1 (with one stderr line) when a region
+    could not be parsed, as ``parse_response`` would have raised; the message is printed anyway."""
+    errors = (message.get("chatparse") or {}).get("errors") or []
+    if not errors:
+        return 0
+    first = errors[0]
+    print(
+        f"{PROG}: error: {where}: {len(errors)} malformed region(s); first: field '{first.get('field')}': "
+        f"{_one_line(str(first.get('error')))}",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _cmd_parse_jsonl(args: argparse.Namespace) -> int:
@@ -305,6 +351,7 @@ def _cmd_parse_jsonl(args: argparse.Namespace) -> int:
                 handle, sys.stdout, field=args.field, template=template, prefix=prefix,
                 prefix_field=args.prefix_field, tools=tools, jobs=args.jobs, progress=progress,
                 total_bytes=_jsonl.file_size(args.output) if args.output != _STDIN else None,
+                shape=args.shape,
             )  # fmt: skip
         except UnicodeDecodeError as exc:
             raise CliError(f"{_display(args.output)}: not valid UTF-8 ({exc.reason})") from None
@@ -326,15 +373,25 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         tools = _load_tools(args.tools)
         text = _read_text(args.output, "output file")
         message, _reason = detect.parse_message(text, tools=tools, prefix=_auto_prefix(args))
-        _write_json(message, indent=2)
+        _write_json(message if args.shape == "openai" else to_hf_message(message), indent=2)
         return 0
     template, prefix = _template_and_prefix(args)
     tools = _load_tools(args.tools)
     text = _read_text(args.output, "output file")
+    where = _display(args.output)
+    if args.shape == "openai":
+        from chatparse.openai import parse_message
+
+        try:
+            answer = parse_message(text, template=template, prefix=prefix, tools=tools)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CliError(f"{where}: cannot parse: {_describe(exc)}", 1) from None
+        _write_json(answer, indent=2)
+        return _report_errors(where, answer)
     try:
         message = parse_response(text, template, prefix=prefix, tools=tools)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CliError(f"{_display(args.output)}: cannot parse: {_describe(exc)}", 1) from None
+        raise CliError(f"{where}: cannot parse: {_describe(exc)}", 1) from None
     _write_json(message, indent=2)
     return 0
 
@@ -380,12 +437,10 @@ def _cmd_stream(args: argparse.Namespace) -> int:
         return _stream_auto(args)
     template, prefix = _template_and_prefix(args)
     tools = _load_tools(args.tools)
-    if args.output == _STDIN:
-        chunks: Iterator[str] = _stdin_reads()
-    else:
-        chunks = _file_chunks(_read_text(args.output, "output file"), args.chunk_size)
-
+    chunks = _chunks(args)
     where = _display(args.output)
+    if args.shape == "openai":
+        return _stream_deltas(args, template, prefix, tools, chunks, where)
     malformed: list[Mapping[str, object]] = []
 
     def emit(events: Sequence[Mapping[str, object]]) -> None:
@@ -397,11 +452,7 @@ def _cmd_stream(args: argparse.Namespace) -> int:
     try:
         parser = ResponseParser(template, prefix=prefix, tools=tools)
         emit(parser.initial_events)
-        first = True
         for chunk in chunks:
-            if args.delay and not first:
-                time.sleep(args.delay)
-            first = False
             emit(parser.feed(chunk))
         message, final_events = parser.finalize()
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -421,29 +472,115 @@ def _cmd_stream(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stream_auto(args: argparse.Namespace) -> int:
-    """``stream --auto``: one Chat Completions delta per line as detection releases it, then the
-    message (``{"type": "message", "message": ..., "finish_reason": ...}``)."""
-    from chatparse import detect
+def _chunks(args: argparse.Namespace) -> Iterator[str]:
+    """The model output as feeds: stdin as it arrives, a file (read now, so that a missing one is an
+    error before any output) in ``--chunk-size`` pieces; ``--delay`` seconds apart."""
+    if args.output == _STDIN:
+        source: Iterator[str] = _stdin_reads()
+    else:
+        source = _file_chunks(_read_text(args.output, "output file"), args.chunk_size)
+    return _paced(source, args.delay) if args.delay else source
 
-    tools = _load_tools(args.tools)
-    chunks = (
-        _stdin_reads()
-        if args.output == _STDIN
-        else _file_chunks(_read_text(args.output, "output file"), args.chunk_size)
-    )
-    stream = detect.AutoStream(tools=tools, prefix=_auto_prefix(args))
-    first = True
-    for chunk in chunks:
-        if args.delay and not first:
-            time.sleep(args.delay)
-        first = False
-        for delta in stream.feed(chunk):
-            _write_json({"type": "delta", "delta": delta})
-    message, deltas, reason = stream.finish("stop")
+
+def _paced(source: Iterator[str], delay: float) -> Iterator[str]:
+    for i, chunk in enumerate(source):
+        if i:
+            time.sleep(delay)
+        yield chunk
+
+
+def _stream_deltas(
+    args: argparse.Namespace, template: Any, prefix: str, tools: Any, chunks: Iterator[str], where: str
+) -> int:
+    """``stream --shape openai`` with a template: one Chat Completions delta per line, then the message."""
+    from chatparse.openai import ChatParser
+
+    try:
+        parser = ChatParser(template=template, prefix=prefix, tools=tools)
+        for chunk in chunks:
+            for delta in parser.feed(chunk):
+                _write_json({"type": "delta", "delta": delta})
+        message, deltas, reason = parser.finish("stop")
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CliError(f"{where}: cannot parse: {_describe(exc)}", 1) from None
     for delta in deltas:
         _write_json({"type": "delta", "delta": delta})
     _write_json({"type": "message", "message": message, "finish_reason": reason})
+    return _report_errors(where, message)
+
+
+class _DeltaRegions:
+    """Region events (``--shape hf``) for the deltas of template-less detection.
+
+    Detection decides some calls only at the end of the output and runs its own union template, so
+    its regions have no offsets in a prompt + output text: these events carry no ``start``/``end``/
+    ``captures``. Otherwise the contract holds: one open, chunks (text fields, ``dirty`` false),
+    exactly one close per region, no nesting; a call is one region whose close value is the call.
+    """
+
+    def __init__(self) -> None:
+        self.field: str | None = None
+        self.text: list[str] = []
+
+    def _close(self, out: list[dict[str, Any]]) -> None:
+        if self.field is not None:
+            out.append(
+                {"type": "region_close", "field": self.field, "value": "".join(self.text), "complete": True}
+            )
+            self.field, self.text = None, []
+
+    def events(self, delta: Mapping[str, Any]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for key, value in delta.items():
+            if key == "tool_calls":
+                self._close(out)
+                for call in to_hf_message({"tool_calls": value})["tool_calls"]:
+                    out.append({"type": "region_open", "field": "tool_calls"})
+                    close = {"type": "region_close", "field": "tool_calls", "value": call}
+                    out.append({**close, "complete": True})
+            elif isinstance(value, str) and value:
+                if self.field != key:
+                    self._close(out)
+                    self.field = key
+                    out.append({"type": "region_open", "field": key})
+                self.text.append(value)
+                out.append({"type": "region_chunk", "field": key, "text": value, "dirty": False})
+        return out
+
+    def finish(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        self._close(out)
+        return out
+
+
+def _stream_auto(args: argparse.Namespace) -> int:
+    """``stream --auto``: region events (``--shape hf``) or Chat Completions deltas (``--shape
+    openai``) as detection releases them, then the message."""
+    from chatparse import detect
+
+    tools = _load_tools(args.tools)
+    chunks = _chunks(args)
+    stream = detect.AutoStream(tools=tools, prefix=_auto_prefix(args))
+    regions = _DeltaRegions() if args.shape == "hf" else None
+
+    def emit(deltas: Sequence[Mapping[str, Any]]) -> None:
+        for delta in deltas:
+            if regions is None:
+                _write_json({"type": "delta", "delta": delta})
+            else:
+                for event in regions.events(delta):
+                    _write_json(event)
+
+    for chunk in chunks:
+        emit(stream.feed(chunk))
+    message, deltas, reason = stream.finish("stop")
+    emit(deltas)
+    if regions is None:
+        _write_json({"type": "message", "message": message, "finish_reason": reason})
+    else:
+        for event in regions.finish():
+            _write_json(event)
+        _write_json({"type": "message", "message": to_hf_message(message)})
     return 0
 
 
@@ -511,51 +648,19 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_missing(args: argparse.Namespace) -> int:
+    raise CliError("serve needs the server extra: pip install 'chatparse[server]'")
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        from .server import ServerConfig, ServerConfigError, create_app, resolve_config
-    except ImportError as e:
-        raise CliError(f"serve needs the server extra: pip install 'chatparse[server]' ({e})") from e
-    import logging
+    from .server import ServerConfigError
+    from .server._cli import run_serve
+    from .server._serve import BindError, StartupError
 
-    if args.max_body_bytes < 1:
-        raise CliError("--max-body-bytes must be at least 1")
-    config = ServerConfig(
-        upstream=args.upstream,
-        model=args.model,
-        upstream_model=args.upstream_model,
-        upstream_api=args.upstream_api,
-        template=args.template,
-        tokenizer=args.tokenizer,
-        api_key=args.api_key or os.environ.get("CHATPARSE_API_KEY") or None,
-        upstream_api_key=args.upstream_api_key or os.environ.get("CHATPARSE_UPSTREAM_API_KEY") or None,
-        reasoning_key=args.reasoning_key,
-        max_body_bytes=args.max_body_bytes,
-        connect_timeout=args.connect_timeout,
-        upstream_timeout=args.upstream_timeout,
-        extra_stop=list(args.stop),
-    )
     try:
-        resolved = resolve_config(config)
-    except ServerConfigError as e:
+        return run_serve(args)
+    except (ServerConfigError, BindError, StartupError) as e:
         raise CliError(str(e)) from e
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    import uvicorn
-
-    print(
-        f"{PROG} serve: http://{args.host}:{args.port}/v1 -> {resolved.upstream_url} "
-        f"({json.dumps(resolved.describe(), ensure_ascii=False)})",
-        file=sys.stderr,
-        flush=True,
-    )
-    uvicorn.run(
-        create_app(config, resolved=resolved),
-        host=args.host,
-        port=args.port,
-        log_level="warning",
-        access_log=False,
-    )
-    return 0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -571,14 +676,19 @@ def build_parser() -> argparse.ArgumentParser:
         "(bad arguments, missing file, invalid JSON or invalid template). "
         "Example: chatparse parse --template examples/templates/qwen3.json examples/outputs/qwen3.txt",
     )
+    from chatparse import __version__
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p_parse = sub.add_parser(
         "parse",
         help="parse a complete model output and print the message as JSON",
         description="Parse a complete model output (one-shot) and print the assistant message as "
-        "pretty-printed JSON. Exit status 1 if the output cannot be parsed (e.g. a tool call "
-        "that is not valid JSON, or a required field is missing).",
+        "pretty-printed JSON: with --shape hf (the default) as transformers' parse_response returns it, "
+        "with --shape openai as a Chat Completions message. Exit status 1 if the output cannot be parsed "
+        "(e.g. a tool call that is not valid JSON, or a required field is missing); with --shape openai "
+        "the recovered message is printed anyway. --auto never fails: what is not a call stays content.",
     )
     _common_options(p_parse)
     jsonl = p_parse.add_argument_group("JSON Lines (one generation per line; see chatparse.hf)")
@@ -593,9 +703,12 @@ def build_parser() -> argparse.ArgumentParser:
         "stream",
         help="feed a model output in chunks and print the parser events as JSON lines",
         description="Feed a model output to the streaming parser in chunks and print one JSON object "
-        "per line as events happen: region_open, region_chunk, region_close, region_malformed "
-        '(whose \'error\' is printed as {"type": ..., "message": ...}), then a final line '
-        '{"type": "message", "message": {...}} with the finished message. With OUTPUT_FILE "-", '
+        "per line as it is released. --shape hf (the default): the parser's events, region_open, "
+        "region_chunk, region_close, region_malformed (whose 'error' is printed as "
+        '{"type": ..., "message": ...}), then {"type": "message", "message": {...}}; with --auto '
+        "the events carry no offsets. --shape openai: "
+        '{"type": "delta", "delta": {...}} lines (Chat Completions choices[0].delta), then '
+        '{"type": "message", "message": {...}, "finish_reason": ...}. With OUTPUT_FILE "-", '
         "stdin is fed as it arrives (each read is one feed; --chunk-size and --delay do not apply). "
         "Exit status 1 if a region was malformed (all events and the recovered message are still "
         "printed) or the output cannot be parsed.",
@@ -623,85 +736,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run an OpenAI-compatible server (GET /v1/models, GET /health, POST "
         "/v1/chat/completions, POST /v1/responses) that sends requests to an engine in raw mode and "
         "parses its output with the model's response template. Needs 'pip install chatparse[server]'. "
-        "Logs one JSON line per request on stderr.",
+        "Logs JSON lines on stderr (one per request). Exit status 0 after a graceful shutdown (SIGTERM, "
+        "SIGINT), 2 when it cannot start (bad configuration, no template, the address cannot be bound).",
     )
-    p_serve.add_argument(
-        "--upstream", required=True, metavar="URL", help="the engine's base URL, e.g. http://127.0.0.1:8001"
-    )
-    p_serve.add_argument(
-        "--model",
-        required=True,
-        metavar="NAME",
-        help="the model name clients use (also used to find the template)",
-    )
-    p_serve.add_argument(
-        "--upstream-model", metavar="NAME", help="the model name the engine knows (default: --model)"
-    )
-    p_serve.add_argument(
-        "--upstream-api",
-        default="auto",
-        choices=["auto", "completions", "ollama-generate", "chat-raw", "chat", "ollama-chat"],
-        help="how to talk to the engine: completions / ollama-generate send a prompt chatparse renders "
-        "from the local chat template; chat-raw is a chat endpoint returning raw text; chat / ollama-chat "
-        "are chat endpoints that parse calls themselves (chatparse only recovers calls they missed). "
-        "auto: completions when a chat template is found locally, else chat-raw",
-    )
-    p_serve.add_argument(
-        "--template",
-        metavar="NAME|FILE",
-        help="catalog template name or JSON file (default: resolved from the model)",
-    )
-    p_serve.add_argument(
-        "--tokenizer",
-        metavar="PATH",
-        help="folder or file with the chat template (tokenizer_config.json, chat_template.jinja), or a "
-        "model id in the local Hugging Face cache (default: the model id, looked up in the cache)",
-    )
-    p_serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p_serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
-    p_serve.add_argument(
-        "--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY' (or set CHATPARSE_API_KEY)"
-    )
-    p_serve.add_argument(
-        "--upstream-api-key",
-        metavar="KEY",
-        help="bearer token for the engine (or CHATPARSE_UPSTREAM_API_KEY)",
-    )
-    p_serve.add_argument(
-        "--reasoning-key",
-        default="reasoning_content",
-        choices=["reasoning_content", "reasoning", "both"],
-        help="key of the reasoning text in messages and deltas (default: reasoning_content)",
-    )
-    p_serve.add_argument(
-        "--stop",
-        action="append",
-        default=[],
-        metavar="TEXT",
-        help="extra stop string sent upstream (repeatable)",
-    )
-    p_serve.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=4 * 1024 * 1024,
-        metavar="N",
-        help="largest request body accepted (default: 4 MiB)",
-    )
-    p_serve.add_argument(
-        "--connect-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="upstream connect timeout (default: 10)",
-    )
-    p_serve.add_argument(
-        "--upstream-timeout",
-        type=float,
-        default=600.0,
-        metavar="SECONDS",
-        help="longest wait for the engine's next bytes (default: 600)",
-    )
-    p_serve.set_defaults(handler=_cmd_serve)
+    try:
+        from .server._cli import add_arguments as _serve_arguments
+    except ImportError:  # no server extra: the command explains itself when run
+        p_serve.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p_serve.set_defaults(handler=_serve_missing)
+    else:
+        _serve_arguments(p_serve)
+        p_serve.set_defaults(handler=_cmd_serve)
 
     p_templates = sub.add_parser(
         "templates",

@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("canitoolcall", reason="canitoolcall (test extra) is not installed")
 
 from canitoolcall import checks  # noqa: E402
-from canitoolcall.fixtures import Family, Fixture, read_jsonl, validate  # noqa: E402
+from canitoolcall.fixtures import Family, Fixture, load_families, read_jsonl, validate  # noqa: E402
 from canitoolcall.pytest_plugin import assert_conforms, assert_equivalent  # noqa: E402
 from canitoolcall.results import Status  # noqa: E402
 
@@ -169,6 +169,35 @@ FAMILIES: dict[str, tuple[str, bool, list[str], list[str]]] = {
 # The breadth formats (issue 10): fixtures rendered through the models' real chat templates.
 FAMILIES.update(BREADTH_FAMILIES)
 
+# Own fixtures for families the canitoolcall corpus has (the issue-10 bug classes: calls inside
+# reasoning, payloads followed by text, stray special tokens, ...) use the corpus family's own
+# markers and stop tokens (its family.json), so leakage is judged exactly as for the corpus.
+_CORPUS_FAMILIES = load_families()
+for _slug in (
+    "deepseek",
+    "gemma4",
+    "glm",
+    "gpt-oss",
+    "kimi",
+    "llama",
+    "mistral",
+    "qwen3-hermes",
+    "qwen3-xml",
+):
+    _fam = _CORPUS_FAMILIES[_slug]
+    FAMILIES[_slug] = (
+        _fam.name,
+        _fam.has_reasoning,
+        list(_fam.markers),
+        sorted({t for m in _fam.reference_models for t in m.stop_tokens}),
+    )
+FAMILIES["olmo3"] = (
+    "Olmo 3 (Instruct and Think)",
+    True,
+    [*_CHATML, "<function_calls>", "</function_calls>", "<functions>", "</functions>", "<think>", "</think>"],
+    ["<|im_end|>", "<|endoftext|>"],
+)
+
 # Fixture id -> reason, for failures caused by a catalog template (the catalog is owned elsewhere;
 # these are strict xfails so a template fix shows up as XPASS).
 # Fixtures that fail because of a catalog template bug (strict xfail with the cause). Empty now:
@@ -203,7 +232,12 @@ RECORDS = _records()
 MODELS: dict[str, list[str]] = {}
 for _p, _n, _rec in RECORDS:
     MODELS.setdefault(_rec["family"], []).append(_rec["models"][0])
-FAMILY_OBJS: dict[str, Family] = {s: Family.from_dict(_family_dict(s, MODELS.get(s, []))) for s in FAMILIES}
+# The corpus's own Family objects for its slugs (its reference models and default generation prompts
+# stay what canitoolcall says, also for the server corpus test, which merges these in).
+FAMILY_OBJS: dict[str, Family] = {
+    s: _CORPUS_FAMILIES[s] if s in _CORPUS_FAMILIES else Family.from_dict(_family_dict(s, MODELS.get(s, [])))
+    for s in FAMILIES
+}
 
 
 def test_fixture_files_validate(tmp_path: Path) -> None:
@@ -226,7 +260,12 @@ def test_fixture_files_validate(tmp_path: Path) -> None:
             assert rec["provenance"]["kind"] in ("template_render", "spec_example"), rec["id"]
             continue
         assert rec["provenance"]["source_url"].startswith("https://huggingface.co/")
-        assert "families.md" in rec["provenance"]["attribution"]
+        attribution = rec["provenance"]["attribution"]
+        # the protocol facts they were written from: the reference, or (issue 10) the engine
+        # parser, engine test, bug report or chat template named in the attribution
+        assert "families.md" in attribution or attribution.startswith(
+            "written for chatparse issue 10 from "
+        ), rec["id"]
         assert "generation_prompt" in rec, rec["id"]
         if SOFT_TAG in rec["tags"]:
             assert rec.get("notes"), f"{rec['id']}: a soft pass must be explained in notes"

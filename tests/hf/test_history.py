@@ -38,10 +38,13 @@ PAIRS = {
 }
 
 # What each chat template leaves out of an assistant turn in history (as the models' own templates
-# do: DeepSeek's and Gemma 4's never render past reasoning).
+# do: DeepSeek's and Gemma 4's never render past reasoning, Llama 3.1's the text of a call turn).
 DROPS = {
     "deepseek_v31": lambda m: {"reasoning_content"},
     "gemma4": lambda m: {"reasoning_content"},
+    # Llama 3.1's template renders a tool-call turn as the call alone (text written after the call,
+    # which close_after_value keeps as content, is not part of that turn's history)
+    "llama3_json": lambda m: {"content"} if m.get("tool_calls") else set(),
 }
 # The re-created Llama 3.1 template renders one call per message and raises for more.
 SINGLE_CALL = {"llama3_json"}

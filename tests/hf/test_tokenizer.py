@@ -337,8 +337,11 @@ def test_catalog_lookup_by_chat_template():
     gpt = Path(__file__).parent.parent / "data" / "chat_templates" / "gpt_oss.jinja"
     tok2 = family_tokenizer("GPT_OSS", with_template=False, chat_template=gpt.read_text(encoding="utf-8"))
     assert hf.catalog_name_for(tok2) == "gpt_oss"
-    # the name wins over the chat template; the lookup follows changes of either
+    # a recognised chat template wins over the name (catalog.resolve: the template is what the model
+    # is prompted with); the lookup follows changes of either
     tok.name_or_path = "openai/gpt-oss-20b"
+    assert hf.catalog_name_for(tok) == "qwen3"
+    tok.chat_template = "{{ messages }}"
     assert hf.catalog_name_for(tok) == "gpt_oss"
 
 

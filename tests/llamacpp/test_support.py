@@ -96,3 +96,32 @@ def test_server_completions_stream_with_grammar(model: L.TinyModel) -> None:
 
 def test_model_file_is_small(model: L.TinyModel) -> None:
     assert Path(model.path).stat().st_size < 4_000_000
+
+
+def test_bracket_tokens_by_id_exact_token_count_and_end_of_generation_probe(tmp_path: Path) -> None:
+    llama_cpp = L.require()[1]
+    specials = ["[TOOL_CALLS]", "[ARGS]", "<|im_end|>", "<|chatparse_eos|>"]
+    model = L.write_tiny_gguf(
+        tmp_path / "m.gguf", special_tokens=specials, eos_token="<|chatparse_eos|>", merges=L.BYTE_ONLY_MERGES
+    )
+    # llama.cpp ends a generation on a token named <|im_end|> whatever its type in the file
+    assert L.end_of_generation_tokens(model) == {"<|im_end|>"}
+    model = L.write_tiny_gguf(
+        tmp_path / "m2.gguf", special_tokens=specials[:2] + specials[3:], eos_token="<|chatparse_eos|>",
+        merges=L.BYTE_ONLY_MERGES,
+    )  # fmt: skip
+    assert not L.end_of_generation_tokens(model)
+    text = '[TOOL_CALLS]get_weather[ARGS]{"city": "Zürich"}<|im_end|>'
+    assert "<[" in L.replay_grammar(text, model)  # by id: [TOOL_CALLS] unquoted is a character class
+    llm = L.load(model)
+    n = L.replay_token_count(text, model)
+    assert n == 2 + len('get_weather{"city": "Zürich"}<|im_end|>'.encode())
+    for max_tokens, finish in ((n + 5, "stop"), (n, "length"), (n - 9, "length")):
+        grammar = llama_cpp.LlamaGrammar.from_string(L.replay_grammar(text, model), verbose=False)
+        out = llm.create_completion("hi", grammar=grammar, max_tokens=max_tokens)["choices"][0]
+        assert out["finish_reason"] == finish
+        assert out["text"] == (text if max_tokens >= n else text[: len(text) - 9])
+        ids = llm.tokenize(out["text"].encode(), add_bos=False, special=True)
+        assert model.token_ids["[TOOL_CALLS]"] in ids
+    with pytest.raises(ValueError, match="BYTE_ONLY_MERGES"):
+        L.replay_token_count(text, L.write_tiny_gguf(tmp_path / "m3.gguf"))

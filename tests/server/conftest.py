@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import openai
 import pytest
 
 from chatparse.server import ServerConfig, create_app
+from chatparse.server._serve import make_protocol
 
 from .engine import TestEngine
 from .live import LiveServer
@@ -74,6 +76,19 @@ def model_dir(root: Path, template: str = QWEN_TEMPLATE, **config: Any) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """`chatparse serve` run in-process (`cli.main(["serve", ...])`) configures the root logger for
+    JSON lines on stderr; the next tests get the logging configuration back as it was."""
+    names = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "asyncio", "httpx", "httpcore")
+    saved = [(lg, lg.handlers[:], lg.level, lg.propagate) for lg in map(logging.getLogger, names)]
+    yield
+    for lg, handlers, level, propagate in saved:
+        lg.handlers[:] = handlers
+        lg.setLevel(level)
+        lg.propagate = propagate
+
+
 @pytest.fixture(scope="session")
 def engine() -> Iterator[TestEngine]:
     with TestEngine() as eng:
@@ -87,8 +102,12 @@ def qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @contextlib.contextmanager
 def running(**kwargs: Any) -> Iterator[LiveServer]:
-    """A chatparse server for `ServerConfig(**kwargs)` on a loopback port."""
-    with LiveServer(create_app(ServerConfig(**kwargs))) as srv:
+    """A chatparse server for `ServerConfig(**kwargs)` on a loopback port, with the HTTP protocol
+    (header timeout, connection cap) of `chatparse serve`. One render worker unless told otherwise."""
+    kwargs.setdefault("render_workers", 1)
+    config = ServerConfig(**kwargs)
+    protocol = make_protocol(config.header_timeout, config.max_connections)
+    with LiveServer(create_app(config), http=protocol, lifespan="on") as srv:
         yield srv
 
 

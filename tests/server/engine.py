@@ -401,6 +401,7 @@ class TestEngine:
       completed  generation answers (streamed or not) whose last byte was sent
       cancelled  generation answers abandoned because the client went away (or, at server
                  shutdown, were cut by uvicorn); `die` and hangs released by `stop()` count in neither
+      released   hung requests whose connection `stop()` dropped (so shutdown did not wait for them)
 
     Faults (``Script.fault``):
       error        500 before anything is sent (OpenAI error body; Ollama: {"error": ...})
@@ -435,6 +436,7 @@ class TestEngine:
         self.active = 0
         self.completed = 0
         self.cancelled = 0
+        self.released = 0
         self._lock = threading.Lock()
         self._rx = _special_rx(self.special_tokens)
         self._cache: dict[tuple[str, str], list[Token]] = {}
@@ -624,6 +626,7 @@ class TestEngine:
         """Stall until the client goes away (the task is then cancelled) or the engine stops
         (then the connection is dropped, so that shutdown does not wait for the hung request)."""
         await self._release.wait()
+        self.released += 1
         return self._die(receive, send)
 
     def _die(self, receive: Receive, send: Send) -> Any:

@@ -257,8 +257,10 @@ def test_models_and_health(server_factory: Any, engine: TestEngine) -> None:
     assert [m.id for m in c.models.list()] == [MODEL]
     import httpx
 
-    h = httpx.get(srv.url + "/health").json()
-    assert h["status"] == "ok" and h["upstream_api"] == "completions" and h["template"] == "qwen3"
+    # /health needs no key, so it says nothing about the upstream or the local files
+    assert httpx.get(srv.url + "/health").json() == {"status": "ok"}
+    d = srv.app.resolved.describe()
+    assert d["upstream_api"] == "completions" and d["template"] == "qwen3"
 
 
 def test_unknown_tool_is_sent_and_reported(server_factory: Any, engine: TestEngine) -> None:
@@ -340,7 +342,8 @@ def test_chat_raw_without_a_chat_template_uses_the_catalog_prompt(
     srv = server_factory(upstream_api="chat-raw", tokenizer=None)
     import httpx
 
-    assert httpx.get(srv.url + "/health").json()["chat_template"] is None
+    assert httpx.get(srv.url + "/health").json() == {"status": "ok"}
+    assert srv.app.resolved.chat_template is None
     c = client(srv)
     r = ask(c, "two-calls")
     assert plain(r.choices[0].message)["reasoning_content"] == "let me see"
@@ -352,3 +355,49 @@ def test_upstream_model_name(server_factory: Any, engine: TestEngine) -> None:
     ask(c, "plain")
     sent = [q for q in engine.requests if "[case:plain]" in json.dumps(q["body"])][-1]["body"]
     assert sent["model"] == "qwen3:8b"
+
+
+def _sent(engine: TestEngine, case: str) -> dict[str, Any]:
+    return [q for q in engine.requests if f"[case:{case}]" in json.dumps(q["body"])][-1]["body"]
+
+
+@pytest.mark.parametrize("api", ALL_APIS)
+def test_a_request_without_max_tokens_gets_the_default_budget_on_completions_only(
+    server_factory: Any, engine: TestEngine, api: str
+) -> None:
+    # vLLM's, SGLang's and llama-cpp-python's /v1/completions stop after 16 tokens when max_tokens is
+    # absent (or null); a Chat Completions client that omits it expects the whole answer.
+    c = client(server_factory(upstream_api=api))
+    ask(c, "plain")
+    sent = _sent(engine, "plain")
+    if api == "completions":
+        assert sent["max_tokens"] == 8192
+    else:  # chat endpoints default to the rest of the context, Ollama to no limit
+        assert "max_tokens" not in sent and "num_predict" not in (sent.get("options") or {})
+    ask(c, "plain", max_tokens=7)
+    sent = _sent(engine, "plain")
+    assert (sent["options"]["num_predict"] if api.startswith("ollama") else sent["max_tokens"]) == 7
+
+
+def test_default_max_tokens_is_configurable_and_can_be_turned_off(
+    server_factory: Any, engine: TestEngine
+) -> None:
+    ask(client(server_factory(upstream_api="completions", default_max_tokens=300)), "plain")
+    assert _sent(engine, "plain")["max_tokens"] == 300
+    ask(client(server_factory(upstream_api="completions", default_max_tokens=None)), "plain")
+    assert "max_tokens" not in _sent(engine, "plain")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_engine_refusing_the_default_budget_gets_a_hint(
+    server_factory: Any, engine: TestEngine, stream: bool
+) -> None:
+    engine.add("too-long", Script(fault="bad_request"))
+    c = client(server_factory(upstream_api="completions"))
+    with pytest.raises(openai.BadRequestError) as info:
+        ask(c, "too-long", stream=stream)
+    message = info.value.body["message"]
+    assert "maximum context length" in message and "--default-max-tokens" in message and "8192" in message
+    with pytest.raises(openai.BadRequestError) as info:  # the client chose max_tokens: no hint
+        ask(c, "too-long", stream=stream, max_tokens=10)
+    assert "--default-max-tokens" not in info.value.body["message"]

@@ -111,7 +111,7 @@ def test_serve_process(engine: TestEngine, qwen_dir: Path) -> None:
             except httpx.HTTPError:
                 assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
                 time.sleep(0.1)
-        assert health["upstream_api"] == "completions" and health["template"] == "qwen3"
+        assert health == {"status": "ok"}
         r = client(url, api_key="k").chat.completions.create(
             model=MODEL, messages=[{"role": "user", "content": "[case:cli] hi"}]
         )
@@ -119,7 +119,10 @@ def test_serve_process(engine: TestEngine, qwen_dir: Path) -> None:
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=20)
-    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    chat = [x for x in lines if x["path"] == "/v1/chat/completions"]
+    assert proc.returncode == 0, err  # SIGTERM is a graceful shutdown
+    lines = [json.loads(line) for line in err.splitlines()]  # every line is JSON
+    chat = [x for x in lines if x.get("path") == "/v1/chat/completions"]
     assert len(chat) == 1 and chat[0]["status"] == 200 and chat[0]["finish_reason"] == "stop"
-    assert "127.0.0.1" in err.splitlines()[0]
+    listening = next(x for x in lines if x["event"] == "listening")
+    assert listening["url"] == f"http://127.0.0.1:{port}/v1"
+    assert listening["upstream_api"] == "completions" and listening["template"] == "qwen3"

@@ -1,18 +1,16 @@
 """The canitoolcall corpus through `chatparse serve` over real HTTP: every fixture, streamed and not.
 
 Each recorded model output is served by the test engine token by token (special tokens single
-tokens, other text in 1-4 character pieces) from `/v1/completions`; chatparse renders the prompt
-from a local chat template whose generation prompt is the fixture's, asks for raw text, parses it
-and answers through the real `openai` client. The answer must be the library's own
+tokens, other text in 1-4 character pieces) from `/v1/completions` or Ollama's `/api/generate`;
+chatparse renders the prompt from a local chat template whose generation prompt is the fixture's,
+asks for raw text, parses it and answers through the real `openai` client. The answer must be the library's own
 `chatparse.openai.parse_message` result for the text the engine sent (conformance of that result is
 measured in tests/conformance), and the streamed answer must equal the non-streamed one.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ import pytest
 pytest.importorskip("canitoolcall", reason="canitoolcall (test extra) is not installed")
 
 from canitoolcall import checks  # noqa: E402
-from canitoolcall.fixtures import Fixture, load_families, load_fixtures  # noqa: E402
 from canitoolcall.results import Observation, Status, worst_status  # noqa: E402
 
 from chatparse import catalog  # noqa: E402
@@ -30,6 +27,7 @@ from chatparse.openai import merge_deltas, parse_message  # noqa: E402
 
 from ..conformance import harness as H  # noqa: E402
 from .conftest import client, model_dir, running  # noqa: E402
+from .corpus import load_cases, plain, tools_of  # noqa: E402
 from .engine import Script, TestEngine  # noqa: E402
 
 # The generation prompt comes from the tokenizer config (as bos_token, the only free string a chat
@@ -40,42 +38,7 @@ PROMPT_TEMPLATE = (
 )
 
 
-def _with_entry(layer: Any, entry: str) -> Any:
-    return dataclasses.replace(layer, resolve_name=lambda model=None, **_: entry)
-
-
-def _cases() -> dict[tuple[str, str], list[tuple[Any, Any, Any]]]:
-    """Fixtures grouped by (template, generation prompt): the canitoolcall corpus and our own."""
-    from ..conformance.test_own_fixtures import BY_TEMPLATE_ONLY, FAMILY_OBJS, RECORDS, TEMPLATE_BUGS
-
-    layer = H.load_layer()
-    fams = load_families()
-    families = {f.name: f for f in fams} if isinstance(fams, list) else dict(fams)
-    fixtures = list(load_fixtures())
-    fixtures += [Fixture.from_dict(rec, source=path, line=line) for path, line, rec in RECORDS]
-    families.update(FAMILY_OBJS)
-    groups: dict[tuple[str, str], list[tuple[Any, Any, Any]]] = defaultdict(list)
-    for fx in fixtures:
-        if fx.id in TEMPLATE_BUGS:  # known failures: strict xfails in tests/conformance/test_own_fixtures.py
-            continue
-        entry = BY_TEMPLATE_ONLY.get(fx.family)  # entries chosen by chat template, not by model id
-        try:
-            cfg = H.config_for(fx, _with_entry(layer, entry) if entry else layer, families)
-        except H.Unsupported:
-            continue
-        groups[(cfg.template_name, cfg.kwargs["prefix"])].append((fx, cfg, families.get(fx.family)))
-    return groups
-
-
-GROUPS = _cases()
-
-
-def _tools(fx: Any) -> list[dict[str, Any]]:
-    out = []
-    for t in fx.tools:
-        t = dict(t)
-        out.append(t if "function" in t else {"type": "function", "function": t})
-    return out
+GROUPS = load_cases()
 
 
 def _responses_tools(tools: list[dict[str, Any]]) -> Any:
@@ -106,16 +69,6 @@ def _items_of(expected: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def _plain(message: dict[str, Any]) -> dict[str, Any]:
-    # (the first streamed chunk carries `content: ""` with the role, as OpenAI's does)
-    out = {
-        k: v for k, v in message.items() if v not in (None, "") and k not in ("refusal", "chatparse", "role")
-    }
-    if out.get("tool_calls"):
-        out["tool_calls"] = [(c["function"]["name"], c["function"]["arguments"]) for c in out["tool_calls"]]
-    return out
-
-
 @pytest.mark.parametrize("api", ["completions", "ollama-generate"])
 @pytest.mark.parametrize(("template", "prefix"), sorted(GROUPS), ids=lambda v: repr(v)[:40])
 def test_corpus_through_the_server(
@@ -129,7 +82,7 @@ def test_corpus_through_the_server(
         model="corpus-model",
         template=template,
         tokenizer=str(folder),
-        upstream_api="completions",
+        upstream_api=api,
     ) as srv:
         c = client(srv)
         for fx, cfg, family in cases:
@@ -140,17 +93,17 @@ def test_corpus_through_the_server(
                 prefix if catalog.load(template).anchor_re.search(prefix) else info.get("generation_prompt")
             )
             kwargs = {**cfg.kwargs, "prefix": effective}
-            expected = _plain(parse_message(sent, finish_reason=reason, **kwargs))
+            expected = plain(parse_message(sent, finish_reason=reason, **kwargs))
             request = {
                 "model": "corpus-model",
                 "messages": [{"role": "user", "content": f"[case:{key}] go"}],
                 "tool_choice": "auto",
             }
-            tools = _tools(fx)
+            tools = tools_of(fx)
             if tools:
                 request["tools"] = tools
             r = c.chat.completions.create(**request)
-            got = _plain(r.choices[0].message.model_dump())
+            got = plain(r.choices[0].message.model_dump())
             assert got == expected, (fx.id, fx.raw_output)
             # canitoolcall's own verdict on the server's answer (expected message, no marker leakage,
             # JSON-object arguments matching the schema, call order; soft = whitespace only).
@@ -164,7 +117,7 @@ def test_corpus_through_the_server(
             )
             chunks = list(c.chat.completions.create(**request, stream=True))
             deltas = [ch.choices[0].delta.model_dump(exclude_none=True) for ch in chunks if ch.choices]
-            assert _plain(merge_deltas(deltas)) == got, fx.id
+            assert plain(merge_deltas(deltas)) == got, fx.id
             finals = [
                 ch.choices[0].finish_reason for ch in chunks if ch.choices and ch.choices[0].finish_reason
             ]

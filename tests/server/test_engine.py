@@ -132,9 +132,7 @@ def test_live_server_with_lifespan_and_restart():
         return PlainTextResponse("ok")
 
     app = Starlette(routes=[Route("/", ok)], lifespan=lifespan)
-    t0 = time.monotonic()
     with LiveServer(app) as srv:
-        assert time.monotonic() - t0 < 1.0
         assert srv.url == f"http://127.0.0.1:{srv.port}" and srv.port > 0
         assert httpx.get(srv.url).text == "ok"
     assert events == ["up", "down"]
@@ -498,8 +496,10 @@ def test_timing_delays(client):
     t0 = time.monotonic()
     with client.stream("POST", "/v1/completions", json={"prompt": "[case:slow]", "stream": True}) as r:
         stamps = [time.monotonic() - t0 for line in r.iter_lines() if line.startswith("data: {")]
+    # Lower bounds only (a loaded machine makes everything later, never earlier): the first
+    # token waits `first_token_delay`, and the last one cannot arrive before every token's delay.
     assert stamps[0] >= 0.045  # time to first token
-    assert stamps[-1] - stamps[0] >= 0.01 * 2  # tokens are spaced out
+    assert stamps[-1] >= 0.045 + 0.009 * (len(stamps) - 1)  # tokens are spaced out
     t0 = time.monotonic()
     assert completion(client, "slow").json()["choices"][0]["text"] == "abcdefghij"
     assert time.monotonic() - t0 >= 0.05
@@ -520,7 +520,7 @@ def test_stop_releases_hung_requests():
         t = threading.Thread(target=call)
         t.start()
         assert eng.wait_for(lambda e: e.active == 1)
-        t0 = time.monotonic()
-    assert time.monotonic() - t0 < 0.8  # not uvicorn's 1 s graceful-shutdown timeout
+    # stop() dropped the hung connection itself; uvicorn's graceful-shutdown timeout did not cut it
+    assert eng.released == 1 and eng.cancelled == 0
     t.join(5)
     assert len(errors) == 1 and isinstance(errors[0], httpx.RemoteProtocolError)

@@ -16,13 +16,14 @@ from hypothesis import strategies as st
 
 from chatparse import load_response_template
 from chatparse.server._pipeline import Pipeline
+from chatparse.server._upstream import Call, Content, Finish, Reasoning, Text
 
 from ..openai.helpers import CASES, FAMILIES
 
 CASE_IDS = list(range(len(CASES)))
 
 
-def run(events: list[tuple[Any, ...]], case: dict, **options: Any) -> tuple[dict, list[dict], str | None]:
+def run(events: list[Any], case: dict, **options: Any) -> tuple[dict, list[dict], str | None]:
     options.setdefault("tool_choice", "auto")
     options.setdefault("parallel_tool_calls", True)
     pipe = Pipeline(
@@ -80,10 +81,10 @@ def split(text: str, cuts: list[int]) -> list[str]:
 def test_raw_text_split_does_not_matter(index: int, cuts: list[int], reason: str, parallel: bool) -> None:
     case = CASES[index]
     text = case["text"]
-    finish = ("finish", reason, {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8})
-    whole, _, r1 = run([("text", text), finish], case, parallel_tool_calls=parallel)
+    finish = Finish(reason, {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8})
+    whole, _, r1 = run([Text(text), finish], case, parallel_tool_calls=parallel)
     message, deltas, r2 = run(
-        [*(("text", p) for p in split(text, cuts)), finish], case, parallel_tool_calls=parallel
+        [*(Text(p) for p in split(text, cuts)), finish], case, parallel_tool_calls=parallel
     )
     assert normal(message) == normal(whole)
     assert r1 == r2
@@ -120,20 +121,19 @@ NATIVE = {
 def test_structured_upstream_split_does_not_matter(
     content: str, cuts: list[int], native: bool, fragment: bool
 ) -> None:
-    finish = ("finish", "stop", None)
+    finish = Finish("stop", None)
     calls: list[tuple[Any, ...]] = []
     if native:
         if fragment:  # the way vLLM streams: id and name first, then argument pieces
             args = NATIVE["function"]["arguments"]
-            calls = [("call", {**NATIVE, "function": {"name": "get_weather", "arguments": ""}})]
+            calls = [Call({**NATIVE, "function": {"name": "get_weather", "arguments": ""}})]
             calls += [
-                ("call", {"index": 0, "function": {"arguments": args[i : i + 3]}})
-                for i in range(0, len(args), 3)
+                Call({"index": 0, "function": {"arguments": args[i : i + 3]}}) for i in range(0, len(args), 3)
             ]
         else:
-            calls = [("call", NATIVE)]
-    whole_message, _, r1 = run([("reasoning", "r"), ("content", content), *calls, finish], {})
-    events = [("reasoning", "r"), *(("content", p) for p in split(content, cuts)), *calls, finish]
+            calls = [Call(NATIVE)]
+    whole_message, _, r1 = run([Reasoning("r"), Content(content), *calls, finish], {})
+    events = [Reasoning("r"), *(Content(p) for p in split(content, cuts)), *calls, finish]
     message, deltas, r2 = run(events, {})
     assert normal(message) == normal(whole_message) and r1 == r2
     check_deltas(deltas)

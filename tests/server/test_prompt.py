@@ -33,6 +33,9 @@ TEMPLATE_NAMES = sorted(p.stem for p in DATA.glob("*.jinja"))
 # The tokenizer_config.json special tokens of each test model (several token spellings on purpose)
 TOKEN_CONFIGS: dict[str, dict[str, Any]] = {
     "qwen3": {"bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"},
+    "qwen3_small": {"bos_token": None, "eos_token": "<|im_end|>"},
+    "deepseek_r1": {"bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"},
+    "lfm2": {"bos_token": "<|startoftext|>", "eos_token": "<|im_end|>"},
     "llama3": {
         "bos_token": {"__type": "AddedToken", "content": "<|begin_of_text|>", "lstrip": False},
         "eos_token": "<|eot_id|>",
@@ -97,9 +100,12 @@ def hf_tokenizer(path: Path) -> Any:
 
 def vllm_prepared(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What serving engines hand to transformers: text parts joined, JSON-string arguments parsed.
-    (Reasoning aliases and None-dropping are left to transformers itself.)"""
+    An assistant message's null or missing content is "" (vLLM). (Reasoning aliases and None-dropping
+    are left to transformers itself.)"""
     out = copy.deepcopy(messages)
     for message in out:
+        if message.get("role") == "assistant" and message.get("content") is None:
+            message["content"] = ""
         if isinstance(message.get("content"), list):
             message["content"] = "\n".join(part["text"] for part in message["content"])
         for call in message.get("tool_calls") or []:
@@ -297,6 +303,9 @@ tool_lists = st.none() | st.lists(tool_schemas(), max_size=3)
 
 EXTRA_VARIABLES = {
     "qwen3": st.fixed_dictionaries({}),
+    "qwen3_small": st.fixed_dictionaries({}),
+    "deepseek_r1": st.fixed_dictionaries({}),
+    "lfm2": st.fixed_dictionaries({}),
     "llama3": st.fixed_dictionaries(
         {}, optional={"date_string": text, "tools_in_user_message": st.booleans()}
     ),

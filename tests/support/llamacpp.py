@@ -32,7 +32,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -78,6 +78,11 @@ def _byte_alphabet() -> tuple[str, ...]:
 # llama.cpp refuses a BPE vocabulary without merges; a few real ones (GPT-2 spelling, "Ġ" is a space).
 _MERGES = (("Ġ", "t"), ("h", "e"), ("i", "n"), ("e", "r"))
 
+BYTE_ONLY_MERGES = (("\u0100", "\u0101"),)
+"""A single merge of the bytes 0x00 0x01, which no text contains: with it, ordinary text has exactly
+one spelling (one token per UTF-8 byte), so a forced output has a known token count
+(:func:`replay_token_count`), e.g. to cut it with ``max_tokens`` at an exact place."""
+
 
 @dataclass(frozen=True)
 class TinyModel:
@@ -89,6 +94,7 @@ class TinyModel:
     vocab_size: int
     chat_template: str | None = None
     token_ids: dict[str, int] = field(default_factory=dict)
+    merges: tuple[tuple[str, str], ...] = _MERGES
 
 
 def write_tiny_gguf(
@@ -99,6 +105,7 @@ def write_tiny_gguf(
     chat_template: str | None = CHATML_TEMPLATE,
     context_length: int = 8192,
     seed: int = 0,
+    merges: Sequence[tuple[str, str]] = _MERGES,
 ) -> TinyModel:
     """Write a two-layer random-weight ``llama`` GGUF (about 1 MB) that can spell any text.
 
@@ -106,6 +113,8 @@ def write_tiny_gguf(
     ones (``eos_token``, which must be among them, is CONTROL and is the end-of-generation token).
     Ordinary text is about one token per UTF-8 byte: keep prompts and outputs to a few thousand
     bytes (``context_length`` and the ``n_ctx`` of :func:`load` / :func:`llama_server`).
+    ``merges`` (pairs of byte-alphabet tokens) default to four real GPT-2 merges; pass
+    :data:`BYTE_ONLY_MERGES` for text with exactly one spelling.
     """
     gguf, _ = require()
     import numpy as np
@@ -113,11 +122,14 @@ def write_tiny_gguf(
     specials = list(dict.fromkeys(special_tokens))
     if eos_token not in specials:
         raise ValueError(f"eos_token {eos_token!r} must be one of special_tokens")
-    tokens = list(_byte_alphabet()) + ["".join(pair) for pair in _MERGES] + specials
-    types = [gguf.TokenType.NORMAL] * (256 + len(_MERGES)) + [
+    pairs = tuple((a, b) for a, b in merges)
+    if not pairs:
+        raise ValueError("llama.cpp needs at least one merge")
+    tokens = list(_byte_alphabet()) + ["".join(pair) for pair in pairs] + specials
+    types = [gguf.TokenType.NORMAL] * (256 + len(pairs)) + [
         gguf.TokenType.CONTROL if t == eos_token else gguf.TokenType.USER_DEFINED for t in specials
     ]
-    ids = {t: 256 + len(_MERGES) + i for i, t in enumerate(specials)}
+    ids = {t: 256 + len(pairs) + i for i, t in enumerate(specials)}
     n_vocab, n_embd, n_ff, n_head, n_layer = len(tokens), 64, 128, 4, 2
 
     out = Path(path)
@@ -136,7 +148,7 @@ def write_tiny_gguf(
     writer.add_tokenizer_pre("qwen2")
     writer.add_token_list(tokens)
     writer.add_token_types(types)
-    writer.add_token_merges([" ".join(pair) for pair in _MERGES])
+    writer.add_token_merges([" ".join(pair) for pair in pairs])
     writer.add_bos_token_id(ids[eos_token])
     writer.add_eos_token_id(ids[eos_token])
     writer.add_add_bos_token(False)
@@ -165,7 +177,7 @@ def write_tiny_gguf(
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return TinyModel(out, tuple(specials), eos_token, n_vocab, chat_template, ids)
+    return TinyModel(out, tuple(specials), eos_token, n_vocab, chat_template, ids, pairs)
 
 
 def gbnf_string(text: str) -> str:
@@ -187,13 +199,11 @@ def gbnf_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def replay_sequence(text: str, special_tokens: Sequence[str]) -> str:
-    """A GBNF sequence that spells ``text``: special tokens as token references, the rest as literals.
-
-    The longest special token wins where two start at the same place.
-    """
+def _pieces(text: str, special_tokens: Sequence[str]) -> list[tuple[str, bool]]:
+    """``text`` as ``(piece, is_special)``: special tokens where they occur (the longest wins where
+    two start at the same place), the text between them as literal pieces."""
     specials = sorted(set(special_tokens), key=len, reverse=True)
-    parts: list[str] = []
+    pieces: list[tuple[str, bool]] = []
     literal: list[str] = []
     i = 0
     while i < len(text):
@@ -203,18 +213,67 @@ def replay_sequence(text: str, special_tokens: Sequence[str]) -> str:
             i += 1
             continue
         if literal:
-            parts.append(gbnf_string("".join(literal)))
+            pieces.append(("".join(literal), False))
             literal = []
-        parts.append(hit)  # an unquoted <token> is "exactly this token" in llama.cpp's GBNF
+        pieces.append((hit, True))
         i += len(hit)
     if literal:
-        parts.append(gbnf_string("".join(literal)))
+        pieces.append(("".join(literal), False))
+    return pieces
+
+
+def replay_sequence(
+    text: str, special_tokens: Sequence[str], token_ids: Mapping[str, int] | None = None
+) -> str:
+    """A GBNF sequence that spells ``text``: special tokens as token references, the rest as literals.
+
+    The longest special token wins where two start at the same place. A special token is referenced
+    by its text (``<think>``) or, when ``token_ids`` has it, by its id (``<[262]>``): GBNF reads an
+    unquoted ``[TOOL_CALLS]`` as a character class, so tokens that are not ``<...>`` need their id.
+    """
+    ids = token_ids or {}
+    parts = [
+        (f"<[{ids[piece]}]>" if piece in ids else piece) if special else gbnf_string(piece)
+        for piece, special in _pieces(text, special_tokens)
+    ]
     return " ".join(parts) if parts else '""'
 
 
 def replay_grammar(text: str, model: TinyModel) -> str:
-    """A GBNF grammar that admits exactly ``text`` (markers as single tokens of ``model``)."""
-    return "root ::= " + replay_sequence(text, [t for t in model.special_tokens if t != model.eos_token])
+    """A GBNF grammar that admits exactly ``text`` (markers as single tokens of ``model``, by id)."""
+    specials = [t for t in model.special_tokens if t != model.eos_token]
+    return "root ::= " + replay_sequence(text, specials, model.token_ids)
+
+
+def end_of_generation_tokens(model: TinyModel) -> frozenset[str]:
+    """The special tokens of ``model`` other than ``eos_token`` that llama.cpp ends a generation on.
+
+    llama.cpp makes well-known end-of-turn texts (``<|im_end|>``, ``<|call|>``, ``<end_of_turn>``,
+    ``</s>``, ...) end-of-generation CONTROL tokens whatever their type in the file, so a replay with
+    one in the middle would stop there and leave it out of the text. Write the model again without
+    them (their text is then spelled byte by byte) to replay such text exactly.
+    """
+    _, llama_cpp = require()
+    llm = load(model, n_ctx=256)
+    try:
+        vocab = llm._model.vocab
+        return frozenset(
+            t
+            for t, i in model.token_ids.items()
+            if t != model.eos_token and llama_cpp.llama_vocab_is_eog(vocab, i)
+        )
+    finally:
+        llm.close()
+
+
+def replay_token_count(text: str, model: TinyModel) -> int:
+    """How many tokens the engine generates for ``text`` under :func:`replay_grammar` (before the
+    end-of-generation token): one per special token, one per UTF-8 byte of the rest. Exact only for a
+    model written with :data:`BYTE_ONLY_MERGES` (``ValueError`` otherwise)."""
+    if model.merges != BYTE_ONLY_MERGES:
+        raise ValueError("replay_token_count needs a model written with merges=BYTE_ONLY_MERGES")
+    specials = [t for t in model.special_tokens if t != model.eos_token]
+    return sum(1 if special else len(piece.encode("utf-8")) for piece, special in _pieces(text, specials))
 
 
 def load(model: TinyModel, *, n_ctx: int = 4096, seed: int = 0) -> Any:

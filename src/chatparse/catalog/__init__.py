@@ -17,16 +17,22 @@ The catalog never parses text itself: hand the template to :func:`chatparse.pars
 Resolution (:func:`resolve`, :func:`resolve_name`), in this order:
 
 1. a ``tokenizer_config``'s own ``response_template`` (returned as-is, as a copy);
-2. ``model``, a model id or path, matched against every template's ``models`` rules;
-3. a chat template (``chat_template``, then the ``tokenizer_config``'s ``chat_template``), recognised
-   by the template's ``chat_template_markers``;
+2. a chat template (``chat_template``, then the ``tokenizer_config``'s ``chat_template``), recognised
+   by the entries' ``chat_template_markers``: the template is what the model is prompted with, so
+   it decides the output format (Llama 3.2 writes JSON calls under its hub template, pythonic ones
+   under vLLM's pythonic template);
+3. ``model``, a model id or path, matched against every template's ``models`` rules;
 4. the ``tokenizer_config``'s ``name_or_path`` (or ``_name_or_path``), as a model id.
+
+Chat-template markers are literal strings that must all occur in the template; a marker written
+``"!text"`` must not occur (it tells a family apart from a neighbour that shares its markers).
 
 Model-id rules are case-insensitive regular expressions searched in the normalised id (lower case,
 ``_`` and spaces as ``-``), so quantized and fine-tuned names such as ``unsloth/Qwen3-8B-GGUF`` or
 ``bartowski/Llama-3.2-3B-Instruct-GGUF`` match; the longest matching text wins (``qwen3-coder`` beats
 ``qwen3``; ``deepseek-v3.1`` beats ``deepseek-v3``). When nothing matches, :class:`UnknownModelError`
-(a :class:`ValueError`) lists close candidates.
+(a :class:`ValueError`) names the model's family when the catalog knows it, the entries nearest to a
+chat template by markers, and what to do when the family is not in the catalog.
 """
 
 from __future__ import annotations
@@ -91,19 +97,26 @@ class UnknownTemplateError(KeyError, ValueError):
 
 
 class UnknownModelError(ValueError):
-    """:func:`resolve` found no template. ``candidates`` lists close template names (else every name).
+    """:func:`resolve` found no template.
+
+    ``candidates`` lists the catalog entries worth a look, possibly none: for a model id, the
+    entries of the model's family when the catalog knows the family (``family``) but no entry
+    matches the checkpoint; for a chat template, the entries whose chat-template markers overlap
+    most with it. The message always says what to do when the family is not in the catalog:
+    parse without a template (``--auto``, ``ChatParser(auto=True)``) or pass a template file.
 
     >>> from chatparse import catalog
     >>> try:
     ...     catalog.resolve(model="acme/unheard-of-7b")
     ... except catalog.UnknownModelError as exc:
-    ...     len(exc.candidates) > 0
-    True
+    ...     exc.candidates, exc.family
+    ([], None)
     """
 
-    def __init__(self, message: str, candidates: list[str]) -> None:
+    def __init__(self, message: str, candidates: list[str], family: str | None = None) -> None:
         super().__init__(message)
         self.candidates = candidates
+        self.family = family
 
 
 # --------------------------------------------------------------------------------------------------
@@ -276,11 +289,29 @@ def _chat_template_text(chat_template: Any) -> str:
     return ""
 
 
+def _split_markers(markers: list[str]) -> tuple[list[str], list[str]]:
+    """``(required, excluded)``: a marker written ``!text`` must not occur in the template."""
+    required = [m for m in markers if not m.startswith("!")]
+    excluded = [m[1:] for m in markers if m.startswith("!") and len(m) > 1]
+    return required, excluded
+
+
+def _marker_matches(text: str) -> list[tuple[int, int, str]]:
+    """``(required markers, their total length, name)`` of every entry whose markers match ``text``."""
+    found = []
+    for name, data in _entries().items():
+        required, excluded = _split_markers(list(data.get("chat_template_markers") or []))
+        if required and all(m in text for m in required) and not any(m in text for m in excluded):
+            found.append((len(required), sum(len(m) for m in required), name))
+    return sorted(found, key=lambda s: (-s[0], -s[1], s[2]))
+
+
 def match_chat_template(chat_template: Any) -> str | None:
     """The catalog name recognised from a chat template's markers, or ``None``.
 
-    An entry matches when all its ``chat_template_markers`` occur in the template; the entry with the
-    most markers (then the longest ones) wins. Accepts a string or HF's list of named templates.
+    An entry matches when all its ``chat_template_markers`` occur in the template and none of its
+    exclusions (markers written ``"!text"``) does; when several match, the one with the most markers
+    (then the longest ones) wins. Accepts a string or HF's list of named templates.
 
     >>> from chatparse import catalog
     >>> catalog.match_chat_template("{{'<|im_start|>'}} ... <tool_call> ... <function=")
@@ -289,34 +320,74 @@ def match_chat_template(chat_template: Any) -> str | None:
     text = _chat_template_text(chat_template)
     if not text:
         return None
-    best: tuple[int, int, str] | None = None
+    found = _marker_matches(text)
+    return found[0][2] if found else None
+
+
+_NOT_FAMILIES = frozenset({"other", "the"})
+
+
+def _family_word(family: str) -> str:
+    """The family name of an entry's ``families`` item: ``"Qwen3 (hybrid 2504)"`` -> ``"qwen"``,
+    ``"DeepSeek-V3.1"`` -> ``"deepseek"``, ``"gpt-oss (Harmony)"`` -> ``"gpt-oss"``."""
+    head = family.strip().split(" ")[0].lower()
+    m = re.match(r"[a-z]+", head)
+    word = m.group(0) if m else ""
+    if len(word) < 4 and (tail := re.match(r"-([a-z]{2,})", head[len(word) :])):
+        word += "-" + tail.group(1)  # gpt-oss, not gpt
+    return "" if word in _NOT_FAMILIES else word
+
+
+@functools.lru_cache(maxsize=1)
+def _families() -> dict[str, tuple[str, ...]]:
+    """Family word -> the catalog names whose ``families`` use it (words of 3+ letters)."""
+    out: dict[str, list[str]] = {}
     for name, data in _entries().items():
-        markers = data.get("chat_template_markers") or []
-        if markers and all(marker in text for marker in markers):
-            score = (len(markers), sum(len(m) for m in markers), name)
-            if best is None or score[:2] > best[:2]:
-                best = score
-    return best[2] if best else None
+        for family in data.get("families", ()):
+            word = _family_word(family)
+            if len(word) >= 3 and name not in out.setdefault(word, []):
+                out[word].append(name)
+    return {word: tuple(sorted(found)) for word, found in out.items()}
 
 
-def _close_candidates(*texts: str) -> list[str]:
-    """Catalog names that look like ``texts`` (model ids or words of them); every name if none do."""
-    all_names = names()
-    vocabulary: dict[str, str] = {n: n for n in all_names}
-    for name in all_names:
-        for family in _entries()[name].get("families", ()):
-            for word in re.split(r"[\s/()]+", family.lower()):
-                if len(word) > 2:
-                    vocabulary.setdefault(word, name)
-    found: list[str] = []
-    for text in texts:
-        base = _normalise_model(text).rsplit("/", 1)[-1]
-        words = [base, *[w for w in re.split(r"[-.:]+", base) if len(w) > 2]]
-        for word in words:
-            for hit in difflib.get_close_matches(word, list(vocabulary), n=5, cutoff=0.6):
-                if vocabulary[hit] not in found:
-                    found.append(vocabulary[hit])
-    return found or all_names
+def _model_family(model: str) -> str | None:
+    """The catalog family word found in a model id (the longest one, as a word), or ``None``."""
+    text = _normalise_model(model)
+    best = None
+    for word in _families():
+        if re.search(rf"(?<![a-z]){re.escape(word)}", text) and (best is None or len(word) > len(best)):
+            best = word
+    return best
+
+
+def _family_label(name: str) -> str:
+    families = _entries()[name].get("families") or []
+    return f"{name} ({', '.join(families)})" if families else name
+
+
+def _nearest_by_markers(text: str, limit: int = 3) -> list[tuple[str, list[str], list[str], list[str]]]:
+    """``(name, present, missing, excluded-but-present)`` for the entries whose required
+    chat-template markers overlap most with ``text`` (at least one present), best first."""
+    scored = []
+    for name, data in _entries().items():
+        required, excluded = _split_markers(list(data.get("chat_template_markers") or []))
+        if not required:
+            continue
+        present = [m for m in required if m in text]
+        if not present:
+            continue
+        missing = [m for m in required if m not in text]
+        clashing = [m for m in excluded if m in text]
+        scored.append((len(present) / len(required), len(present), name, present, missing, clashing))
+    scored.sort(key=lambda s: (-s[0], -s[1], s[2]))
+    return [(name, present, missing, clashing) for _, _, name, present, missing, clashing in scored[:limit]]
+
+
+_WHAT_TO_DO = (
+    "If the model's family is not in the catalog (chatparse templates list), parse without a template "
+    "(chatparse parse --auto, ChatParser(auto=True)) or pass a response template file "
+    "(chatparse parse --template FILE, template=...)"
+)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -347,37 +418,63 @@ def _resolve(
         own = config.get("response_template")
         if own is not None:
             return None, copy.deepcopy(dict(own))
-    if model:
-        name = match_model(model)
+    if model is None and tokenizer_config is None and chat_template is None:
+        raise TypeError("resolve() needs at least one of model, tokenizer_config, chat_template")
+    # The chat template is what the model is actually prompted with, so when it is recognised it
+    # decides the output format (a Llama 3.2 or Llama 4 checkpoint writes JSON calls under its hub
+    # template and pythonic calls under vLLM's pythonic one); the model id is the fallback.
+    templates = [t for t in (chat_template, config.get("chat_template") if config is not None else None) if t]
+    for source in templates:
+        name = match_chat_template(source)
         if name is not None:
             return name, None
-    for source in (chat_template, config.get("chat_template") if config is not None else None):
-        if source:
-            name = match_chat_template(source)
-            if name is not None:
-                return name, None
     config_model = None
     if config is not None:
         config_model = config.get("name_or_path") or config.get("_name_or_path")
-        if isinstance(config_model, str) and config_model:
-            name = match_model(config_model)
-            if name is not None:
-                return name, None
-    if model is None and tokenizer_config is None and chat_template is None:
-        raise TypeError("resolve() needs at least one of model, tokenizer_config, chat_template")
-    tried = [
-        f"model {model!r}" if model else "",
-        "a chat template" if chat_template or (config and config.get("chat_template")) else "",
-        f"name_or_path {config_model!r}" if isinstance(config_model, str) and config_model else "",
-    ]
-    hints = [t for t in (model, config_model) if isinstance(t, str) and t]
-    candidates = _close_candidates(*hints)
-    raise UnknownModelError(
-        f"no catalog template matches {' or '.join(t for t in tried if t) or 'the input'}; "
-        f"candidates: {', '.join(candidates)} "
-        "(pick one with chatparse.catalog.get(name), or pass a response_template)",
-        candidates=candidates,
-    )
+    models = [m for m in (model, config_model) if isinstance(m, str) and m]
+    for m in models:
+        name = match_model(m)
+        if name is not None:
+            return name, None
+    raise _unknown(models, [_chat_template_text(t) for t in templates])
+
+
+def _unknown(models: list[str], templates: list[str]) -> UnknownModelError:
+    """The error for inputs nothing in the catalog matches: what was tried, what is near, what to do."""
+    parts: list[str] = []
+    candidates: list[str] = []
+    family: str | None = None
+    for m in models:
+        word = _model_family(m)
+        if word is None:
+            parts.append(f"Model {m!r}: its family is not in the catalog.")
+            continue
+        family = family or word
+        names_ = list(_families()[word])
+        candidates += [n for n in names_ if n not in candidates]
+        parts.append(
+            f"Model {m!r} looks like a {word} checkpoint, but no catalog rule covers it "
+            f"(the catalog's {word} entries: {'; '.join(_family_label(n) for n in names_)})."
+        )
+    for text in templates:
+        near = _nearest_by_markers(text)
+        if not near:
+            parts.append("The chat template has none of the catalog's chat-template markers.")
+            continue
+        described = []
+        for name, present, missing, clashing in near:
+            why = [f"missing {', '.join(repr(x) for x in missing)}"] if missing else []
+            why += [f"has {', '.join(repr(x) for x in clashing)}"] if clashing else []
+            described.append(
+                f"{name} ({len(present)}/{len(present) + len(missing)} markers, {'; '.join(why)})"
+            )
+            if name not in candidates:
+                candidates.append(name)
+        parts.append("The chat template matches no entry; nearest by markers: " + ", ".join(described) + ".")
+    message = "no catalog template. " + " ".join(parts) + " "
+    if candidates:
+        message += "Pick one with chatparse.catalog.get(name) / --template NAME if it fits. "
+    return UnknownModelError(message + _WHAT_TO_DO + ".", candidates=candidates, family=family)
 
 
 def resolve_name(
@@ -406,8 +503,9 @@ def resolve(
 
     ``tokenizer_config`` is a mapping, a ``tokenizer_config.json`` path or a folder holding one; its
     own ``response_template`` wins and is returned as-is (a copy; ``reasoning_field`` is not applied).
-    Then ``model`` (a model id or path), then the chat template's markers, then the config's
-    ``name_or_path``. Raises :class:`UnknownModelError` (a ``ValueError``) when nothing matches.
+    Then the chat template's markers (``chat_template``, then the config's), then ``model`` (a model
+    id or path), then the config's ``name_or_path``. Raises :class:`UnknownModelError` (a
+    ``ValueError``) when nothing matches.
 
     >>> from chatparse import catalog
     >>> catalog.resolve(model="lmstudio-community/gpt-oss-20b-GGUF")["start_anchor"]

@@ -59,6 +59,7 @@ class IncrementalDecoder:
         self._native = native
         self.ids: list[int] = []
         self._emitted = 0  # characters returned so far
+        self._parts: list[str] = []  # what was returned, joined only by `flush`
         self._stream: Any = None
         backend = _backend(tokenizer) if native else None
         if backend is not None and not _cleans_up(tokenizer, backend):
@@ -99,6 +100,7 @@ class IncrementalDecoder:
                 if text:
                     self._emitted += len(text)
                     self._released = len(self.ids)
+                    self._parts.append(str(text))
                     return str(text)
                 return ""
         window = self.ids[self._prefix_offset :]
@@ -109,16 +111,36 @@ class IncrementalDecoder:
             self._prefix_offset = self._read_offset
             self._read_offset = len(self.ids)
             self._emitted += len(out)
+            self._parts.append(out)
             return out
         return ""
 
     def flush(self) -> str:
-        """The rest of the text (an incomplete character at the very end decodes as `U+FFFD`)."""
+        """The rest of the text (an incomplete character at the very end decodes as `U+FFFD`).
+
+        Normally everything returned equals `tokenizer.decode(ids)`. One case cannot: with a byte
+        fallback tokenizer (`<0xNN>` tokens) whose ids end inside a character, `decode` replaces
+        the whole run of byte tokens, including characters already returned, by one `U+FFFD` per
+        byte. Text already streamed is not taken back: the flush then returns one `U+FFFD` per
+        dangling byte (what a byte-level tokenizer's `decode` gives), documented in
+        docs/compatibility.md.
+        """
         if not self.ids:
             return ""
         full = self._decode(self.ids)
-        out = full[self._emitted :]
-        self._emitted = len(full)
+        emitted = "".join(self._parts)
+        self._parts = [emitted]
+        if full.startswith(emitted):
+            out = full[len(emitted) :]
+        else:
+            # Decode the ids not yet released, with one released id before them as context (so a
+            # decoder that strips a leading space does not strip it here).
+            start = self._released if self._stream is not None else self._read_offset
+            prefix = max(0, start - 1)
+            window = self.ids[prefix:]
+            out = self._decode(window)[len(self._decode(window[: start - prefix])) :]
+        self._emitted += len(out)
+        self._parts.append(out)
         return out
 
     def reset(self) -> None:

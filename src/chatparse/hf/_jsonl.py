@@ -40,6 +40,7 @@ class _Job:
     prefix: str
     tools: list | None
     spec: dict | None  # None: --auto (chatparse.detect)
+    shape: str = "hf"  # "hf": parse_response's message; "openai": a Chat Completions message
 
 
 _JOB: _Job | None = None
@@ -95,6 +96,14 @@ def _one(line_no: int, line: str) -> tuple[str, str | None]:
             from .. import detect
 
             message, _ = detect.parse_message(text, tools=job.tools, prefix=prefix or None)
+            if job.shape == "hf":
+                from ..openai._wire import to_hf_message
+
+                message = to_hf_message(message)
+        elif job.shape == "openai":
+            from ..openai import parse_message
+
+            message = parse_message(text, template=_TEMPLATE, prefix=prefix, tools=job.tools)
         else:
             from .._parser import parse_response
 
@@ -173,17 +182,20 @@ def parse_jsonl(
     progress: bool = False,
     progress_stream: IO[str] | None = None,
     total_bytes: int | None = None,
+    shape: str = "hf",
 ) -> JsonlResult:
     """Parse the `field` text of every JSON line of `lines` and write one JSON line per input line to `out`.
 
     `template`: a `response_template` dict or compiled `chatparse.Template` (`None`: detect the
     format with `chatparse.detect`, as `parse --auto`); the prefix is `prefix_field` of each line,
-    else `prefix`. `jobs > 1` parses in that many processes (output order is kept).
+    else `prefix`. `jobs > 1` parses in that many processes (output order is kept). `shape`:
+    ``"hf"`` writes `parse_response`'s message (with `template=None`, detection's message in that
+    shape), ``"openai"`` a Chat Completions message (`chatparse.openai.parse_message`, or detection's).
     """
     from .._template import Template
 
     spec = template.spec if isinstance(template, Template) else template
-    job = _Job(field=field, prefix_field=prefix_field, prefix=prefix, tools=tools, spec=spec)
+    job = _Job(field=field, prefix_field=prefix_field, prefix=prefix, tools=tools, spec=spec, shape=shape)
     bar = Progress(progress_stream or sys.stderr, total_bytes, progress)
     result = JsonlResult()
     start = time.monotonic()

@@ -113,7 +113,7 @@ def _own_template(obj: Any) -> Any:
 
 
 def _catalog_lookup(obj: Any) -> _Lookup:
-    """The catalog entry for `obj` by `name_or_path`, then its chat template (cached per object)."""
+    """The catalog entry for `obj` by its chat template, then `name_or_path` (cached per object)."""
     from .. import catalog
 
     name_or_path = _name_or_path(obj)
@@ -131,7 +131,7 @@ def _catalog_lookup(obj: Any) -> _Lookup:
         try:
             found = catalog.resolve_name(model=name_or_path or None, chat_template=chat_template)
         except catalog.UnknownModelError as exc:
-            candidates = ", ".join(exc.candidates[:8])
+            candidates = ", ".join(exc.candidates[:8]) or "none"
             tried = []
             if name_or_path:
                 tried.append(f"name_or_path {name_or_path!r}")
@@ -157,8 +157,9 @@ def _catalog_lookup(obj: Any) -> _Lookup:
 def catalog_name_for(obj: Any) -> str | None:
     """The catalog entry that matches a tokenizer or processor, or `None`.
 
-    The tokenizer's `name_or_path` is matched against the catalog's model-id rules first, then its
-    chat template (a processor's own, else its tokenizer's) by the catalog's markers.
+    The tokenizer's chat template (a processor's own, else its tokenizer's) is recognised by the
+    catalog's markers first, then its `name_or_path` is matched against the model-id rules
+    (`chatparse.catalog.resolve`'s order).
     """
     return _catalog_lookup(obj).name
 
@@ -167,7 +168,7 @@ def response_template_for(obj: Any, *, catalog: bool = True) -> dict | None:
     """The `response_template` that chatparse uses for a tokenizer or processor, or `None`.
 
     The tokenizer's own `response_template` first; otherwise (with `catalog=True`) the catalog entry
-    matched by the tokenizer's `name_or_path`, then by its chat template (a fresh copy, reasoning in
+    matched by the tokenizer's chat template, then by its `name_or_path` (a fresh copy, reasoning in
     `reasoning_content`).
 
     >>> from chatparse.hf import response_template_for

@@ -16,12 +16,15 @@ with stable indices), and `finish` gives the final message and `finish_reason`. 
 from ._calls import ToolCallAssembler, calls_from_value, random_call_id
 from ._chat import ChatParser, parse_message
 from ._request import InvalidRequest, validate_chat_request
+from ._resolve import MissingAnchorError, MissingAnchorWarning
 from ._responses import ResponsesStream, responses_to_chat
 from ._wire import merge_deltas, to_responses_output
 
 __all__ = [
     "ChatParser",
     "InvalidRequest",
+    "MissingAnchorError",
+    "MissingAnchorWarning",
     "ResponsesStream",
     "ToolCallAssembler",
     "calls_from_value",

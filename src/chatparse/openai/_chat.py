@@ -36,6 +36,10 @@ Policies (keyword options, defaults first):
   never `"tool_calls"`. Not available with `auto=True`.
 * `reasoning_key="reasoning_content" | "reasoning" | "both"`: the key of reasoning in deltas and
   the message.
+* `missing_anchor="warn" | "error" | "ignore"`: a non-empty `prefix` that holds none of the
+  template's start anchors is parsed as output (the core keeps the reference behaviour), which puts
+  prompt text in `content`; `warn` emits a `MissingAnchorWarning`, `error` raises
+  `MissingAnchorError` (a `ValueError`). See `_resolve.check_prefix`.
 * `auto=False`: with `auto=True` and neither `model=` nor `template=`, the family is detected from
   the output itself (`chatparse.detect.AutoStream`, with the same `tools=`, `prefix=`,
   `id_factory=` and finish semantics; the prompt as `prefix` lets a pre-opened `<think>` be seen).
@@ -98,6 +102,7 @@ class ChatParser:
         id_factory: Callable[[], str] | None = None,
         auto: bool = False,
         parse_tool_calls: bool = True,
+        missing_anchor: str = "warn",
     ) -> None:
         if stream_tool_calls not in _STREAM_MODES:
             raise ValueError(f"stream_tool_calls must be one of {_STREAM_MODES}, got {stream_tool_calls!r}")
@@ -119,7 +124,9 @@ class ChatParser:
 
             self._auto = AutoStream(tools=tools, id_factory=id_factory or random_call_id, prefix=prefix)
             return
-        self._t, prefix = resolve_template(model, template, prefix, parse_tool_calls=parse_tool_calls)
+        self._t, prefix = resolve_template(
+            model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
+        )
         tool_list = list(tools) if tools is not None else None
         self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
         self._content = TextStream()

@@ -2,10 +2,77 @@
 
 from __future__ import annotations
 
+import warnings
 from copy import deepcopy
 from typing import Any
 
-from .._template import Template, load_response_template
+from .._template import REGEX_TIMEOUT, Template, load_response_template
+
+MISSING_ANCHOR_POLICIES = ("warn", "error", "ignore")
+
+
+class MissingAnchorWarning(UserWarning):
+    """The prefix holds none of the template's start anchors, so all of it is parsed as output.
+
+    The core keeps the reference behaviour (it parses the whole prefix, and only logs at INFO);
+    `ChatParser` and `parse_message` warn with this class, or raise `MissingAnchorError` with
+    `missing_anchor="error"`. A prompt that does not end in the template's generation prompt usually
+    means the wrong template or a prompt passed without its generation prompt: the prompt text then
+    lands in `content`, and format examples in a system prompt become tool calls.
+    """
+
+
+class MissingAnchorError(ValueError):
+    """`missing_anchor="error"`: the prefix holds none of the template's start anchors."""
+
+
+def _anchors(t: Template) -> str:
+    if t.anchor_literals is not None:
+        return ", ".join(repr(a) for a in t.anchor_literals)
+    return f"pattern {t.anchor_re.pattern!r}"
+
+
+def missing_anchor_message(t: Template, prefix: str | None, label: str | None = None) -> str | None:
+    """Why `prefix` is suspicious for `t` (it is non-empty and holds no start anchor), else `None`.
+
+    `label` names the template in the message (default "the template").
+
+    >>> t = load_response_template({"start_anchor": "<|assistant|>", "fields": {"content": {}}})
+    >>> missing_anchor_message(t, "<|assistant|>") is None, missing_anchor_message(t, "") is None
+    (True, True)
+    >>> missing_anchor_message(t, "<|user|>hi", "template 'mine'")[:68]
+    "the prefix (10 characters) holds none of the start anchors of templa"
+    """
+    if not prefix:
+        return None
+    try:
+        if t.anchor_re.search(prefix, timeout=REGEX_TIMEOUT) is not None:
+            return None
+    except TimeoutError:
+        return None  # the core reports the timeout itself when it truncates the prefix
+    size = f"{len(prefix)} character{'' if len(prefix) == 1 else 's'}"
+    return (
+        f"the prefix ({size}) holds none of the start anchors of {label or 'the template'} "
+        f"({_anchors(t)}), so all of it is parsed as model output: prompt text can end up in content "
+        "and format examples in the prompt can become tool calls. Pass the rendered prompt including its "
+        "generation prompt, an empty prefix when there is none, or the template the prompt was rendered for"
+    )
+
+
+def check_prefix(t: Template, prefix: str | None, label: str | None, policy: str) -> None:
+    """Warn (`MissingAnchorWarning`) or raise (`MissingAnchorError`) per `policy` when the prefix
+    holds none of the template's start anchors; see `missing_anchor_message`."""
+    if policy not in MISSING_ANCHOR_POLICIES:
+        raise ValueError(f"missing_anchor must be one of {MISSING_ANCHOR_POLICIES}, got {policy!r}")
+    if policy == "ignore":
+        return
+    message = missing_anchor_message(t, prefix, label)
+    if message is None:
+        return
+    if policy == "error":
+        raise MissingAnchorError(message)
+    warnings.warn(message[0].upper() + message[1:], MissingAnchorWarning, stacklevel=4)
+
 
 # A JSON call object read by key: `{"name": ..., "parameters"|"arguments": ...}` (Llama 3.x writes
 # both keys; a transform cannot fall back between them, families.md rule 8).
@@ -106,21 +173,41 @@ def resolve_template(
     prefix: str | None,
     *,
     parse_tool_calls: bool = True,
+    missing_anchor: str = "warn",
 ) -> tuple[Template, str]:
     """The compiled template and the prefix for `ChatParser` / `parse_message`.
 
     `template` may be a dict, a `Template` or a catalog name; otherwise `model` is resolved through
     `chatparse.catalog.resolve(model=...)`. `prefix=None` means the catalog entry's
     `generation_prompt` when the template came from the catalog, else `""`. With
-    `parse_tool_calls=False` the template's `tool_calls` field is left out.
+    `parse_tool_calls=False` the template's `tool_calls` field is left out. A non-empty prefix
+    without any of the template's start anchors warns or raises per `missing_anchor`
+    (`check_prefix`).
     """
+    t, out, name = _resolve_template(model, template, prefix, parse_tool_calls)
+    label = None
+    if name:
+        label = f"template {name!r}" + (
+            f" (the catalog entry for model {model!r})" if template is None else ""
+        )
+    check_prefix(t, out, label, missing_anchor)
+    return t, out
+
+
+def _resolve_template(
+    model: str | None,
+    template: dict | Template | str | None,
+    prefix: str | None,
+    parse_tool_calls: bool,
+) -> tuple[Template, str, str | None]:
+    """`(template, prefix, catalog name or None)`."""
     if template is None and model is None:
         raise ValueError("ChatParser needs template= (a dict, Template or catalog name) or model=")
     if template is not None and not isinstance(template, str):
         spec = template.spec if isinstance(template, Template) else template
         if isinstance(spec, dict) and relax_call_keys(spec) is spec and parse_tool_calls:
-            return load_response_template(template), "" if prefix is None else prefix
-        return _load(spec, parse_tool_calls), "" if prefix is None else prefix
+            return load_response_template(template), "" if prefix is None else prefix, None
+        return _load(spec, parse_tool_calls), "" if prefix is None else prefix, None
     catalog = _catalog()
     name: str | None
     if isinstance(template, str):
@@ -132,4 +219,4 @@ def resolve_template(
         name = resolve_name(model=model) if callable(resolve_name) else None
     if prefix is None:
         prefix = _generation_prompt(catalog, name) if name else ""
-    return _load(spec, parse_tool_calls), prefix
+    return _load(spec, parse_tool_calls), prefix, name

@@ -117,11 +117,13 @@ def _input_messages(items: Any) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             raise InvalidRequest(f"'{path}' must be an object", path)
         kind = item.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise InvalidRequest(f"'{path}.type' must be a string", f"{path}.type")
         if kind is None and "role" in item:
             kind = "message"
         if kind == "message":
             role = item.get("role")
-            if role not in _ROLES:
+            if not isinstance(role, str) or role not in _ROLES:
                 raise InvalidRequest(
                     f"'{path}.role' must be one of 'user', 'assistant', 'system', 'developer'", f"{path}.role"
                 )

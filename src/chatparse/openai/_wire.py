@@ -1,7 +1,10 @@
-"""Client-side helpers: merging stream deltas, and Responses API output items."""
+"""Client-side helpers: merging stream deltas, Responses API output items, and Chat Completions
+messages in the shape of `parse_response`."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import secrets
 from collections.abc import Callable, Container, Iterable
 from typing import Any
@@ -46,6 +49,33 @@ def merge_deltas(deltas: Iterable[dict[str, Any]], *, discard: Container[int] = 
     if kept:
         message["tool_calls"] = kept
     return message
+
+
+def to_hf_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions message in the shape `parse_response` gives with the catalog's templates:
+    tool-call `arguments` as JSON values, no call ids; a `chatparse` report is kept.
+
+    >>> to_hf_message({"role": "assistant", "content": "Hi", "tool_calls": [{"id": "call_1",
+    ...     "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]})
+    {'role': 'assistant', 'content': 'Hi', 'tool_calls': [{'type': 'function', 'function': {'name': 'f', 'arguments': {'a': 1}}}]}
+    """
+    out: dict[str, Any] = {"role": message.get("role", "assistant")}
+    for key in ("reasoning_content", "content"):
+        if message.get(key):
+            out[key] = message[key]
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            with contextlib.suppress(ValueError):
+                arguments = json.loads(arguments)
+        calls.append({"type": "function", "function": {"name": function.get("name"), "arguments": arguments}})
+    if calls:
+        out["tool_calls"] = calls
+    if message.get("chatparse"):
+        out["chatparse"] = message["chatparse"]
+    return out
 
 
 def _item_id(prefix: str) -> str:

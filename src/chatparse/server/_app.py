@@ -1,61 +1,84 @@
-"""The ASGI app: routes, request checks, the upstream exchange, SSE, errors and the request log.
+"""The ASGI app: routes, request checks, the upstream exchange, SSE, errors, metrics and the log.
 
-Theory of operation: a POST handler reads and checks the request (size, auth, JSON, fields, model),
-then returns an `_Exchange`, an ASGI callable that does the upstream work while it answers. The
-exchange listens for the client's `http.disconnect` next to the work and cancels the work when it
-comes, which closes the upstream connection (streamed or not). Errors before the first byte of the
-answer are HTTP errors (OpenAI error objects); once a stream has started they are an error event
-followed by a clean end of stream.
+Theory of operation: `App.__call__` gives every HTTP request a `RequestLog` and answers it with a
+handler. A handler reads and checks the request (size, time, auth, JSON, fields, model), renders
+the prompt in a render worker (`_render`), and returns either a finished `_Reply` or an `_Exchange`,
+which does the upstream work while it answers and cancels that work when the client disconnects.
+Errors before the first byte of an answer are HTTP errors with an OpenAI error object (JSON, always:
+no code path answers text/plain); once a stream has started they are an error event followed by a
+clean end of stream.
+
+One stream driver (`_stream`) serves both APIs: it opens the upstream (`Upstream.open`, which fails
+before the first byte), feeds the `Pipeline` and hands the deltas to an encoder, `_ChatEncoder` or
+`_ResponsesEncoder`, which turn them into the bytes of their API's event stream.
+
+Shutdown (`App.drain`): new requests get 503, running answers may finish until the deadline, then
+their upstream answers are aborted and each stream ends with a `server_shutting_down` error event.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
-import httpx
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
-
 from ..openai import InvalidRequest, ResponsesStream, responses_to_chat, validate_chat_request
+from . import _http
 from ._config import Resolved, ServerConfig, resolve_config
+from ._json import BodyError, dumps, loads_body
+from ._log import RequestLog
+from ._metrics import Metrics
 from ._pipeline import Pipeline
-from ._upstream import PROMPT_KINDS, Upstream, UpstreamError, build_call
+from ._upstream import PROMPT_KINDS, STRUCTURED_KINDS, Upstream, UpstreamAnswer, UpstreamError, build_call
 
 log = logging.getLogger("chatparse.server")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    408: "request_timeout",
     413: "request_too_large",
+    500: "server_error",
     502: "upstream_error",
+    503: "service_unavailable",
     504: "upstream_timeout",
 }
+_JSON = (b"content-type", b"application/json")
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
+_BIG_BODY = 256 * 1024  # bodies larger than this are parsed off the event loop
+_KNOWN_PATHS = ("/health", "/v1/models", "/v1/chat/completions", "/v1/responses", "/metrics", "/openapi.json")
 
 
 class HTTPError(Exception):
     """An answer with an OpenAI error object."""
 
-    def __init__(self, status: int, message: str, param: str | None = None, kind: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        param: str | None = None,
+        kind: str | None = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.param = param
         self.kind = kind or _ERROR_TYPES.get(status, "server_error")
+        self.headers = headers or []
 
 
 def error_body(
@@ -71,520 +94,682 @@ def error_body(
     }
 
 
-def _json_bytes(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+class _Reply:
+    """A finished answer: status, body and headers."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers if headers is not None else [_JSON]
+
+    @classmethod
+    def json(cls, status: int, obj: Any, headers: list[tuple[bytes, bytes]] | None = None) -> _Reply:
+        return cls(status, dumps(obj), [_JSON, *(headers or [])])
+
+    async def send(self, send: Send, rlog: RequestLog) -> None:
+        headers = [*self.headers, (b"content-length", str(len(self.body)).encode())]
+        rlog.started_response(self.status)
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body})
 
 
-async def _send_json(send: Send, status: int, obj: Any) -> None:
-    body = _json_bytes(obj)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+async def _send_start(send: Send, rlog: RequestLog, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+    rlog.started_response(status)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+
+
+def _error_reply(e: UpstreamError | HTTPError) -> _Reply:
+    kind = e.kind
+    param = getattr(e, "param", None)
+    return _Reply.json(e.status, error_body(e.status, str(e), param, kind), getattr(e, "headers", None))
+
+
+# ------------------------------------------------------------------------------------------------
+# encoders: deltas in, the bytes of one API's event stream out
+
+
+class _ChatEncoder:
+    """Chat Completions chunks (`data: {...}` lines, `[DONE]`)."""
+
+    def __init__(self, model: str, include_usage: bool) -> None:
+        self.cid = f"chatcmpl-{secrets.token_hex(12)}"
+        self.model = model
+        self.include_usage = include_usage
+        head = {
+            "id": self.cid,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
         }
-    )
-    await send({"type": "http.response.body", "body": body})
+        self.prefix = b"data: " + dumps(head)[:-1] + b',"choices":[{"index":0,"delta":'
+        self.tail = b',"logprobs":null,"finish_reason":null}]}\n\n'
+
+    def start(self) -> bytes:
+        return self.deltas([{"role": "assistant", "content": ""}])
+
+    def deltas(self, deltas: list[dict[str, Any]]) -> bytes:
+        prefix, tail = self.prefix, self.tail
+        return b"".join(prefix + dumps(d) + tail for d in deltas)
+
+    def finish(self, pipe: Pipeline) -> bytes:
+        reason = pipe.finish_reason or "stop"
+        tail = b',"logprobs":null,"finish_reason":' + dumps(reason) + b"}]"
+        if pipe.report:
+            tail += b',"chatparse":' + dumps(pipe.report)
+        body = self.prefix + b"{}" + tail + b"}\n\n"
+        if self.include_usage:
+            usage = {
+                "id": self.cid,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": self.model,
+                "choices": [],
+                "usage": pipe.usage,
+            }
+            body += b"data: " + dumps(usage) + b"\n\n"
+        return body + b"data: [DONE]\n\n"
+
+    def fail(self, deltas: list[dict[str, Any]], e: UpstreamError) -> bytes:
+        return (
+            self.deltas(deltas)
+            + b"data: "
+            + dumps(error_body(e.status, str(e), kind=e.kind))
+            + b"\n\ndata: [DONE]\n\n"
+        )
+
+    def whole(self, pipe: Pipeline) -> dict[str, Any]:
+        message = pipe.message()
+        message.setdefault("refusal", None)
+        return {
+            "id": self.cid,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": pipe.finish_reason or "stop",
+                }
+            ],
+            "usage": pipe.usage,
+        }
 
 
-class _Exchange:
-    """Runs `work(send)` and cancels it when the client disconnects."""
+class _ResponsesEncoder:
+    """Responses API events (`event: ...` / `data: {...}`) via `chatparse.openai.ResponsesStream`."""
 
-    def __init__(self, work: Callable[[Send], Awaitable[None]], info: dict[str, Any]) -> None:
-        self.work = work
-        self.info = info
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        if not self.info.get("_done"):
-                            self.info["client_disconnected"] = True
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(watch)
-            try:
-                await self.work(send)
-            finally:
-                self.info["_done"] = True
-                tg.cancel_scope.cancel()
-
-
-class _Chat:
-    """Per-request plan: the upstream call and how to build the pipeline."""
-
-    def __init__(self, state: _State, req: dict[str, Any]) -> None:
-        self.state = state
-        self.req = req
-        r = state.resolved
-        prompt = None
-        prefix = r.generation_prompt
-        self.note: str | None = None
-        if r.chat_template is not None and r.api in (*PROMPT_KINDS, "chat-raw"):
-            prompt = self._render(r, req)
-            prefix = prompt
-            if r.template is not None and r.template.anchor_re.search(prompt) is None:
-                # The prompt does not end in the template's assistant header (a template mismatch):
-                # parsing it as output would put the prompt into the answer.
-                prefix = r.generation_prompt
-                self.note = "the rendered prompt does not contain the response template's start anchor"
-        self.prefix = prefix
-        stop = list(dict.fromkeys((req.get("stop") or []) + r.stop))
-        self.call = build_call(
-            r.api, req, model=r.upstream_model, prompt=prompt, stop=stop or None, stream=req["stream"]
+    def __init__(self, model: str, request: dict[str, Any]) -> None:
+        self.rs = ResponsesStream(
+            response_id=f"resp_{secrets.token_hex(12)}",
+            model=model,
+            created_at=int(time.time()),
+            request=request,
         )
 
     @staticmethod
-    def _render(r: Resolved, req: dict[str, Any]) -> str:
-        from ._prompt import ChatTemplateError
+    def _events(events: list[dict[str, Any]]) -> bytes:
+        return b"".join(b"event: " + e["type"].encode() + b"\ndata: " + dumps(e) + b"\n\n" for e in events)
 
-        kwargs = dict(req.get("chat_template_kwargs") or {})
-        if req.get("reasoning_effort") is not None:
-            kwargs.setdefault("reasoning_effort", req["reasoning_effort"])
-        for reserved in ("messages", "tools", "add_generation_prompt"):
-            kwargs.pop(reserved, None)
+    def start(self) -> bytes:
+        return self._events(self.rs.start())
+
+    def deltas(self, deltas: list[dict[str, Any]]) -> bytes:
+        rs = self.rs
+        out: list[dict[str, Any]] = []
+        for d in deltas:
+            out.extend(rs.feed(d))
+        return self._events(out)
+
+    def finish(self, pipe: Pipeline) -> bytes:
+        return self._events(self.rs.finish(pipe.finish_reason or "stop", pipe.usage, pipe.report or None))
+
+    def fail(self, deltas: list[dict[str, Any]], e: UpstreamError) -> bytes:
+        return self.deltas(deltas) + self._events(self.rs.fail(str(e), e.kind))
+
+    def whole(self, pipe: Pipeline) -> dict[str, Any]:
+        self.rs.start()
+        for d in pipe.sent:
+            self.rs.feed(d)
+        self.rs.finish(pipe.finish_reason or "stop", pipe.usage, pipe.report or None)
+        return self.rs.response
+
+
+Encoder = _ChatEncoder | _ResponsesEncoder
+
+
+# ------------------------------------------------------------------------------------------------
+# the exchange
+
+
+class _Exchange:
+    """Runs `work(send)` as a task and cancels it when the client disconnects."""
+
+    def __init__(self, work: Callable[[Send], Awaitable[None]], rlog: RequestLog) -> None:
+        self.work = work
+        self.rlog = rlog
+
+    async def __call__(self, receive: Receive, send: Send) -> None:
+        task = asyncio.ensure_future(self.work(send))
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    if not task.done():
+                        self.rlog.set(client_disconnected=True)
+                        task.cancel()
+                    return
+
+        watcher = asyncio.ensure_future(watch())
         try:
-            return str(r.chat_template.render(req["messages"], tools=req.get("tools") or None, **kwargs))
-        except ChatTemplateError as e:
-            raise HTTPError(
-                400, f"the model's chat template rejected the conversation: {e}", "messages"
-            ) from e
+            await task
+        except asyncio.CancelledError:
+            if not self.rlog.fields.get("client_disconnected"):
+                raise
+        finally:
+            watcher.cancel()
 
-    def pipeline(self) -> Pipeline:
-        req = self.req
-        r = self.state.resolved
-        return Pipeline(
-            template=r.template,
-            prefix=self.prefix,
-            tools=req.get("tools"),
-            tool_choice=req.get("tool_choice"),
-            parallel_tool_calls=req.get("parallel_tool_calls", True),
-            reasoning_key=self.state.config.reasoning_key,
+
+class _Plan:
+    """One chat request, checked and rendered: the upstream call and how to build its pipeline."""
+
+    def __init__(
+        self,
+        req: dict[str, Any],
+        call: Any,
+        prefix: str | None,
+        note: str | None,
+        default_max_tokens: int | None = None,
+    ) -> None:
+        self.req = req
+        self.call = call
+        self.prefix = prefix
+        self.note = note
+        self.default_max_tokens = default_max_tokens
+        """The `max_tokens` this server chose for the engine because the request set none."""
+
+    def explain(self, e: UpstreamError) -> UpstreamError:
+        """`e`, with the hint that this server chose `max_tokens` when the engine rejected the request."""
+        if e.status != 400 or self.default_max_tokens is None:
+            return e
+        hint = (
+            f" (the request set no max_tokens, so chatparse asked for {self.default_max_tokens}: send "
+            "max_tokens, or start the server with a smaller --default-max-tokens)"
         )
+        return UpstreamError(e.status, str(e) + hint, e.kind, e.upstream_status)
 
 
-class _State:
+class App:
+    """The ASGI application of `chatparse serve` (see the module docstring)."""
+
     def __init__(self, config: ServerConfig, resolved: Resolved) -> None:
         self.config = config
         self.resolved = resolved
-        self.client: httpx.AsyncClient | None = None
+        self.metrics = Metrics()
         self.created = int(time.time())
+        self.client: _http.HTTPClient | None = None
+        self.renderer: Any = None
+        self.draining = False
+        self._answers: weakref.WeakSet[UpstreamAnswer] = weakref.WeakSet()
+        self._template_label = resolved.template_name or resolved.api
+        if resolved.template_name and "/" in resolved.template_name:
+            self._template_label = "file:" + resolved.template_name.rsplit("/", 1)[-1]
+        self._routes: dict[str, dict[str, Callable[..., Awaitable[Any]]]] = {
+            "/health": {"GET": self.health},
+            "/v1/models": {"GET": self.models},
+            "/metrics": {"GET": self.metrics_route},
+            "/openapi.json": {"GET": self.openapi_route},
+            "/v1/chat/completions": {"POST": self.chat_completions},
+            "/v1/responses": {"POST": self.responses},
+        }
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        if self.resolved.chat_template is not None and self.renderer is None:
+            from ._render import RenderPool
+
+            self.renderer = RenderPool(
+                self.resolved.chat_template,
+                workers=self.config.render_workers,
+                budget=self.config.render_timeout,
+            )
+            await self.renderer.start()
+
+    async def shutdown(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
+        if self.renderer is not None:
+            await self.renderer.close()
+
+    async def drain(self, timeout: float) -> None:
+        """Refuse new requests; after `timeout` seconds end the answers still running."""
+        self.draining = True
+        deadline = time.monotonic() + timeout
+        while self._answers and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for answer in list(self._answers):
+            answer.abort(
+                UpstreamError(
+                    503,
+                    f"the server is shutting down (the answer was still running after {timeout:g} s)",
+                    "server_shutting_down",
+                )
+            )
 
     def upstream(self) -> Upstream:
+        cfg = self.config
         if self.client is None:
-            cfg = self.config
-            self.client = httpx.AsyncClient(
-                timeout=httpx.Timeout(cfg.upstream_timeout, connect=cfg.connect_timeout),
-                limits=httpx.Limits(max_connections=4096, max_keepalive_connections=256),
+            self.client = _http.HTTPClient(
+                connect_timeout=cfg.connect_timeout, read_timeout=cfg.upstream_timeout
             )
         return Upstream(
             self.resolved.upstream_url,
             self.resolved.api,
             client=self.client,
-            api_key=self.config.upstream_api_key,
-            read_timeout=self.config.upstream_timeout,
+            api_key=cfg.upstream_api_key,
+            read_timeout=cfg.upstream_timeout,
+            connect_timeout=cfg.connect_timeout,
+            max_line=cfg.max_upstream_line,
         )
 
-
-# ------------------------------------------------------------------------------------------------
-# request checks
-
-
-def _info(request: Request) -> dict[str, Any]:
-    info = request.scope.get("chatparse_log")
-    if info is None:
-        info = request.scope["chatparse_log"] = {}
-    return info
-
-
-def _check_auth(state: _State, request: Request) -> None:
-    key = state.config.api_key
-    if not key:
-        return
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), key.encode()):
-        raise HTTPError(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
-
-
-async def _read_json(state: _State, request: Request) -> Any:
-    limit = state.config.max_body_bytes
-    length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > limit:
-        raise HTTPError(413, f"request body of {length} bytes is over the limit of {limit} bytes")
-    chunks = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HTTPError(413, f"request body is over the limit of {limit} bytes")
-        chunks.append(chunk)
-    raw = b"".join(chunks)
-    try:
-        return json.loads(raw)
-    except ValueError as e:
-        raise HTTPError(400, f"request body is not valid JSON: {e}") from e
-
-
-def _check_model(state: _State, model: str) -> None:
-    if model != state.config.model:
-        raise HTTPError(
-            404,
-            f"the model {model!r} does not exist here; this server serves {state.config.model!r}",
-            "model",
-            kind="not_found_error",
-        )
-
-
-# ------------------------------------------------------------------------------------------------
-# chat completions
-
-
-def _chunk_prefix(cid: str, created: int, model: str) -> bytes:
-    head = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
-    return b"data: " + _json_bytes(head)[:-1] + b',"choices":[{"index":0,"delta":'
-
-
-def _finish_chunk(prefix: bytes, reason: str, report: dict[str, Any] | None) -> bytes:
-    tail = b',"logprobs":null,"finish_reason":' + _json_bytes(reason) + b"}]"
-    if report:
-        tail += b',"chatparse":' + _json_bytes(report)
-    return prefix + b"{}" + tail + b"}\n\n"
-
-
-async def _upstream_failed(send: Send, info: dict[str, Any], e: UpstreamError) -> None:
-    """The upstream failed before the answer started: an HTTP error with an OpenAI error object."""
-    info.update(status=e.status, error=str(e), upstream_status=e.upstream_status)
-    await _send_json(send, e.status, error_body(e.status, str(e), kind=e.kind))
-
-
-async def _open_stream(
-    state: _State, plan: _Chat, info: dict[str, Any], send: Send
-) -> AsyncGenerator[list[tuple[Any, ...]], None] | None:
-    """The upstream event stream once the upstream accepted the request; None after answering its error."""
-    agen = state.upstream().stream(plan.call)
-    try:
-        await agen.__anext__()
-    except UpstreamError as e:
-        await agen.aclose()
-        await _upstream_failed(send, info, e)
-        return None
-    except BaseException:
-        await agen.aclose()
-        raise
-    return agen
-
-
-async def _chat_stream(state: _State, plan: _Chat, info: dict[str, Any], send: Send) -> None:
-    req = plan.req
-    pipe = plan.pipeline()
-    agen = await _open_stream(state, plan, info, send)
-    if agen is None:
-        return
-    try:
-        cid = f"chatcmpl-{secrets.token_hex(12)}"
-        prefix = _chunk_prefix(cid, int(time.time()), state.config.model)
-        tail = b',"logprobs":null,"finish_reason":null}]}\n\n'
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-
-        async def emit(deltas: list[dict[str, Any]]) -> None:
-            if deltas:
-                body = b"".join(prefix + _json_bytes(d) + tail for d in deltas)
-                await send({"type": "http.response.body", "body": body, "more_body": True})
-
-        await emit([{"role": "assistant", "content": ""}])
-        try:
-            async for events in agen:
-                out: list[dict[str, Any]] = []
-                for event in events:
-                    out += pipe.feed(event)
-                await emit(out)
-        except UpstreamError as e:
-            await emit(pipe.abort())
-            info.update(error=str(e), upstream_status=e.upstream_status, stream_error=True)
-            err = error_body(e.status, str(e), kind=e.kind)
-            body = b"data: " + _json_bytes(err) + b"\n\ndata: [DONE]\n\n"
-            await send({"type": "http.response.body", "body": body, "more_body": False})
-            return
-        reason = pipe.finish_reason or "stop"
-        info.update(finish_reason=reason, tool_calls=pipe.calls_sent)
-        body = _finish_chunk(prefix, reason, pipe.report)
-        if (req.get("stream_options") or {}).get("include_usage"):
-            usage = {
-                "id": cid,
-                "object": "chat.completion.chunk",
-                "created": int(time.time()),
-                "model": state.config.model,
-                "choices": [],
-                "usage": pipe.usage,
-            }
-            body += b"data: " + _json_bytes(usage) + b"\n\n"
-        body += b"data: [DONE]\n\n"
-        await send({"type": "http.response.body", "body": body, "more_body": False})
-    finally:
-        await agen.aclose()
-
-
-async def _chat_once(
-    state: _State, plan: _Chat, info: dict[str, Any]
-) -> tuple[Pipeline, list[dict[str, Any]]]:
-    pipe = plan.pipeline()
-    events = await state.upstream().complete(plan.call)
-    deltas: list[dict[str, Any]] = []
-    for event in events:
-        deltas.extend(pipe.feed(event))
-    return pipe, deltas
-
-
-async def _chat_json(state: _State, plan: _Chat, info: dict[str, Any], send: Send) -> None:
-    try:
-        pipe, _ = await _chat_once(state, plan, info)
-    except UpstreamError as e:
-        await _upstream_failed(send, info, e)
-        return
-    message = pipe.message()
-    message.setdefault("refusal", None)
-    reason = pipe.finish_reason or "stop"
-    info.update(finish_reason=reason, tool_calls=len(message.get("tool_calls") or ()))
-    body = {
-        "id": f"chatcmpl-{secrets.token_hex(12)}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": state.config.model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reason}],
-        "usage": pipe.usage,
-    }
-    await _send_json(send, 200, body)
-
-
-def _prepare_chat(state: _State, body: Any, info: dict[str, Any]) -> _Chat:
-    try:
-        req = validate_chat_request(body)
-    except InvalidRequest as e:
-        raise HTTPError(400, str(e), e.param) from e
-    info.update(model=req["model"], stream=req["stream"])
-    _check_model(state, req["model"])
-    if state.resolved.api not in ("chat", "ollama-chat"):
-        choice = req["tool_choice"]
-        if choice == "required" or isinstance(choice, dict):
-            raise HTTPError(
-                400,
-                "tool_choice 'required' or a named function cannot be guaranteed when the engine generates raw "
-                "text (no constrained decoding through this server); use 'auto' or 'none'",
-                "tool_choice",
-            )
-        rf = req.get("response_format")
-        if rf is not None and rf.get("type") != "text":
-            raise HTTPError(
-                400,
-                f"response_format {rf.get('type')!r} is not supported with a raw-text upstream",
-                "response_format",
-            )
-    try:
-        plan = _Chat(state, req)
-    except InvalidRequest as e:
-        raise HTTPError(400, str(e), e.param) from e
-    if plan.note:
-        info["prefix_warning"] = plan.note
-    return plan
-
-
-async def chat_completions(request: Request) -> Any:
-    state: _State = request.app.state.chatparse
-    info = _info(request)
-    _check_auth(state, request)
-    body = await _read_json(state, request)
-    plan = _prepare_chat(state, body, info)
-    work = _chat_stream if plan.req["stream"] else _chat_json
-    return _Exchange(lambda send: work(state, plan, info, send), info)
-
-
-# ------------------------------------------------------------------------------------------------
-# responses
-
-
-async def _responses_work(
-    state: _State, plan: _Chat, original: dict[str, Any], info: dict[str, Any], send: Send
-) -> None:
-    rs = ResponsesStream(
-        response_id=f"resp_{secrets.token_hex(12)}",
-        model=state.config.model,
-        created_at=int(time.time()),
-        request=original,
-    )
-    if not plan.req["stream"]:
-        try:
-            pipe, deltas = await _chat_once(state, plan, info)
-        except UpstreamError as e:
-            await _upstream_failed(send, info, e)
-            return
-        rs.start()
-        for d in deltas:
-            rs.feed(d)
-        rs.finish(pipe.finish_reason or "stop", pipe.usage, pipe.report or None)
-        info.update(finish_reason=pipe.finish_reason)
-        await _send_json(send, 200, rs.response)
-        return
-    pipe = plan.pipeline()
-    agen = await _open_stream(state, plan, info, send)
-    if agen is None:
-        return
-    try:
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-
-        async def emit(events: list[dict[str, Any]], more: bool = True) -> None:
-            body = b"".join(
-                b"event: " + e["type"].encode() + b"\ndata: " + _json_bytes(e) + b"\n\n" for e in events
-            )
-            if body or not more:
-                await send({"type": "http.response.body", "body": body, "more_body": more})
-
-        await emit(rs.start())
-        try:
-            async for batch in agen:
-                out = []
-                for event in batch:
-                    for d in pipe.feed(event):
-                        out.extend(rs.feed(d))
-                await emit(out)
-        except UpstreamError as e:
-            out = []
-            for d in pipe.abort():
-                out.extend(rs.feed(d))
-            info.update(error=str(e), upstream_status=e.upstream_status, stream_error=True)
-            await emit(out + rs.fail(str(e), e.kind), more=False)
-            return
-        info.update(finish_reason=pipe.finish_reason)
-        await emit(rs.finish(pipe.finish_reason or "stop", pipe.usage, pipe.report or None), more=False)
-    finally:
-        await agen.aclose()
-
-
-async def responses(request: Request) -> Any:
-    state: _State = request.app.state.chatparse
-    info = _info(request)
-    _check_auth(state, request)
-    body = await _read_json(state, request)
-    try:
-        chat_body = responses_to_chat(body)
-    except InvalidRequest as e:
-        raise HTTPError(400, str(e), e.param) from e
-    plan = _prepare_chat(state, chat_body, info)
-    return _Exchange(lambda send: _responses_work(state, plan, body, info, send), info)
-
-
-# ------------------------------------------------------------------------------------------------
-# small routes
-
-
-async def models(request: Request) -> Any:
-    state: _State = request.app.state.chatparse
-    _check_auth(state, request)
-    return JSONResponse(
-        {
-            "object": "list",
-            "data": [
-                {
-                    "id": state.config.model,
-                    "object": "model",
-                    "created": state.created,
-                    "owned_by": "chatparse",
-                }
-            ],
-        }
-    )
-
-
-async def health(request: Request) -> Any:
-    state: _State = request.app.state.chatparse
-    return JSONResponse({"status": "ok", **state.resolved.describe()})
-
-
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, HTTPError)
-    info = _info(request)
-    info.update(error=str(exc))
-    return JSONResponse(error_body(exc.status, str(exc), exc.param, exc.kind), status_code=exc.status)
-
-
-async def _starlette_error(request: Request, exc: Exception) -> JSONResponse:
-    status = getattr(exc, "status_code", 500)
-    detail = getattr(exc, "detail", None) or "error"
-    return JSONResponse(
-        error_body(status, f"{request.method} {request.url.path}: {detail}"), status_code=status
-    )
-
-
-class _RequestLog:
-    """ASGI middleware: one structured (JSON) log line per HTTP request."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    # -- ASGI ----------------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
             return
-        start = time.perf_counter()
-        info: dict[str, Any] = {}
-        scope["chatparse_log"] = info
-        status = {"code": 0}
-
-        async def logged_send(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                status["code"] = message["status"]
-                info.setdefault("ttfb_ms", round((time.perf_counter() - start) * 1000, 1))
-            await send(message)
-
+        if kind != "http":  # websockets: not served
+            return
+        rlog = RequestLog(scope.get("method", ""), scope.get("path", ""))
+        metrics = self.metrics
+        metrics.in_flight.inc(by=1)
         try:
-            await self.app(scope, receive, logged_send)
+            await self._handle(scope, receive, send, rlog)
         finally:
-            line = {
-                "event": "request",
-                "method": scope.get("method"),
-                "path": scope.get("path"),
-                "status": status["code"] or 499,
-                "duration_ms": round((time.perf_counter() - start) * 1000, 1),
-            }
-            line.update({k: v for k, v in info.items() if not k.startswith("_")})
-            log.info(json.dumps(line, ensure_ascii=False))
+            metrics.in_flight.inc(by=-1)
+            path = rlog.path if rlog.path in _KNOWN_PATHS else "other"
+            status = rlog.status or 499
+            metrics.requests.inc(path, str(status))
+            metrics.duration.observe(rlog.duration, path)
+            rlog.write()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as e:
+                    await send({"type": "lifespan.startup.failed", "message": str(e)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send, rlog: RequestLog) -> None:
+        try:
+            methods = self._routes.get(rlog.path)
+            if methods is None:
+                raise HTTPError(404, f"{rlog.method} {rlog.path}: no such endpoint", kind="not_found_error")
+            handler = methods.get(rlog.method)
+            if handler is None:
+                allow = ", ".join(methods).encode()
+                raise HTTPError(
+                    405, f"{rlog.method} {rlog.path}: method not allowed", headers=[(b"allow", allow)]
+                )
+            result = await handler(scope, receive, rlog)
+        except HTTPError as e:
+            rlog.set(error=str(e))
+            if e.status == 408:
+                e.headers = [*e.headers, (b"connection", b"close")]
+            await _error_reply(e).send(send, rlog)
+            return
+        except Exception as e:  # a bug: still a JSON answer, and a JSON log line with the traceback
+            log.exception(
+                dumps({"event": "internal_error", "path": rlog.path, "error": repr(e)[:500]}).decode()
+            )
+            rlog.set(error=f"internal error: {type(e).__name__}")
+            if not rlog.status:
+                await _Reply.json(500, error_body(500, f"internal server error ({type(e).__name__})")).send(
+                    send, rlog
+                )
+            return
+        if isinstance(result, _Reply):
+            await result.send(send, rlog)
+            return
+        try:
+            await result(receive, send)
+        except Exception as e:
+            log.exception(
+                dumps({"event": "internal_error", "path": rlog.path, "error": repr(e)[:500]}).decode()
+            )
+            rlog.set(error=f"internal error: {type(e).__name__}")
+            if not rlog.status:
+                await _Reply.json(500, error_body(500, f"internal server error ({type(e).__name__})")).send(
+                    send, rlog
+                )
+
+    # -- request checks ------------------------------------------------------------------------
+
+    def _check_auth(self, scope: Scope) -> None:
+        key = self.config.api_key
+        if not key:
+            return
+        header = b""
+        for name, value in scope.get("headers") or ():
+            if name == b"authorization":
+                header = value
+                break
+        scheme, _, token = header.decode("latin-1").partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip().encode(), key.encode()):
+            raise HTTPError(401, "missing or wrong API key: send 'Authorization: Bearer <key>'")
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        limit = self.config.max_body_bytes
+        for name, value in scope.get("headers") or ():
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
+                raise HTTPError(
+                    413,
+                    f"request body of {int(value)} bytes is over the limit of {limit} bytes (--max-body-bytes)",
+                )
+        chunks: list[bytes] = []
+        size = 0
+
+        async def read() -> None:
+            nonlocal size
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise HTTPError(400, "the client went away before sending the whole body")
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise HTTPError(
+                        413, f"request body is over the limit of {limit} bytes (--max-body-bytes)"
+                    )
+                chunks.append(chunk)
+                if not message.get("more_body"):
+                    return
+
+        timeout = self.config.body_timeout
+        try:
+            await asyncio.wait_for(read(), timeout)
+        except asyncio.TimeoutError:
+            raise HTTPError(
+                408, f"the request body did not arrive within {timeout:g} s (--body-timeout)"
+            ) from None
+        return b"".join(chunks)
+
+    async def _read_json(self, scope: Scope, receive: Receive) -> Any:
+        raw = await self._read_body(scope, receive)
+        try:
+            if len(raw) > _BIG_BODY:
+                return await asyncio.get_running_loop().run_in_executor(None, loads_body, raw)
+            return loads_body(raw)
+        except BodyError as e:
+            raise HTTPError(400, str(e), e.param) from None
+
+    def _check_model(self, model: str) -> None:
+        if model != self.config.model:
+            raise HTTPError(
+                404,
+                f"the model {model!r} does not exist here; this server serves {self.config.model!r}",
+                "model",
+                kind="not_found_error",
+            )
+
+    def _refuse_if_draining(self) -> None:
+        if self.draining:
+            raise HTTPError(503, "the server is shutting down", kind="server_shutting_down")
+
+    # -- planning ------------------------------------------------------------------------------
+
+    async def _render(self, req: dict[str, Any]) -> str:
+        from ._prompt import ChatTemplateError
+        from ._render import RenderBusy, RenderTimeout
+
+        kwargs = dict(req.get("chat_template_kwargs") or {})
+        if req.get("reasoning_effort") is not None:
+            kwargs.setdefault("reasoning_effort", req["reasoning_effort"])
+        for reserved in ("messages", "tools", "add_generation_prompt", "documents", "continue_final_message"):
+            kwargs.pop(reserved, None)
+        try:
+            return await self.renderer.render(req["messages"], tools=req.get("tools") or None, kwargs=kwargs)
+        except RenderTimeout as e:
+            self.metrics.render_timeouts.inc()
+            raise HTTPError(400, str(e), "messages", kind="render_timeout") from None
+        except RenderBusy as e:
+            raise HTTPError(503, str(e), kind="server_busy") from None
+        except ChatTemplateError as e:
+            raise HTTPError(
+                400, f"the model's chat template rejected the conversation: {e}", "messages"
+            ) from None
+
+    async def _plan(self, body: Any, rlog: RequestLog) -> _Plan:
+        try:
+            req = validate_chat_request(body)
+        except InvalidRequest as e:
+            raise HTTPError(400, str(e), e.param) from None
+        rlog.set(model=req["model"], stream=req["stream"])
+        self._check_model(req["model"])
+        r = self.resolved
+        if r.api not in STRUCTURED_KINDS:
+            choice = req["tool_choice"]
+            if choice == "required" or isinstance(choice, dict):
+                raise HTTPError(
+                    400,
+                    "tool_choice 'required' or a named function cannot be guaranteed when the engine generates raw "
+                    "text (no constrained decoding through this server); use 'auto' or 'none'",
+                    "tool_choice",
+                )
+            rf = req.get("response_format")
+            if rf is not None and rf.get("type") != "text":
+                raise HTTPError(
+                    400,
+                    f"response_format {rf.get('type')!r} is not supported with a raw-text upstream",
+                    "response_format",
+                )
+        prompt = None
+        prefix = r.generation_prompt
+        note = None
+        if r.chat_template is not None and r.api in (*PROMPT_KINDS, "chat-raw"):
+            prompt = await self._render(req)
+            prefix = prompt
+            if r.template is not None and r.template.anchor_re.search(prompt) is None:
+                # The prompt does not end in the template's assistant header (a template mismatch):
+                # parsing it as output would put the prompt into the answer.
+                prefix = r.generation_prompt
+                note = "the rendered prompt does not contain the response template's start anchor"
+                rlog.set(prefix_warning=note)
+        stop = list(dict.fromkeys((req.get("stop") or []) + r.stop))
+        passthrough = {k: body[k] for k in self.config.passthrough if k in body}
+        upstream_req, default_max = req, None
+        if r.api == "completions" and req.get("max_tokens") is None and self.config.default_max_tokens:
+            # the completions endpoints default to 16 tokens (vLLM, SGLang, llama-cpp-python)
+            default_max = self.config.default_max_tokens
+            upstream_req = {**req, "max_tokens": default_max}
+        try:
+            call = build_call(
+                r.api,
+                upstream_req,
+                model=r.upstream_model,
+                prompt=prompt,
+                stop=stop or None,
+                stream=req["stream"],
+                passthrough=passthrough,
+            )
+        except InvalidRequest as e:
+            raise HTTPError(400, str(e), e.param) from None
+        return _Plan(req, call, prefix, note, default_max)
+
+    def _pipeline(self, plan: _Plan) -> Pipeline:
+        req = plan.req
+        return Pipeline(
+            template=self.resolved.template,
+            prefix=plan.prefix,
+            tools=req.get("tools"),
+            tool_choice=req.get("tool_choice"),
+            parallel_tool_calls=req.get("parallel_tool_calls", True),
+            reasoning_key=self.config.reasoning_key,
+        )
+
+    # -- answering -----------------------------------------------------------------------------
+
+    def _account(self, pipe: Pipeline, rlog: RequestLog) -> None:
+        label = self._template_label
+        m = self.metrics
+        rlog.set(finish_reason=pipe.finish_reason, tool_calls=pipe.calls_sent)
+        if pipe.calls_sent:
+            m.tool_calls.inc(label, by=pipe.calls_sent)
+        if pipe.usage:
+            m.prompt_tokens.inc(label, by=pipe.usage.get("prompt_tokens") or 0)
+            m.completion_tokens.inc(label, by=pipe.usage.get("completion_tokens") or 0)
+        errors = pipe.report.get("errors") or ()
+        if errors:
+            m.parse_errors.inc(label, by=len(errors))
+        for d in pipe.report.get("dropped") or ():
+            m.dropped.inc(label, str(d.get("reason", "unknown"))[:80])
+
+    def _upstream_failed(self, e: UpstreamError, rlog: RequestLog) -> None:
+        self.metrics.upstream_errors.inc(e.kind)
+        rlog.set(error=str(e), upstream_status=e.upstream_status, upstream=self.resolved.upstream_url)
+
+    async def _once(self, plan: _Plan, encoder: Encoder, rlog: RequestLog, send: Send) -> None:
+        pipe = self._pipeline(plan)
+        try:
+            async with self.upstream().open(plan.call) as answer:
+                self._answers.add(answer)
+                events = await answer.read_whole()
+        except UpstreamError as e:
+            e = plan.explain(e)
+            self._upstream_failed(e, rlog)
+            await _error_reply(e).send(send, rlog)
+            return
+        for event in events:
+            pipe.feed(event)
+        self._account(pipe, rlog)
+        await _Reply.json(200, encoder.whole(pipe)).send(send, rlog)
+
+    async def _stream(self, plan: _Plan, encoder: Encoder, rlog: RequestLog, send: Send) -> None:
+        """The stream driver for both APIs (see the module docstring)."""
+        pipe = self._pipeline(plan)
+        started = rlog.started
+        first = True
+        try:
+            async with self.upstream().open(plan.call) as answer:
+                self._answers.add(answer)
+                await _send_start(send, rlog, 200, _SSE_HEADERS)
+                await send({"type": "http.response.body", "body": encoder.start(), "more_body": True})
+                try:
+                    async for events in answer:
+                        out: list[dict[str, Any]] = []
+                        for event in events:
+                            out += pipe.feed(event)
+                        if out:
+                            if first:
+                                first = False
+                                self._first_token(started)
+                            await send(
+                                {"type": "http.response.body", "body": encoder.deltas(out), "more_body": True}
+                            )
+                except UpstreamError as e:
+                    self._upstream_failed(e, rlog)
+                    rlog.set(stream_error=True)
+                    body = encoder.fail(pipe.abort(), e)
+                    if first and pipe.sent:
+                        self._first_token(started)
+                    self._account(pipe, rlog)
+                    await send({"type": "http.response.body", "body": body, "more_body": False})
+                    return
+        except UpstreamError as e:  # raised on entry: nothing was sent yet
+            e = plan.explain(e)
+            self._upstream_failed(e, rlog)
+            await _error_reply(e).send(send, rlog)
+            return
+        body = encoder.finish(pipe)
+        if first and pipe.sent:
+            self._first_token(started)
+        self._account(pipe, rlog)
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    def _first_token(self, started: float) -> None:
+        self.metrics.ttft.observe(time.perf_counter() - started, self._template_label)
+
+    def _exchange(self, plan: _Plan, encoder: Encoder, rlog: RequestLog) -> _Exchange:
+        work = self._stream if plan.req["stream"] else self._once
+        return _Exchange(lambda send: work(plan, encoder, rlog, send), rlog)
+
+    # -- routes --------------------------------------------------------------------------------
+
+    async def chat_completions(self, scope: Scope, receive: Receive, rlog: RequestLog) -> Any:
+        self._check_auth(scope)
+        self._refuse_if_draining()
+        body = await self._read_json(scope, receive)
+        plan = await self._plan(body, rlog)
+        include_usage = bool((plan.req.get("stream_options") or {}).get("include_usage"))
+        return self._exchange(plan, _ChatEncoder(self.config.model, include_usage), rlog)
+
+    async def responses(self, scope: Scope, receive: Receive, rlog: RequestLog) -> Any:
+        self._check_auth(scope)
+        self._refuse_if_draining()
+        body = await self._read_json(scope, receive)
+        try:
+            chat_body = responses_to_chat(body)
+        except InvalidRequest as e:
+            raise HTTPError(400, str(e), e.param) from None
+        except (TypeError, AttributeError, KeyError) as e:  # a field of an unexpected JSON type
+            raise HTTPError(400, f"the request does not follow the Responses API: {e}", "input") from None
+        plan = await self._plan(chat_body, rlog)
+        return self._exchange(plan, _ResponsesEncoder(self.config.model, body), rlog)
+
+    async def models(self, scope: Scope, receive: Receive, rlog: RequestLog) -> Any:
+        self._check_auth(scope)
+        return _Reply.json(
+            200,
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.config.model,
+                        "object": "model",
+                        "created": self.created,
+                        "owned_by": "chatparse",
+                    }
+                ],
+            },
+        )
+
+    async def health(self, scope: Scope, receive: Receive, rlog: RequestLog) -> Any:
+        if self.draining:
+            return _Reply.json(503, {"status": "shutting_down"})
+        return _Reply.json(200, {"status": "ok"})
+
+    async def metrics_route(self, scope: Scope, receive: Receive, rlog: RequestLog) -> Any:
+        self._check_auth(scope)
+        return _Reply(
+            200, self.metrics.render(), [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8")]
+        )
+
+    async def openapi_route(self, scope: Scope, receive: Receive, rlog: RequestLog) -> Any:
+        from ._openapi import openapi
+
+        return _Reply.json(200, openapi(self.config.model, auth=bool(self.config.api_key)))
 
 
-def create_app(config: ServerConfig, *, resolved: Resolved | None = None) -> Any:
-    """The ASGI app for `config` (a Starlette app wrapped in the request log).
+def create_app(config: ServerConfig, *, resolved: Resolved | None = None) -> App:
+    """The ASGI app for `config`.
 
     Resolves the template, chat template and upstream API first (`ServerConfigError` when it
-    cannot). The upstream HTTP client is opened on first use and closed at shutdown.
+    cannot). Render workers start with the ASGI lifespan (or on the first request); the upstream
+    HTTP client is opened on first use; both are closed at shutdown.
     """
-    from contextlib import asynccontextmanager
-
-    from starlette.exceptions import HTTPException as StarletteHTTPException
-
-    resolved = resolved or resolve_config(config)
-    state = _State(config, resolved)
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> Any:
-        try:
-            yield
-        finally:
-            if state.client is not None:
-                await state.client.aclose()
-                state.client = None
-
-    app = Starlette(
-        routes=[
-            Route("/health", health, methods=["GET"]),
-            Route("/v1/models", models, methods=["GET"]),
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-            Route("/v1/responses", responses, methods=["POST"]),
-        ],
-        exception_handlers={HTTPError: _http_error, StarletteHTTPException: _starlette_error},
-        lifespan=lifespan,
-    )
-    app.state.chatparse = state
-    return _RequestLog(app)
+    return App(config, resolved or resolve_config(config))

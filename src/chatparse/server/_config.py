@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._template import Template, load_response_template
+from ._json import dumps
 from ._upstream import API_KINDS, PROMPT_KINDS, STRUCTURED_KINDS, base_url
 
 log = logging.getLogger("chatparse.server")
@@ -51,6 +52,31 @@ class ServerConfig:
     upstream_timeout: float = 600.0
     """Seconds to wait for the upstream's next bytes (a whole non-streamed answer, or the next chunk)."""
     extra_stop: list[str] = field(default_factory=list)
+    max_upstream_line: int = 16 * 1024 * 1024
+    """Longest line of an upstream stream (and longest non-streamed upstream answer), in bytes."""
+    body_timeout: float = 30.0
+    """Seconds a client has to send the whole request body (then 408)."""
+    header_timeout: float = 10.0
+    """Seconds a connection may take to send a request's headers, from its opening or the start of
+    the request (then it is closed): slow or idle clients cannot hold connections."""
+    keep_alive_timeout: float = 5.0
+    """Seconds an idle keep-alive connection is kept open between requests."""
+    max_connections: int = 1000
+    """Most client connections at once; more get an immediate 503 (lowered to fit the process's
+    file-descriptor limit, which `chatparse serve` raises to its hard limit first)."""
+    render_workers: int = 2
+    """Processes that render chat templates; 0 renders on the event loop with no time budget
+    (only for trusted templates)."""
+    render_timeout: float = 10.0
+    """Time budget for rendering one prompt, in seconds (the worker is killed and replaced after it)."""
+    shutdown_timeout: float = 10.0
+    """On SIGTERM/SIGINT: seconds running answers may take to finish before they are ended."""
+    passthrough: list[str] = field(default_factory=list)
+    """Request fields sent to the engine as they are (e.g. `top_k`, `min_p`, llama.cpp's `grammar`)."""
+    default_max_tokens: int | None = 8192
+    """`max_tokens` sent to a `completions` upstream when the request sets none (None or 0: send none).
+    The completions endpoints of vLLM, SGLang and llama-cpp-python default to 16 tokens, while a
+    Chat Completions client that omits `max_tokens` expects an answer limited only by the context."""
 
 
 @dataclass
@@ -120,6 +146,16 @@ def resolve_config(config: ServerConfig) -> Resolved:
         raise ServerConfigError(f"--reasoning-key must be one of {', '.join(REASONING_KEYS)}")
     if config.upstream_api != "auto" and config.upstream_api not in API_KINDS:
         raise ServerConfigError(f"--upstream-api must be auto or one of {', '.join(API_KINDS)}")
+    for option in ("max_body_bytes", "max_upstream_line", "max_connections"):
+        if getattr(config, option) < 1:
+            raise ServerConfigError(f"--{option.replace('_', '-')} must be at least 1")
+    for option in ("connect_timeout", "upstream_timeout", "body_timeout", "header_timeout", "render_timeout"):
+        if not getattr(config, option) > 0:
+            raise ServerConfigError(f"--{option.replace('_', '-')} must be a positive number of seconds")
+    if config.keep_alive_timeout < 0 or config.shutdown_timeout < 0 or config.render_workers < 0:
+        raise ServerConfigError(
+            "--keep-alive-timeout, --shutdown-timeout and --render-workers must not be negative"
+        )
     try:
         url = base_url(config.upstream)
     except ValueError as e:
@@ -129,6 +165,18 @@ def resolve_config(config: ServerConfig) -> Resolved:
     api = config.upstream_api
     if api == "auto":
         api = "completions" if chat_template is not None else "chat-raw"
+        if chat_template is None:
+            log.warning(
+                dumps(
+                    {
+                        "event": "startup_warning",
+                        "message": f"no chat template found for {config.model!r} (looked in the local Hugging Face "
+                        "cache), so --upstream-api auto uses chat-raw: the engine renders the prompt itself. "
+                        "For prompt mode (recommended) pass --tokenizer DIR; pass --upstream-api chat-raw to "
+                        "choose this mode explicitly",
+                    }
+                ).decode()
+            )
     if api in PROMPT_KINDS and chat_template is None:
         raise ServerConfigError(
             f"--upstream-api {api} sends a prompt, so chatparse must render the chat template itself, and "

@@ -19,6 +19,7 @@ from typing import Any
 
 from .._template import Template
 from ..openai import ChatParser, merge_deltas
+from ._upstream import Call, Content, Event, Finish, Reasoning, Text, UpstreamWarning
 
 
 class Pipeline:
@@ -60,33 +61,35 @@ class Pipeline:
 
     # -- events ------------------------------------------------------------------------------
 
-    def feed(self, event: tuple[Any, ...]) -> list[dict[str, Any]]:
-        kind = event[0]
+    def feed(self, event: Event) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        if kind == "text":
+        if isinstance(event, Text):
             if self._text is None:  # a structured upstream sent raw text: treat it as content
-                return self.feed(("content", event[1]))
-            self._take(self._text.feed(event[1]), "parsed", out)
-        elif kind == "reasoning":
-            out.append(dict.fromkeys(self._keys, event[1]))
-        elif kind == "content":
+                return self.feed(Content(event.text))
+            self._take(self._text.feed(event.text), "parsed", out)
+        elif isinstance(event, Reasoning):
+            out.append(dict.fromkeys(self._keys, event.text))
+        elif isinstance(event, Content):
+            text = event.text
             if not self._parse_calls:
-                out.append({"content": event[1]})
+                out.append({"content": text})
             else:
                 if self._fallback is None:
                     self._fallback = ChatParser(
                         auto=True, tools=self._tools, reasoning_key=self._reasoning_key
                     )
-                self._take(self._fallback.feed(event[1]), "fallback", out)
-        elif kind == "call":
+                self._take(self._fallback.feed(text), "fallback", out)
+        elif isinstance(event, Call):
             self._native = True
-            self._call(dict(event[1]), "native", out)
-        elif kind == "warning":
-            self.report.setdefault("upstream_warnings", []).append(event[1])
-        elif kind == "finish":
-            self.usage = event[2]
-            out.extend(self._finish(event[1]))
-        return self._record(out)
+            self._call(dict(event.entry), "native", out)
+        elif isinstance(event, UpstreamWarning):
+            self.report.setdefault("upstream_warnings", []).append(event.message)
+        elif isinstance(event, Finish):
+            self.usage = event.usage
+            out.extend(self._finish(event.reason))
+        if out:
+            self.sent.extend(out)
+        return out
 
     def abort(self) -> list[dict[str, Any]]:
         """The upstream failed mid-answer: release held text, keep only finished calls."""

@@ -330,10 +330,14 @@ def _plain_checked(value: Any, what: str) -> Any:
 def _prepare_message(index: int, message: Any) -> dict[str, Any]:
     if not isinstance(message, Mapping):
         raise ChatTemplateError(f"messages[{index}] must be an object, got {type(message).__name__}")
-    # Keys set to None are dropped (OpenAI clients send `content: null`); templates handle a
-    # missing key, but many render "None" or crash on a null one.
+    # Keys set to None are dropped (as transformers does: many templates render "None" or crash on
+    # a null value). An assistant message's missing or null `content` (OpenAI clients send
+    # `content: null` next to `tool_calls`) becomes "" as in vLLM: templates that build
+    # `message['content'] + ...` or test `message.content is string` need a string there.
     plain = _plain_checked(message, f"messages[{index}]")
     msg = {key: value for key, value in plain.items() if value is not None}
+    if msg.get("role") == "assistant" and "content" not in msg:
+        msg["content"] = ""
 
     content = msg.get("content")
     if isinstance(content, (list, tuple)):
@@ -572,6 +576,29 @@ class ChatTemplate:
         for name, text in templates.items():
             _compile(text, self.template_sources[name])
 
+    def spec(self) -> dict[str, Any]:
+        """A JSON-serialisable description that `from_spec` turns back into an equal template
+        (used to load the template in render worker processes). Sources are reduced to file
+        names, so error messages do not show the server's directories."""
+        return {
+            "templates": dict(self.templates),
+            "template_sources": {k: os.path.basename(v) or v for k, v in self.template_sources.items()},
+            "special_tokens": dict(self.special_tokens),
+            "tokenizer_config": self.tokenizer_config,
+        }
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> ChatTemplate:
+        """The template `spec()` described."""
+        sources = dict(spec["template_sources"])
+        return cls(
+            dict(spec["templates"]),
+            source=sources.get("default", "<string>"),
+            tokenizer_config=spec.get("tokenizer_config") or {},
+            special_tokens=spec.get("special_tokens"),
+            template_sources=sources,
+        )
+
     def __repr__(self) -> str:
         names = ", ".join(sorted(self.templates))
         return f"ChatTemplate(source={self.source!r}, templates=[{names}])"
@@ -743,7 +770,9 @@ class ChatTemplate:
         The rules, applied to every message, are those of transformers plus those of serving
         engines (vLLM):
 
-        * keys whose value is None are dropped (transformers);
+        * keys whose value is None are dropped (transformers), and an assistant message without
+          ``content`` (missing or null, as OpenAI clients send it next to ``tool_calls``) gets
+          ``content: ""`` (vLLM);
         * reasoning aliases: a message with any of ``reasoning_content``, ``thinking`` or
           ``reasoning`` gets the missing ones set to the same value (Qwen3-style templates read
           ``reasoning_content``, gpt-oss ``thinking``); if several are set, the missing ones take
