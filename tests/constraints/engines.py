@@ -44,12 +44,19 @@ def _xg_compiler() -> Any:
 
 def xg_compile(constraint: Any, form: str) -> Any:
     """Compile a GBNF grammar (`form="gbnf"`) or structural tag (`"structural-tag"`) with XGrammar."""
+    need("xgrammar")
+    if form == "gbnf":
+        return _xg_compiled("gbnf", constraint.gbnf())
+    return _xg_compiled("tag", json.dumps(constraint.structural_tag()))
+
+
+@functools.lru_cache(maxsize=128)
+def _xg_compiled(kind: str, text: str) -> Any:
     xgr = need("xgrammar")
     comp = _xg_compiler()
-    if form == "gbnf":
-        return comp.compile_grammar(xgr.Grammar.from_ebnf(constraint.gbnf()))
-    tag = constraint.structural_tag()
-    return comp.compile_grammar(xgr.Grammar.from_structural_tag(json.dumps(tag)))
+    if kind == "gbnf":
+        return comp.compile_grammar(xgr.Grammar.from_ebnf(text))
+    return comp.compile_grammar(xgr.Grammar.from_structural_tag(text))
 
 
 def xg_accepts(compiled: Any, text: str) -> bool:
@@ -78,6 +85,12 @@ def _byte_tokenizer() -> Any:
 
 
 def llg_matcher(lark: str) -> Any:
+    """A fresh llguidance matcher for `lark` (a copy of one compiled once per grammar)."""
+    return _llg_compiled(lark).deep_copy()
+
+
+@functools.lru_cache(maxsize=128)
+def _llg_compiled(lark: str) -> Any:
     llg = need("llguidance")
     m = llg.LLMatcher(_byte_tokenizer(), llg.LLMatcher.grammar_from_lark(lark), log_level=0)
     if m.is_error():

@@ -317,12 +317,13 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         opener_n, _ = d._emit(f, "open")
         opener_s, _ = d._emit(f, "open", at_start=True) if d.at_start else (opener_n, None)
         item = alt(*(c.body for c in calls))
-        comma = seq(d.ws, Lit(","), d.ws)
+        comma = _list_sep(d)
         lo_i, hi_i = max(lo_calls, 1), hi_calls
         items = seq(item, rep(seq(comma, item), lo_i - 1, None if hi_i is None else hi_i - 1))
-        listx = seq(Lit("["), d.ws, items, d.ws, Lit("]"), d.ws)
+        open_b, close_b = _brackets(d)
+        listx = seq(open_b, d.ws, items, d.ws, close_b, d.ws)
         fits = d._lookahead_check()
-        if fits is None or fits(seq(d.ws, Lit("["))):
+        if fits is None or fits(seq(d.ws, open_b)):
             listx = seq(d.ws, listx)  # the JSON parser strips whitespace around the list
         if fits is not None and not fits(listx):
             raise ConstraintError(
@@ -629,6 +630,23 @@ def _follow_checked_body(
     return body
 
 
+def _bare_list(d: Deriver) -> bool:
+    """`python-call-list` with `brackets: false` (Olmo 3): calls without the surrounding list."""
+    f = d.tool_field
+    args = f.content_args if f is not None and isinstance(f.content_args, dict) else {}
+    return f is not None and f.content == "python-call-list" and args.get("brackets", True) is False
+
+
+def _brackets(d: Deriver) -> tuple[Expr, Expr]:
+    return (EMPTY, EMPTY) if _bare_list(d) else (Lit("["), Lit("]"))
+
+
+def _list_sep(d: Deriver) -> Expr:
+    """Between two calls of a call list: a comma; in a bare list also a line break alone."""
+    comma = seq(d.ws, Lit(","), d.ws)
+    return alt(comma, Lit("\n")) if _bare_list(d) else comma
+
+
 def _fitting(e: Expr, fits: Any, depth: int = 4) -> Expr:
     """The alternatives of `e` (expanded through sequences, `depth` levels) whose every string
     `fits`; NOTHING if none."""
@@ -689,8 +707,9 @@ def _self_check(
         end = c.closer if c.closer is not None else EMPTY
         if each:
             opener, _ = d._emit(f, "open")
-            text = _shortest(g, seq(opener, Lit("["), c.body, Lit("]"), end))
-            two = _shortest(g, seq(opener, Lit("["), c.body, Lit(", "), c.body, Lit("]"), end))
+            open_b, close_b = _brackets(d)
+            text = _shortest(g, seq(opener, open_b, c.body, close_b, end))
+            two = _shortest(g, seq(opener, open_b, c.body, Lit(", "), c.body, close_b, end))
         else:
             text = _shortest(g, seq(c.opener, c.body, end))
             two = text + text if f.repeats and c.closer is not None else text
@@ -794,13 +813,14 @@ def _structural_tag(
         c0 = calls[0]
         if split is None or c0.closer is None or c0.closes_at_eos:
             return whole
-        comma = seq(d.ws, Lit(","), d.ws)
+        comma = _list_sep(d)
         item = alt(*(c.body for c in calls))
         lo_i, hi_i = max(lo, 1), hi
         items = seq(item, rep(seq(comma, item), lo_i - 1, None if hi_i is None else hi_i - 1))
         begin, rest = split
         end = c0.closer.text if isinstance(c0.closer, Lit) else ""
-        content = seq(rest, Lit("["), d.ws, items, d.ws, Lit("]"), EMPTY if end else c0.closer)
+        open_b, close_b = _brackets(d)
+        content = seq(rest, open_b, d.ws, items, d.ws, close_b, EMPTY if end else c0.closer)
         tags.append(
             {
                 "type": "tag",
