@@ -459,7 +459,66 @@ MARKER_IN_VALUE = (
     "through a lookahead or lookbehind; the constraint keeps such markers out of values"
 )
 MISSING_CLOSER = "a closing tag is missing (the parser tolerates it; the constraint writes every closer)"
+# Leniencies of catalog round 2 (issue 10): outputs the parser reads, written in a form the
+# constraint does not write (a decision each: the constraint writes one canonical form).
+INSIDE_REASONING = (
+    "a call written inside the reasoning, which the call opener (or its lookahead) closes implicitly; "
+    "the constraint writes the reasoning closer before any call"
+)
+TEXT_AFTER_CALLS = (
+    "text after a call that ends at the end of the output or at its list's bracket: the constraint "
+    "ends the output with the calls"
+)
+REPEATED_BLOCK = "a second call block after the first: the constraint writes one block per output here"
+DSML_JSON_INVOKE = "DSML arguments as one JSON object inside `invoke`: the constraint writes `parameter` tags"
+BARE_FUNCTION = (
+    "calls closed by `</function>` without `</tool_call>`: the constraint closes each call with "
+    "`</function></tool_call>`"
+)
 NOT_ADMITTED: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "deepseek/cf-dsml-inside-reasoning-v32",
+            "deepseek/cf-dsml-inside-reasoning-v4",
+            "deepseek/cf-dsml-inside-reasoning-v41",
+            "deepseek/cf-v3-calls-inside-reasoning",
+            "deepseek/cf-v31-calls-inside-reasoning",
+            "gemma4/cf-call-inside-thought",
+            "glm/cf-call-inside-reasoning-45",
+            "glm/cf-call-inside-reasoning-47",
+            "kimi/cf-call-inside-reasoning-instruct",
+            "kimi/cf-call-inside-reasoning-no-section",
+            "kimi/cf-section-inside-reasoning",
+            "qwen3-hermes/cf-call-inside-think",
+        ),
+        INSIDE_REASONING,
+    ),
+    **dict.fromkeys(
+        (
+            "granite/cf-g30-list-then-text",
+            "granite/cf-g33-list-then-text",
+            "llama/cf-json-braces-in-string-then-text",
+            "llama/cf-json-then-text",
+            "llama/cf-pythonic-then-text",
+            "mistral/cf-args-then-text-v11",
+            "mistral/cf-args-then-text-v13",
+            "mistral/cf-v3-list-then-text",
+        ),
+        TEXT_AFTER_CALLS,
+    ),
+    "llama/cf-repeated-python-tag": REPEATED_BLOCK,
+    "mistral/cf-v3-repeated-tool-calls": REPEATED_BLOCK,
+    "deepseek/cf-dsml-json-invoke-v32": DSML_JSON_INVOKE,
+    "deepseek/cf-dsml-json-invoke-v4": DSML_JSON_INVOKE,
+    **dict.fromkeys(
+        (
+            "qwen3-xml/cf-bare-function-marker-in-value",
+            "qwen3-xml/cf-bare-function-then-text",
+            "qwen3-xml/cf-two-bare-functions",
+            "qwen3-xml/cf-two-functions-one-wrapper",
+        ),
+        BARE_FUNCTION,
+    ),
     "deepseek/sglang-v4-self-closing-invoke": "a self-closing call without arguments "
     '(`<invoke name="x"/>`): the constraint always writes the closing tag',
     "glm/glm47-missing-last-close-arg-value": MISSING_CLOSER,
@@ -512,6 +571,7 @@ NOT_PARSED = {
     "llama4-json/semicolon-separated",
     "llama4-json/text-single-call",
     "llama4-json/unicode-value",
+    "olmo3/python-literals",  # `limit=None` for an integer parameter: not schema-valid
 }
 
 

@@ -230,7 +230,15 @@ class Deriver:
         tree = self._tree(f, which)
         if tree is None:
             return set()
-        lits = necessary(tree)
+        avoid: frozenset[str] = frozenset()
+        implicit = self.t.implicit
+        if f is self.tool_field and which == "open" and implicit is not None and implicit != f.name:
+            # the implicit field's closers are written between calls as section markers: a call
+            # marker among them (Kimi K2 drops a stray `<|tool_call_argument_begin|>`) cannot be
+            # the one free text is kept free of
+            sec = self._tree(self.t.fields[implicit], "close")
+            avoid = frozenset(necessary(sec) or ()) if sec is not None else frozenset()
+        lits = necessary(tree, avoid)
         if lits is None:
             raise ConstraintError(
                 f"{self._where(f, which)} can match text that contains no fixed marker, so free text "

@@ -307,32 +307,35 @@ def _literal_text(node: Node) -> str | None:
 _END_ONLY = "end-only"
 
 
-def necessary(node: Node) -> set[str] | None:
+def necessary(node: Node, avoid: frozenset[str] = frozenset()) -> set[str] | None:
     """Literals one of which every match contains (None: no such set; an empty set: the pattern
-    can only match at the end of the text)."""
-    r = _nec(node)
+    can only match at the end of the text). Where a sequence offers several such sets, one
+    without a literal of `avoid` is preferred (markers the grammar writes itself next to free
+    text, so that excluding them from the text would not keep the delimiter out)."""
+    r = _nec(node, avoid)
     if r == _END_ONLY:
         return set()
     return r
 
 
-def _best(cands: list[set[str]]) -> set[str] | None:
+def _best(cands: list[set[str]], avoid: frozenset[str] = frozenset()) -> set[str] | None:
     cands = [c for c in cands if c]
     if not cands:
         return None
-    return max(cands, key=lambda c: (min(len(x) for x in c), -len(c)))
+    clean = [c for c in cands if not c & avoid]
+    return max(clean or cands, key=lambda c: (min(len(x) for x in c), -len(c)))
 
 
-def _nec(node: Node) -> Any:
+def _nec(node: Node, avoid: frozenset[str] = frozenset()) -> Any:
     op = node.op
     if op == "lit":
         return {node.args[0]}
     if op in ("group", "atomic"):
-        return _nec(node.kids[0])
+        return _nec(node.kids[0], avoid)
     if op == "alt":
         acc: set[str] = set()
         for k in node.kids:
-            r = _nec(k)
+            r = _nec(k, avoid)
             if r == _END_ONLY:
                 continue
             if r is None:
@@ -351,22 +354,22 @@ def _nec(node: Node) -> Any:
             if run:
                 cands.append({run})
                 run = ""
-            r = _nec(k)
+            r = _nec(k, avoid)
             if r == _END_ONLY:
                 return _END_ONLY
             if r:
                 cands.append(r)
         if run:
             cands.append({run})
-        return _best(cands)
+        return _best(cands, avoid)
     if op == "rep":
         lo = node.args[0]
-        return _nec(node.kids[0]) if lo >= 1 else None
+        return _nec(node.kids[0], avoid) if lo >= 1 else None
     if op == "look":
         _ahead, negate = node.args[0], node.args[1]
         if negate:
             return None
-        return _nec(node.kids[0])
+        return _nec(node.kids[0], avoid)
     if op == "assert" and node.args[0] in ("eos", "Z", "bos"):
         return _END_ONLY  # only at an edge of the text (the start is handled by the caller)
     return None
