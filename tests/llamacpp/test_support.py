@@ -125,3 +125,20 @@ def test_bracket_tokens_by_id_exact_token_count_and_end_of_generation_probe(tmp_
         assert model.token_ids["[TOOL_CALLS]"] in ids
     with pytest.raises(ValueError, match="BYTE_ONLY_MERGES"):
         L.replay_token_count(text, L.write_tiny_gguf(tmp_path / "m3.gguf"))
+
+
+def test_unrendered_tokens_include_the_ones_llamacpp_leaves_out_of_the_text(tmp_path: Path) -> None:
+    eos = "<|chatparse_eos|>"
+    mode = "<｜reasoning_mode:opensource｜>"  # Hy3: llama.cpp types it CONTROL and drops its text
+    specials = [mode, "<|im_end|>", "[ARGS]", "<tool_call>", eos]
+    model = L.write_tiny_gguf(
+        tmp_path / "m.gguf", special_tokens=specials, eos_token=eos, merges=L.BYTE_ONLY_MERGES
+    )
+    assert L.unrendered_tokens(model) == {mode, "<|im_end|>"}
+    assert L.end_of_generation_tokens(model) == {"<|im_end|>"}
+    llm = L.load(model, n_ctx=256)
+    try:
+        assert llm.detokenize([model.token_ids[mode]]) == b""
+        assert llm.detokenize([model.token_ids["<tool_call>"]]) == b"<tool_call>"
+    finally:
+        llm.close()

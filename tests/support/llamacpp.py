@@ -266,6 +266,25 @@ def end_of_generation_tokens(model: TinyModel) -> frozenset[str]:
         llm.close()
 
 
+def unrendered_tokens(model: TinyModel) -> frozenset[str]:
+    """The special tokens of ``model`` (not ``eos_token``) that a llama.cpp server would not return
+    as their text: those it ends a generation on (:func:`end_of_generation_tokens`) and those it
+    types CONTROL on its own and so leaves out of the detokenized text (seen: Hy3's
+    ``<｜reasoning_mode:opensource｜>``). Write the model again without them (spelled byte by byte)."""
+    _, llama_cpp = require()
+    llm = load(model, n_ctx=256)
+    try:
+        vocab = llm._model.vocab
+        return frozenset(
+            t
+            for t, i in model.token_ids.items()
+            if t != model.eos_token
+            and (llama_cpp.llama_vocab_is_eog(vocab, i) or llm.detokenize([i]) != t.encode("utf-8"))
+        )
+    finally:
+        llm.close()
+
+
 def replay_token_count(text: str, model: TinyModel) -> int:
     """How many tokens the engine generates for ``text`` under :func:`replay_grammar` (before the
     end-of-generation token): one per special token, one per UTF-8 byte of the rest. Exact only for a
