@@ -116,6 +116,9 @@ class Constraint:
 # --------------------------------------------------------------------------------------------------
 
 
+SEP_RUN = 2
+"""Section markers written in a row where no text is allowed (`required`, named tool)."""
+
 _CACHE: OrderedDict[str, Constraint] = OrderedDict()
 _CACHE_SIZE = 256
 _LOCK = threading.Lock()
@@ -393,9 +396,12 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     first_of = alt(*region_items, B) if (region_items or B != NOTHING) else EMPTY
     follow, _ = g.first_chars(first_of) if first_of not in (EMPTY, NOTHING) else ((), True)
 
+    # Where no text is allowed, at most SEP_RUN section markers in a row (a section's end and the
+    # next one's begin): the parser drops stray ones, but a model left free to repeat them (a
+    # random one under llama.cpp) may never reach the call.
     def stretch(at_start: bool) -> Expr:
         if not text_allowed:
-            return rep(SEP, 0, None) if SEP != NOTHING else EMPTY
+            return rep(SEP, 0, SEP_RUN) if SEP != NOTHING else EMPTY
         mid = alt(B, SEP) if SEP != NOTHING else B
         # free text: content, or text in a null region, which the parser drops (Cohere, Kimi K3's
         # `<|open|>tools<|sep|>` wrapper): it never holds a marker, so it never changes the calls
@@ -411,7 +417,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
 
     S_later = stretch(False)
     gap = S_later
-    tail_gap = rep(SEP, 0, None) if SEP != NOTHING else EMPTY
+    tail_gap = rep(SEP, 0, SEP_RUN) if SEP != NOTHING else EMPTY
 
     def body(lead: Expr, C0: Expr, K0: Expr, L0: Expr, C: Expr, K: Expr, L: Expr) -> Expr:
         if hi_r == 0:
