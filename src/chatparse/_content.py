@@ -6,14 +6,16 @@ reference accepts, every function here returns an equal value; where the referen
 
 * Extensions from transformers.js (`response-template.md` §2.10): `text` accepts `strip_prefix` /
   `strip_suffix`, `json` accepts `prefix` / `suffix`.
-* chatparse extensions (keys the reference ignores): `xml-inline` `unescape_keys` and `json_body`,
-  `python-call-list` `brackets: false` (calls without the surrounding list).
+* chatparse extensions (keys the reference ignores): `xml-inline` `unescape_keys`, `json_body` and
+  `type_parsers`, `json` `single_key_objects`, `python-call-list` `brackets: false` (calls without
+  the surrounding list); see `docs/compatibility.md`.
 * Hardening: only `ValueError`, `TypeError` and `KeyError` (an undefined transform placeholder, as in
   the reference) leave a parser or a transform. Cases where the reference leaks another exception
   type, or returns a value nobody asked for, become a `ValueError` instead:
 
-  - `xml-inline` with a `value` group that did not take part in a match (defect D13: the reference
-    stores `None`, or crashes inside a `value_parser` with `AttributeError`);
+  - `xml-inline` with a `value` group that did not take part in a match and a `value_parser`
+    (defect D13: the reference crashes inside the `value_parser` with `AttributeError`); without a
+    `value_parser` the value is `None`, as in the reference;
   - an invalid `tag_pattern` regex (`regex.error` in the reference);
   - `json` input nested too deeply for `json.loads` (`RecursionError`) or with an integer longer than
     Python's digit limit: a parse failure like any other (so `allow_non_json` applies);
@@ -199,7 +201,8 @@ def _json(text: str, args: dict[str, Any]) -> Any:
 
     `args`: `unquoted_keys` (quote bare-identifier keys), `string_delims` (`[[open, close], ...]`
     custom string markers, contents taken verbatim), `allow_non_json` (return the stripped text when
-    parsing fails), `prefix` / `suffix` (transformers.js: text added around the region first).
+    parsing fails), `prefix` / `suffix` (transformers.js: text added around the region first),
+    `single_key_objects` (chatparse: `[key_name, value_name]`, see :func:`_single_key_objects`).
     """
     prefix = _optional_str(args, "prefix", "json")
     suffix = _optional_str(args, "suffix", "json")
@@ -233,7 +236,7 @@ def _json(text: str, args: dict[str, Any]) -> Any:
         working = working.replace(f"{_LAX_OPEN}{i}{_LAX_CLOSE}", json.dumps(s))
 
     try:
-        return json.loads(working)
+        value = json.loads(working)
     except (ValueError, RecursionError) as e:
         # JSONDecodeError is a ValueError; so is an integer over Python's digit limit. RecursionError is
         # deep nesting. The reference only handles JSONDecodeError and lets the other two escape.
@@ -247,6 +250,47 @@ def _json(text: str, args: dict[str, Any]) -> Any:
             f"json: could not parse after dialect transforms.\n"
             f"Original: {text!r}\nTransformed: {working!r}\nError: {e}"
         ) from e
+    names = args.get("single_key_objects")
+    return value if names is None else _single_key_objects(value, names, text)
+
+
+def _single_key_objects(value: Any, names: Any, text: str) -> Any:
+    """chatparse extension `single_key_objects: [key_name, value_name]`: each object of a parsed list
+    (or the parsed object itself) holds exactly one key, which becomes a value of its own.
+
+    Formats that write the function name as the only key of an object (Apertus:
+    `[{"get_weather": {"city": "Paris"}}]`) cannot be reshaped by a transform, which never reads a
+    key; with `["name", "arguments"]` the list becomes `[{"name": "get_weather", "arguments":
+    {"city": "Paris"}}]`, ready for `transform_each`.
+
+    >>> _single_key_objects([{"f": {"a": 1}}], ["name", "arguments"], "")
+    [{'name': 'f', 'arguments': {'a': 1}}]
+    """
+    if (
+        not isinstance(names, (list, tuple))
+        or len(names) != 2
+        or not all(isinstance(n, str) and n for n in names)
+        or names[0] == names[1]
+    ):
+        raise ValueError(
+            f"json: 'single_key_objects' content_arg must be two different non-empty names "
+            f'like ["name", "arguments"], got {names!r}'
+        )
+    key_name, value_name = names
+
+    def convert(item: Any, where: str) -> dict[str, Any]:
+        if not isinstance(item, dict) or len(item) != 1:
+            shape = f"an object with {len(item)} keys" if isinstance(item, dict) else type(item).__name__
+            raise ValueError(
+                f"json: single_key_objects expects an object with exactly one key{where}, got {shape}.\n"
+                f"Content: {text!r}"
+            )
+        ((key, inner),) = item.items()
+        return {key_name: key, value_name: inner}
+
+    if isinstance(value, list):
+        return [convert(item, f" at list index {i}") for i, item in enumerate(value)]
+    return convert(value, "")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -266,7 +310,8 @@ def _sub_parse(raw: str, value_parser: Any, owner: str) -> Any:
 
 def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
     """Shallow XML-ish tags to a dict. `tag_pattern` must have named groups `key` and `value`;
-    optional `value_parser` parses each value; `merge_duplicates` collects repeated keys in a list."""
+    optional `value_parser` parses each value; `merge_duplicates` collects repeated keys in a list.
+    chatparse extensions: `unescape_keys`, `type_parsers` (a value parser per text of the group `type`)."""
     tag_pattern = args.get("tag_pattern")
     if tag_pattern is None:
         raise ValueError("xml-inline: 'tag_pattern' content_arg is required")
@@ -283,6 +328,18 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
     # chatparse extension: `unescape_keys: true` decodes XML/HTML character references in keys
     # (`q&amp;a` -> `q&a`), for formats that escape attribute values (Kimi K3 XTML).
     unescape_keys = args.get("unescape_keys", False)
+    # chatparse extension: `type_parsers: {TYPE: value_parser}` picks the value parser of a match by
+    # the text of its named group `type` (GigaChat 3.5's `string="false"`, K2 Horizon's
+    # `<ifm|arg_type>integer</ifm|arg_type>`); a match without that group, or with a type not listed,
+    # uses `value_parser`. The reference ignores the key (every value stays raw text).
+    type_parsers = args.get("type_parsers")
+    if type_parsers is not None and (
+        not isinstance(type_parsers, dict) or not all(isinstance(v, dict) for v in type_parsers.values())
+    ):
+        raise ValueError(
+            "xml-inline: 'type_parsers' content_arg must map type names to value parsers like "
+            f'{{"false": {{"name": "json", "args": {{}}}}}}, got {type_parsers!r}'
+        )
 
     # chatparse extension: `json_body: true` reads a body that is a JSON object (after stripping)
     # as the arguments themselves (DeepSeek DSML `<invoke name="f">{"a": 1}</invoke>`, accepted by
@@ -313,12 +370,20 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
         if key is None:
             raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern}")
         raw = groups.get("value", "")
-        if raw is None:
+        if raw is None and value_parser is None:
+            value = None  # the reference stores None for a group that did not take part
+        elif raw is None:
             raise ValueError(
                 f"xml-inline: the 'value' group of tag_pattern did not participate in the match for key "
                 f"{key!r}. Pattern: {tag_pattern}"
             )
-        value = _sub_parse(raw, value_parser, "xml-inline")
+        else:
+            parser = value_parser
+            if type_parsers:
+                kind = groups.get("type")
+                if kind is not None and kind in type_parsers:
+                    parser = type_parsers[kind]
+            value = _sub_parse(raw, parser, "xml-inline")
         if unescape_keys:
             key = html.unescape(key)
         if key in out and merge:

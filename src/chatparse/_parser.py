@@ -105,6 +105,14 @@ class ResponseParser:
 
     def feed(self, text: str) -> list[Event]:
         """Append model output and return the events it completes."""
+        r = self._feed(text)
+        if isinstance(r, str):
+            return [{"type": "region_chunk", "field": self._current, "text": r, "dirty": self._dirty}]  # type: ignore[typeddict-item]
+        return r
+
+    def _feed(self, text: str) -> str | list[Event]:
+        """`feed`, except that a feed whose only event is a chunk of the open region returns that
+        chunk's text (the per-token path; the OpenAI layer takes it without an event dict)."""
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if type(text) is not str:
@@ -120,19 +128,16 @@ class ResponseParser:
             self._buf = buf
             sc = self._scanner
             if sc is not None:
-                # The per-token path: a hold inside an open region is one chunk event.
+                # The per-token path: a hold inside an open region is one chunk.
                 decision = sc.decide(buf, False, self._zw)
                 if type(decision) is Hold:
                     pos = self._pos
                     at = decision.at
                     if at <= pos:
                         return []
-                    name = self._current
-                    if self._opened and name is not None and pos >= self._emit_from:
+                    if self._opened and self._current is not None and pos >= self._emit_from:
                         self._pos = at
-                        return [
-                            {"type": "region_chunk", "field": name, "text": buf[pos:at], "dirty": self._dirty}
-                        ]
+                        return buf[pos:at]
                 del buf
                 events: list[Event] = []
                 self._process(events, False, decision)

@@ -17,8 +17,11 @@ Every delimiter has a *search strategy* (one class per delimiter shape, behind o
 speed): `LiteralSearch` (a literal list: decided by `str.find` alone, no attempts), `PrefixSearch`
 (a pattern that starts with a literal), `TriggerSearch` (a pattern that starts with a character
 class), `LoopSearch` (`C* REST`: the start of the `C` run before a place where REST can start),
-`AnchorSearch` (only position 0, for `^`), `EverySearch` (every position) and `UnionSearch` (the
-branches of a leading alternation or optional group, each with its own strategy). At a candidate,
+`AnchorSearch` (only position 0, for `^`), `AfterSearch` (a branch led by a lookbehind: the
+positions right after a character its text can end with), `EverySearch` (every position) and
+`UnionSearch` (the branches of a leading alternation or optional group, each with its own
+strategy; branches with the same literal prefix share one finder). Lookarounds are zero-width:
+they never count as the literal lead of a match. At a candidate,
 a `Cursor` runs an exact `_rx.Attempt`, which answers fail / match / live; after a failure the
 finder skips every start that the failure decided too (a whole `C` run for `LoopSearch`). A cursor
 reports its first position that is not a certain failure. The scanner combines the cursors: the
@@ -26,9 +29,11 @@ earliest reported position E wins; if any cursor is live at E, the text before E
 the rest held; otherwise the best match at E by key is committed.
 
 A watch list whose every delimiter has literal or single-class leads also has a `Prefilter`: one
-C-speed search of the new text for any lead (plus the trailing run of a leading loop class, such
-as the whitespace before `\\s*<tool_call>`). When it finds nothing, the whole decision is made
-without touching a cursor; this is the per-token fast path.
+C-speed search of the new text for any lead (literal leads as a stdlib `re` trie, cut to 32
+characters; an `AfterSearch` character from one position back), one for a buffer tail inside a
+literal lead, plus the trailing run of a leading loop class (the whitespace before
+`\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
+this is the per-token fast path.
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -37,6 +42,7 @@ the work of a region visit is linear in its text for every template and every ch
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,6 +260,20 @@ class _LoopFinder(Finder):
         return (m.end() if m is not None else s) + 1
 
 
+class _AfterFinder(Finder):
+    """Positions right after a trigger character (searched from one position before `q`)."""
+
+    __slots__ = ("trig",)
+
+    def __init__(self, trig: _TriggerFinder) -> None:
+        self.trig = trig
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        n = len(buf)
+        r = self.trig.next(buf, q - 1 if q > 0 else 0, eos)
+        return r + 1 if r < n else r  # r + 1 == n: none yet (a match at the end is never taken)
+
+
 class _UnionFinder(Finder):
     __slots__ = ("parts", "_qs")
 
@@ -293,6 +313,7 @@ class Strategy:
     classes: list[str] = []
     loops: list[_rx.CharTest] = []
     at0: bool = False
+    after: list[str] = []  # characters right after which a (zero-width) match may start
 
     def finder(self) -> Finder:
         raise NotImplementedError
@@ -352,6 +373,7 @@ class LoopSearch(Strategy):
         self.leads = rest.leads
         self.classes = rest.classes
         self.loops = [loop, *rest.loops]
+        self.after = rest.after
 
     def finder(self) -> Finder:
         return _LoopFinder(self.loop, self.rest.finder(), self.unbounded)
@@ -368,6 +390,23 @@ class AnchorSearch(Strategy):
 
     def finder(self) -> Finder:
         return _AnchorFinder()
+
+
+class AfterSearch(Strategy):
+    """A branch led by a lookbehind (`(?<=...invoke name="x"/>)`, `(?<=;)\\s*(?=\\{)`): candidates
+    are the positions right after one of the characters that the lookbehind's text can end with."""
+
+    def __init__(self, chars: set[str]) -> None:
+        self.chars = chars
+        self.leads = []
+        self.classes = []
+        self.loops = []
+        self.after = sorted(chars)
+        self._single = next(iter(chars)) if len(chars) == 1 else None
+        self._re = regex.compile("|".join(regex.escape(c) for c in sorted(chars)))
+
+    def finder(self) -> Finder:
+        return _AfterFinder(_TriggerFinder(self._single, None if self._single is not None else self._re))
 
 
 class EverySearch(Strategy):
@@ -390,6 +429,7 @@ class UnionSearch(Strategy):
         leads: list[str] | None = []
         classes: list[str] = []
         loops: list[_rx.CharTest] = []
+        after: list[str] = []
         for p in parts:
             if p.leads is None or leads is None:
                 leads = None
@@ -397,9 +437,11 @@ class UnionSearch(Strategy):
                 leads.extend(p.leads)
             classes.extend(p.classes)
             loops.extend(p.loops)
+            after.extend(p.after)
         self.leads = leads
         self.classes = classes
         self.loops = loops
+        self.after = after
         self.at0 = any(p.at0 for p in parts)
 
     def finder(self) -> Finder:
@@ -509,9 +551,7 @@ def _first_node(node: Node, out: _First, at0: bool) -> bool:
                 out.anywhere |= sub.anywhere
                 out.at0 |= sub.at0
                 return False
-        if not ahead:
-            out.anywhere = True  # conservative: a lookbehind can precede anything
-        return True
+        return True  # zero-width: the first character comes from what follows
     if op is Op.EMPTY:
         return True
     if op is Op.CAT:
@@ -526,6 +566,52 @@ def _first_node(node: Node, out: _First, at0: bool) -> bool:
         inner = _first_node(node.kids[0], out, at0)
         return inner or node.args[0] == 0
     return _first_node(node.kids[0], out, at0)  # atomic
+
+
+def _last_chars(items: list[Node]) -> set[str] | None:
+    """The literal characters that every match of `items` ends with one of; None when a match can
+    be empty or end with a class character."""
+    out: set[str] = set()
+    for node in reversed(items):
+        res = _last_node(node, out)
+        if res is None:
+            return None
+        if not res:
+            return out
+    return None  # nullable
+
+
+def _last_node(node: Node, out: set[str]) -> bool | None:
+    """Add the node's possible last characters; True when it is nullable, None when unknown."""
+    node = _unwrap(node)
+    op = node.op
+    if op is Op.LIT:
+        out.add(node.args[0])
+        return False
+    if op in _rx.ATOMS:
+        return None
+    if op in (Op.ASSERT, Op.LOOK, Op.EMPTY):
+        return True
+    if op is Op.CAT:
+        for k in reversed(node.kids):
+            res = _last_node(k, out)
+            if res is None or not res:
+                return res
+        return True
+    if op is Op.ALT:
+        nullable = False
+        for k in node.kids:
+            res = _last_node(k, out)
+            if res is None:
+                return None
+            nullable |= res
+        return nullable
+    if op is Op.REP:
+        res = _last_node(node.kids[0], out)
+        if res is None:
+            return None
+        return res or node.args[0] == 0
+    return None
 
 
 def _lead_literal(items: list[Node]) -> str:
@@ -546,6 +632,8 @@ def _leads(items: list[Node], limit: int = _MAX_LEADS) -> list[str]:
         if node.op is Op.LIT:
             out = [x + node.args[0] for x in out]
             continue
+        if node.op is Op.LOOK:
+            continue  # zero-width: the text of a match is that of what follows
         alts: list[str] | None = None
         if node.op is Op.ALT:
             kid_leads = [_leads(_flatten(k), limit) for k in node.kids]
@@ -606,6 +694,10 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
     head = _unwrap(items[0])
     if head.op is Op.ASSERT and head.args[0] == "bos":
         return AnchorSearch()
+    if head.op is Op.LOOK and not head.args[0] and not head.args[1]:
+        chars = _last_chars(_flatten(head.kids[0]))
+        if chars:
+            return AfterSearch(chars)
     leads = [x for x in _leads(items) if x]
     if leads and len(leads) == len(_leads(items)):
         if len(leads) == 1:
@@ -633,6 +725,16 @@ def _pattern_strategy_items(items: list[Node]) -> Strategy:
     parts = [_sequence_strategy(b) for b in branches]
     if any(isinstance(p, EverySearch) for p in parts):
         return EverySearch()
+    # Branches with the same literal prefix share their candidates: one finder for them.
+    seen: set[str] = set()
+    unique: list[Strategy] = []
+    for p in parts:
+        if isinstance(p, PrefixSearch):
+            if p.prefix in seen:
+                continue
+            seen.add(p.prefix)
+        unique.append(p)
+    parts = unique
     return parts[0] if len(parts) == 1 else UnionSearch(parts)
 
 
@@ -1102,6 +1204,9 @@ class StringGuard:
 # Watch lists, prefilters and the scanner
 
 
+_LEAD_MAX = 32
+
+
 class Prefilter:
     """The per-token fast path of a watch list: one C search of the new text for any delimiter's
     lead (literal or one-character class), a check of the buffer's tail for the start of a literal
@@ -1112,24 +1217,68 @@ class Prefilter:
         literals: list[str] = []
         classes: list[str] = []
         loops: dict[tuple[str, int], _rx.CharTest] = {}
+        after: list[str] = []
         for s in strategies:
             assert s.leads is not None
             literals.extend(s.leads)
             classes.extend(s.classes)
+            after.extend(s.after)
             for loop in s.loops:
                 loops[(loop.src, loop.flags)] = loop
-        self.literals = sorted(set(literals), key=len, reverse=True)
+        # Leads are cut to `_LEAD_MAX` characters: a prefix of a lead is a lead too (quick rejection
+        # only needs "no lead occurs", and a buffer tail inside a long lead contains its cut lead).
+        # A character right after which a zero-width match may start is a one-character lead
+        # searched from one position before the first undecided one (`back`).
+        self.back = 1 if after else 0
+        self.literals = sorted({x[:_LEAD_MAX] for x in literals + after}, key=len, reverse=True)
+        # The earliest start of a tail of the buffer that is a prefix of a literal lead: one search
+        # of a trie-shaped pattern anchored at the end (`\Z`).
+        self.head_re = re.compile(_trie_pattern(self.literals, True) + r"\Z" if self.literals else "(?!)")
         self.classes = list(dict.fromkeys(classes))
         self.maxlen = max((len(x) for x in self.literals), default=1)
         firsts = {x[0] for x in self.literals}
         # One character that starts every lead, when there is one (most templates: "<").
-        self.char = next(iter(firsts)) if len(firsts) == 1 and not self.classes else None
-        srcs = [regex.escape(x) for x in self.literals] + self.classes
-        self.search_re = regex.compile("|".join(srcs) if srcs else "(?!)")
-        self.tail_re = regex.compile("|".join(regex.escape(c) for c in sorted(firsts)) if firsts else "(?!)")
+        self.char = next(iter(firsts)) if len(firsts) == 1 and not self.classes and not self.back else None
+        # One C search for any lead: a trie of the literals in `re` when there are no class leads.
+        self.search_re: Any
+        if self.classes:
+            srcs = [regex.escape(x) for x in self.literals] + self.classes
+            self.search_re = regex.compile("|".join(srcs))
+        else:
+            self.search_re = re.compile(_trie_pattern(self.literals, False) if self.literals else "(?!)")
         self.loops = list(loops.values())
         self.loop_any = _rx.CharTest("|".join(f"(?:{t.src})" for t in self.loops), 0) if self.loops else None
         self.at0 = any(s.at0 for s in strategies)
+
+
+def _trie_pattern(literals: list[str], prefixes: bool) -> str:
+    """A stdlib `re` pattern for the `literals` shaped as a trie (`<(?:think>|/think>)`), much
+    faster than a flat alternation; with `prefixes`, every non-empty prefix matches too
+    (`t(?:o(?:=)?)?`). Literals are at most `_LEAD_MAX` long, so the nesting is bounded."""
+    end = ""  # a key that cannot be a character: "a literal ends here"
+    trie: dict[str, Any] = {}
+    for lit in literals:
+        node = trie
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node[end] = {}
+
+    def alt(node: dict[str, Any]) -> str:
+        parts = []
+        for ch, child in node.items():
+            if ch == end:
+                parts.append("")
+                continue
+            rest = {k: v for k, v in child.items() if k != end}
+            if not rest:
+                parts.append(re.escape(ch))
+            elif prefixes:
+                parts.append(f"{re.escape(ch)}(?:{alt(rest)})?")
+            else:
+                parts.append(f"{re.escape(ch)}(?:{alt(child)})")
+        return "|".join(parts)
+
+    return f"(?:{alt(trie)})"
 
 
 class WatchList:
@@ -1241,6 +1390,22 @@ class Scanner:
                 h = s
         return max(self.q, h)
 
+    def _loop_hold(self, buf: str, pre: Prefilter) -> int:
+        """`_trailing`, with the usual cases found without a call: the last character is in no
+        leading loop class (hold nothing), or only it is ("word ")."""
+        n = len(buf)
+        la = self._loop_any
+        if la is not None:
+            last = buf[n - 1]
+            hit = la.cache.get(last)
+            if hit is None:
+                hit = la(last)
+            if not hit:
+                return n
+            if n >= 2 and self.q < n - 1 and la.cache.get(buf[n - 2]) is False:
+                return n - 1
+        return self._trailing(buf, pre)
+
     def _prefiltered(self, buf: str, pre: Prefilter) -> int:
         """-1 when a lead occurs in the unresolved text (the cursors must look); else the hold
         point: the start of a tail of the buffer that begins a lead, or of a leading loop's run
@@ -1248,32 +1413,28 @@ class Scanner:
         n = len(buf)
         q = self.q
         start = self._searched - pre.maxlen + 1
-        if start < q:
-            start = q
-        if pre.char is not None:
-            if buf.find(pre.char, start) >= 0:
-                return -1
+        lo = q - pre.back if q else 0
+        if start < lo:
+            start = lo
+        if pre.char is not None and buf.find(pre.char, start) < 0:
+            # The character that starts every lead is absent (one `str.find`).
             self._searched = n
-            return self._trailing(buf, pre) if pre.loops else n
+            return self._loop_hold(buf, pre) if pre.loops else n
         if pre.search_re.search(buf, start) is not None:
             return -1
         self._searched = n
         # A tail that begins a literal lead: nothing can start before it (or before a loop run
         # that reaches it), so hold from there without asking the cursors.
         lo = n - pre.maxlen + 1
-        m = pre.tail_re.search(buf, lo if lo > start else start)
-        while m is not None:
-            j = m.start()
-            tail = buf[j:]
-            if any(x.startswith(tail) for x in pre.literals):
-                h = j
-                for loop in pre.loops:
-                    r = run_start(loop, buf, q, j)
-                    if r < h:
-                        h = r
-                return h
-            m = pre.tail_re.search(buf, j + 1)
-        return self._trailing(buf, pre) if pre.loops else n
+        m = pre.head_re.search(buf, lo if lo > q else q)
+        if m is not None:
+            h = j = m.start()
+            for loop in pre.loops:
+                r = run_start(loop, buf, q, j)
+                if r < h:
+                    h = r
+            return h
+        return self._loop_hold(buf, pre) if pre.loops else n
 
     def decide(self, buf: str, eos: bool, zw_forbid: int = -1) -> Hold | Commit:
         """The decision for the buffer `buf` (see the class docstring)."""

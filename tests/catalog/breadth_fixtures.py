@@ -23,6 +23,10 @@ Where the fixtures come from (canitoolcall spec v0.1 provenance kinds):
 * ``spec_example``: outputs written for chatparse in shapes a template cannot render (a model that
   closes its reasoning at once, skips a block, uses the other spelling an engine accepts), each
   pointing at the engine code or test that shows the shape; no text of those is copied.
+* ``spec_example`` from a writer: for a format whose checkpoint's chat template is not reachable, the
+  family has a ``writer``, a function written for chatparse from the engines' parser code (and the
+  publisher's model card, where there is one) that lays a message out in the format; the standard
+  messages go through it instead of a template. The provenance names that parser code.
 
 Every family also names the markers the leakage check looks for and its stop tokens
 (``breadth_specs.FAMILY_META``, used by ``tests/conformance/test_own_fixtures.py``). The family
@@ -33,11 +37,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import datetime
 import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,9 +186,10 @@ class Family:
     entry: str
     """The catalog entry the reference model resolves to."""
     models: tuple[str, ...]
-    template: str
-    """File name under ``tests/data/chat_templates/real/``."""
+    template: str | None
+    """File name in ``$CHATPARSE_REAL_TEMPLATES``; None for a family with a :attr:`writer`."""
     template_url: str
+    """Where the template (or, with a writer, the format's definition) was read."""
     template_revision: str
     template_license: str
     publisher: str
@@ -192,6 +198,10 @@ class Family:
     stops: tuple[str, ...]
     has_reasoning: bool
     cases: tuple[Case, ...]
+    writer: Callable[[dict[str, Any]], str] | None = None
+    """Lays an assistant message out in the format (families without a reachable chat template)."""
+    writer_prompt: str | None = None
+    """The generation prompt of the written cases."""
     stop: str | None = None
     """The token that ends the rendered assistant turn; ``raw_output`` stops before it."""
     kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -222,7 +232,10 @@ class Family:
 
 
 def template_name(family: Family, case: Case | None = None) -> str:
-    return case.template if case is not None and case.template else family.template
+    name = case.template if case is not None and case.template else family.template
+    if name is None:
+        raise ValueError(f"{family.slug}: the family has no template (its cases are written)")
+    return name
 
 
 def template_text(family: Family, case: Case | None = None) -> str:
@@ -240,17 +253,32 @@ def template_sha256(family: Family, case: Case | None = None) -> str:
     return hashlib.sha256(template_text(family, case).encode("utf-8")).hexdigest()
 
 
+RENDER_TIME = datetime.datetime(2026, 12, 1, 9, 30)
+"""What ``strftime_now`` returns in the renders (templates that print the date render reproducibly)."""
+
+
+class _FixedClock(datetime.datetime):
+    @classmethod
+    def now(cls, tz: Any = None) -> Any:  # noqa: ARG003 - the signature of datetime.now
+        return RENDER_TIME
+
+
 def _render(family: Family, case: Case, messages: list[dict[str, Any]], *, generation_prompt: bool) -> str:
+    from unittest import mock
+
+    from transformers.utils import chat_template_utils
     from transformers.utils.chat_template_utils import render_jinja_template
 
     variables = {**family.special, **family.kwargs, **case.kwargs}
-    rendered, _ = render_jinja_template(
-        [copy.deepcopy(messages)],
-        tools=copy.deepcopy(TOOLS),
-        chat_template=template_text(family, case),
-        add_generation_prompt=generation_prompt,
-        **variables,
-    )
+    # transformers' strftime_now reads the module's `datetime` when called: pin it for the render
+    with mock.patch.object(chat_template_utils, "datetime", _FixedClock):
+        rendered, _ = render_jinja_template(
+            [copy.deepcopy(messages)],
+            tools=copy.deepcopy(TOOLS),
+            chat_template=template_text(family, case),
+            add_generation_prompt=generation_prompt,
+            **variables,
+        )
     return str(rendered[0])
 
 
@@ -324,6 +352,19 @@ def render_case(family: Family, case: Case) -> tuple[str, str]:
     return prompt[len(before) :], raw
 
 
+def write_case(family: Family, case: Case) -> tuple[str, str]:
+    """``(generation_prompt, raw_output)`` of a case laid out by the family's writer."""
+    assert family.writer is not None and family.writer_prompt is not None and case.message is not None
+    raw = family.writer(_as_rendered(case.message, family))
+    if case.cut_before is not None:
+        cut = raw.rfind(case.cut_before)
+        if cut <= 0:
+            raise ValueError(f"{family.slug}/{case.name}: {case.cut_before!r} is not in the output")
+        raw = raw[:cut]
+    prompt = case.generation_prompt if case.generation_prompt is not None else family.writer_prompt
+    return prompt, raw
+
+
 def expected_of(case: Case) -> dict[str, Any]:
     message = case.message or {}
     out: dict[str, Any] = {
@@ -357,6 +398,16 @@ def fixture(family: Family, case: Case) -> dict[str, Any]:
             f"model page {family.publisher}",
         }
         prompt, raw = case.generation_prompt, case.raw
+    elif family.writer is not None:
+        record["provenance"] = {
+            "kind": "spec_example",
+            "source_url": case.source or family.template_url,
+            "revision": case.source_revision or family.template_revision,
+            "license": "Apache-2.0",
+            "attribution": "written for chatparse in the format the engines' parsers at source_url read "
+            f"(tests/catalog/breadth_specs.py writer; no text copied); model page {family.publisher}",
+        }
+        prompt, raw = write_case(family, case)
     else:
         prompt, raw = render_case(family, case)
         record["provenance"] = {

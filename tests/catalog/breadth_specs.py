@@ -8,6 +8,7 @@ a rendered case is the message itself; truncated cases say what must survive the
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from .breadth_fixtures import (
@@ -1144,6 +1145,734 @@ INTERNLM = Family(
 )
 
 # --------------------------------------------------------------------------------------------------
+# Round 2 (breadth2): GigaChat 3.5, Apertus, Hunyuan-A13B, xLAM (rendered from real templates), and
+# LongCat, Jamba, Step 3, MiMo-V2, K2 Horizon (no reachable template: written after the engines' code)
+
+VLLM_CODE = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/"
+SGLANG_CODE = "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/"
+
+
+def _value(value: Any) -> str:
+    """An argument value as XML-ish formats write it: strings as they are, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _calls(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or ()]
+
+
+def _json_call(name: str, arguments: dict[str, Any]) -> str:
+    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+
+GC35 = "ai-sage-GigaChat3.5.jinja"
+GC35_URL = "https://github.com/ajpqs/test_llama.cpp/blob/ba78d0e11b1d767383f65b6213b5645bcffb6b4d/models/templates/GigaChat3.5.jinja"
+
+GIGACHAT35 = Family(
+    slug="gigachat35",
+    name="Sber GigaChat 3.5 (GCML invoke/parameter)",
+    entry="gigachat35",
+    models=("ai-sage/GigaChat3.5",),
+    template=GC35,
+    template_url=GC35_URL,
+    template_revision="ba78d0e11b1d767383f65b6213b5645bcffb6b4d",
+    template_license="MIT",
+    publisher="https://huggingface.co/ai-sage",
+    markers=(
+        "<|role_sep|>",
+        "<|message_sep|>",
+        "<think>",
+        "</think>",
+        "<｜GCML｜tool_calls>",
+        "</｜GCML｜tool_calls>",
+        "<｜GCML｜invoke",
+        "</｜GCML｜invoke>",
+        "<｜GCML｜parameter",
+        "</｜GCML｜parameter>",
+    ),
+    stops=("<|message_sep|>", "</s>"),
+    has_reasoning=True,
+    stop="</s>",
+    kwargs={"reasoning": True},
+    special={"bos_token": "<s>", "eos_token": "</s>"},
+    cases=(
+        *standard(
+            markers_inside="</｜GCML｜parameter> and </｜GCML｜invoke> or <|message_sep|>",
+            cut_second_call=">Asia/Tokyo</｜GCML｜parameter>",
+            notes={
+                "nested-arguments": 'Non-string values are written as JSON with string="false" and read back as JSON.',
+                "thinking-content": "reasoning=true: the prompt pre-writes '<think>'.",
+            },
+        ),
+        Case(
+            "instant-content",
+            ("no-call",),
+            NO_REASONING,
+            kwargs={"reasoning": False},
+            notes="reasoning=false (the template's default): the prompt is 'assistant<|role_sep|>\\n', no think block.",
+        ),
+        Case(
+            "instant-call",
+            ("single-call", "numeric-arguments"),
+            NO_REASONING_CALL,
+            kwargs={"reasoning": False},
+        ),
+        shape_case(
+            "gcml-opened-in-reasoning",
+            ("single-call", "reasoning-prefilled", "x-unclosed-reasoning"),
+            'Check Tokyo.\n<｜GCML｜tool_calls>\n<｜GCML｜invoke name="get_time">\n'
+            '<｜GCML｜parameter name="timezone" string="true">Asia/Tokyo</｜GCML｜parameter>\n'
+            "</｜GCML｜invoke>\n</｜GCML｜tool_calls>",
+            "assistant<|role_sep|>\n<think>",
+            SGLANG_CODE + "function_call/gigachat35_detector.py",
+            {
+                "content": None,
+                "reasoning_content": "Check Tokyo.",
+                "tool_calls": [{"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
+            },
+            notes="The model skips '</think>' and starts the call block: the block ends the reasoning (SGLang finds calls anywhere after the opener).",
+        ),
+    ),
+)
+
+APERTUS_T = "swiss-ai-Apertus-8B-Instruct-2509.jinja"
+
+
+def _blocks(*blocks: tuple[str, str]) -> dict[str, Any]:
+    return {"blocks": [{"type": kind, "text": text} for kind, text in blocks]}
+
+
+APERTUS = Family(
+    slug="apertus",
+    name="Swiss AI Apertus (function name as the JSON key)",
+    entry="apertus",
+    models=("swiss-ai/Apertus-8B-Instruct-2509", "swiss-ai/Apertus-70B-Instruct-2509"),
+    template=APERTUS_T,
+    template_url=LLAMA_CPP_TEMPLATES + "Apertus-8B-Instruct.jinja",
+    template_revision=LLAMA_CPP,
+    template_license="MIT",
+    publisher="https://huggingface.co/swiss-ai/Apertus-8B-Instruct-2509",
+    markers=(
+        "<|assistant_start|>",
+        "<|assistant_end|>",
+        "<|user_start|>",
+        "<|inner_prefix|>",
+        "<|inner_suffix|>",
+        "<|tools_prefix|>",
+        "<|tools_suffix|>",
+    ),
+    stops=("<|assistant_end|>",),
+    has_reasoning=True,
+    stop="<|assistant_end|>",
+    stop_optional=True,
+    special={"bos_token": "<s>"},
+    cases=(
+        *standard(
+            reasoning=False,
+            markers_inside='<|tools_suffix|> and [{"x": {}}]',
+            cut_second_call='"Asia/Tokyo"',
+            list_format=True,
+            skip=("after-tool-result",),
+        ),
+        Case(
+            "deliberation-content",
+            ("reasoning", "no-call"),
+            {
+                "role": "assistant",
+                "content": _blocks(
+                    ("thoughts", "Simple fact."), ("response", "Paris is the capital of France.")
+                ),
+            },
+            kwargs={"enable_thinking": True},
+            expected={"content": "Paris is the capital of France.", "reasoning_content": "Simple fact."},
+            notes="Reasoning exists only in the template's 'blocks' content: thoughts after <|inner_prefix|>, the response after <|inner_suffix|>.",
+        ),
+        Case(
+            "deliberation-call",
+            ("reasoning", "single-call", "numeric-arguments"),
+            {
+                "role": "assistant",
+                "content": _blocks(("thoughts", "The user wants the weather.")),
+                "tool_calls": [call("get_weather", city="Paris", days=3)],
+            },
+            kwargs={"enable_thinking": True},
+            expected={"content": None, "reasoning_content": "The user wants the weather."},
+            notes="A call made while thinking follows the thoughts directly (no <|inner_suffix|>).",
+        ),
+        Case(
+            "deliberation-truncated",
+            ("reasoning", "truncated"),
+            {
+                "role": "assistant",
+                "content": _blocks(("thoughts", LONG_REASONING["reasoning_content"]), ("response", "Done.")),
+            },
+            kwargs={"enable_thinking": True},
+            cut_before=" in Paris and the time",
+            expected={"content": None, "reasoning_content": "The user wants the current weather"},
+            notes="Cut by max_tokens inside the thoughts.",
+        ),
+        shape_case(
+            "after-tool-result",
+            ("multi-turn", "no-call", "unicode"),
+            "It is sunny and 21 °C in Paris.",
+            '<|tools_prefix|>[{"get_weather": {"city": "Paris"}}]<|tools_suffix|>[{"temperature": 21, "sky": "sunny"}]<|assistant_start|>',
+            LLAMA_CPP_TEMPLATES + "Apertus-8B-Instruct.jinja",
+            {"content": "It is sunny and 21 °C in Paris.", "reasoning_content": None, "tool_calls": []},
+            notes="The template writes tool results inside the assistant turn and ends the prompt with another <|assistant_start|> (a render of this turn does not continue the prompt, so it is written out).",
+        ),
+    ),
+)
+
+HUNYUAN_T = "tencent-Hunyuan-A13B-Instruct.jinja"
+HUNYUAN_SRC = "https://github.com/Tencent-Hunyuan/Hunyuan-A13B/blob/2798f3c8b6a69e0ce93950b0d2417203cf950fa0/"
+HUNYUAN_CALL = '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}]</tool_calls>'
+PARIS_TOKYO = [
+    {"name": "get_weather", "arguments": {"city": "Paris"}},
+    {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}},
+]
+
+HUNYUAN_A13B = Family(
+    slug="hunyuan-a13b",
+    name="Tencent Hunyuan-A13B (<think>/<answer>, JSON list in <tool_calls>)",
+    entry="hunyuan_a13b",
+    models=("tencent/Hunyuan-A13B-Instruct",),
+    template=HUNYUAN_T,
+    template_url=HUNYUAN_SRC + "models/tokenizer_config.json",
+    template_revision="2798f3c8b6a69e0ce93950b0d2417203cf950fa0",
+    template_license="LicenseRef-tencent-hunyuan-a13b",
+    publisher="https://huggingface.co/tencent/Hunyuan-A13B-Instruct",
+    markers=(
+        "<|extra_0|>",
+        "<|extra_4|>",
+        "<|eos|>",
+        "<think>",
+        "</think>",
+        "<answer>",
+        "</answer>",
+        "<tool_calls>",
+        "</tool_calls>",
+        "助手：",
+    ),
+    stops=("<|eos|>",),
+    has_reasoning=True,
+    stop="<|eos|>",
+    cases=(
+        *standard(
+            reasoning=False,
+            markers_inside="</tool_calls> and 助手： or </answer>",
+            cut_second_call='"Asia/Tokyo"',
+            list_format=True,
+            notes={
+                "content-only": "The template renders a text answer as '助手：' + the text (history form, no think block).",
+            },
+        ),
+        shape_case(
+            "think-answer",
+            ("reasoning", "no-call", "unicode"),
+            "<think>\nThe user asks for a fact.\n</think>\n<answer>\n助手：巴黎是法国的首都。\n</answer>",
+            "",
+            HUNYUAN_SRC + "train/README.md",
+            {
+                "content": "巴黎是法国的首都。",
+                "reasoning_content": "The user asks for a fact.",
+                "tool_calls": [],
+            },
+            notes="The documented slow-thinking layout '<think>\\n...\\n</think>\\n<answer>\\n...\\n</answer>', with the '助手：' prefix the tool system prompt asks for: both are cut.",
+        ),
+        shape_case(
+            "think-answer-calls",
+            ("reasoning", "parallel-calls"),
+            "<think>\nTwo lookups.\n</think>\n<answer>\n" + HUNYUAN_CALL + "\n</answer>",
+            "",
+            VLLM_CODE + "tool_parsers/hunyuan_a13b_tool_parser.py",
+            {"content": None, "reasoning_content": "Two lookups.", "tool_calls": PARIS_TOKYO},
+            notes="Calls in the answer block (vLLM detects 'answer>\\n<').",
+        ),
+        shape_case(
+            "no-think-prefill",
+            ("reasoning-prefilled", "no-call"),
+            "<answer>\n助手：Hello! How can I help?\n</answer>",
+            "<|extra_0|><think>\n\n</think>\n",
+            HUNYUAN_SRC + "models/tokenizer_config.json",
+            {"content": "Hello! How can I help?", "reasoning_content": None, "tool_calls": []},
+            notes="enable_thinking=false: the prompt pre-writes '<think>\\n\\n</think>\\n'; the reply starts with <answer>.",
+        ),
+        shape_case(
+            "fast-think-call",
+            ("single-call", "text-before-call"),
+            '<think>\n\n</think>\n<answer>\nLet me check.<tool_calls>[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]</tool_calls>\n</answer>',
+            "",
+            HUNYUAN_SRC + "train/README.md",
+            {
+                "content": "Let me check.",
+                "reasoning_content": None,
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}],
+            },
+            notes="'/no_think' in the prompt: the model writes an empty think block itself.",
+        ),
+        shape_case(
+            "truncated-in-reasoning",
+            ("reasoning", "truncated"),
+            "<think>\nThe user wants the current weather",
+            "",
+            VLLM_CODE + "reasoning/hunyuan_a13b_reasoning_parser.py",
+            {"content": None, "reasoning_content": "The user wants the current weather", "tool_calls": []},
+            notes="Cut by max_tokens inside the think block.",
+        ),
+        shape_case(
+            "call-quoted-in-reasoning",
+            ("reasoning", "single-call", "marker-in-arguments"),
+            '<think>\nI would put it in a <tool_calls> block.\n</think>\n<answer>\n<tool_calls>[{"name": "get_time", "arguments": {"timezone": "UTC"}}]</tool_calls>\n</answer>',
+            "",
+            VLLM_CODE + "tool_parsers/hunyuan_a13b_tool_parser.py",
+            {
+                "content": None,
+                "reasoning_content": "I would put it in a <tool_calls> block.",
+                "tool_calls": [{"name": "get_time", "arguments": {"timezone": "UTC"}}],
+            },
+            notes="A <tool_calls> that is not followed by a JSON list inside the think block stays reasoning text (vLLM ignores calls inside <think>; here a <tool_calls>[ in the reasoning would end it, the unclosed-reasoning rule).",
+        ),
+    ),
+)
+
+XLAM_QWEN = "vllm-tool_chat_template_xlam_qwen.jinja"
+XLAM_QWEN_URL = VLLM_EXAMPLES.format(
+    commit="31106f4f486decd092d235ea4b8a729ce5342158", name=XLAM_QWEN[len("vllm-") :]
+)
+
+XLAM = Family(
+    slug="xlam",
+    name="Salesforce xLAM-2 (bare JSON call list)",
+    entry="xlam",
+    models=("Salesforce/Llama-xLAM-2-8b-fc-r", "Salesforce/xLAM-2-32b-fc-r"),
+    template="vllm-tool_chat_template_xlam_llama.jinja",
+    template_url=VLLM_EXAMPLES.format(
+        commit="466716c2bb5f3d191eeaf25459ec6c3bb09f11d7", name="tool_chat_template_xlam_llama.jinja"
+    ),
+    template_revision="466716c2bb5f3d191eeaf25459ec6c3bb09f11d7",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/Salesforce/Llama-xLAM-2-8b-fc-r",
+    markers=("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|im_start|>", "<|im_end|>", "```"),
+    stops=("<|eot_id|>", "<|im_end|>"),
+    has_reasoning=False,
+    stop="<|eot_id|>",
+    special={"bos_token": "<|begin_of_text|>"},
+    cases=(
+        *standard(
+            reasoning=False,
+            call_content=False,
+            markers_inside='<|eot_id|> and }, {"name": "x"}]',
+            cut_second_call='"Asia/Tokyo"',
+            list_format=True,
+            notes={
+                "content-only": "A text answer is the text; with calls the template writes only the list."
+            },
+        ),
+        Case(
+            "empty-call-list",
+            ("no-call", "x-empty-list"),
+            {"role": "assistant", "content": None, "tool_calls": []},
+            expected={"content": None, "tool_calls": []},
+            notes="An assistant turn with an empty tool_calls list renders as '[]\\n': no call, no content.",
+        ),
+        shape_case(
+            "fenced-list",
+            ("single-call", "x-fenced"),
+            '```json\n[{"name": "get_time", "arguments": {"timezone": "UTC"}}]\n```',
+            "<|im_start|>assistant\n",
+            VLLM_CODE + "tool_parsers/xlam_tool_parser.py",
+            {
+                "content": None,
+                "reasoning_content": None,
+                "tool_calls": [{"name": "get_time", "arguments": {"timezone": "UTC"}}],
+            },
+            notes="vLLM's xlam parser also reads the list inside a ```json fence.",
+        ),
+        shape_case(
+            "bracket-text",
+            ("no-call",),
+            "[1] Paris is the capital of France.",
+            "<|start_header_id|>assistant<|end_header_id|>\n\n",
+            VLLM_CODE + "tool_parsers/xlam_tool_parser.py",
+            {"content": "[1] Paris is the capital of France.", "reasoning_content": None, "tool_calls": []},
+            notes="A reply that starts with '[' but not with a call list is text.",
+        ),
+    ),
+)
+
+
+def write_longcat(message: dict[str, Any]) -> str:
+    """LongCat-Flash-Chat: the text, then each call as '<longcat_tool_call>\\nJSON\\n</longcat_tool_call>'
+    back to back (the model card's format note)."""
+    content = message.get("content") or ""
+    calls = "".join(
+        f"<longcat_tool_call>\n{_json_call(n, a)}\n</longcat_tool_call>" for n, a in _calls(message)
+    )
+    return content + ("\n" if content and calls else "") + calls
+
+
+LONGCAT = Family(
+    slug="longcat",
+    name="Meituan LongCat-Flash (<longcat_tool_call> JSON)",
+    entry="longcat",
+    models=("meituan-longcat/LongCat-Flash-Chat", "meituan-longcat/LongCat-Flash-Thinking"),
+    template=None,
+    template_url=VLLM_CODE + "tool_parsers/longcat_tool_parser.py",
+    template_revision="v0.33.0",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/meituan-longcat/LongCat-Flash-Chat",
+    markers=(
+        "ASSISTANT:",
+        "<longcat_tool_call>",
+        "</longcat_tool_call>",
+        "<longcat_think>",
+        "</longcat_think>",
+        "</longcat_s>",
+    ),
+    stops=("</longcat_s>",),
+    has_reasoning=True,
+    writer=write_longcat,
+    writer_prompt=" ASSISTANT:",
+    cases=(
+        *standard(
+            reasoning=False,
+            markers_inside="</longcat_tool_call> and <longcat_tool_call>",
+            cut_second_call='"Asia/Tokyo"',
+        ),
+        shape_case(
+            "thinking-prefill",
+            ("reasoning", "reasoning-prefilled", "single-call"),
+            "The user wants the weather.\n</longcat_think>\nChecking.\n<longcat_tool_call>\n"
+            '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</longcat_tool_call>',
+            "<longcat_user>Weather in Paris?<longcat_assistant><longcat_think>\n",
+            "https://huggingface.co/meituan-longcat/LongCat-Flash-Thinking",
+            {
+                "content": "Checking.",
+                "reasoning_content": "The user wants the weather.",
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+            },
+            notes="The thinking checkpoints' prompt ends '<longcat_assistant><longcat_think>\\n'; the reasoning ends with </longcat_think>.",
+        ),
+        shape_case(
+            "thinking-truncated",
+            ("reasoning", "reasoning-prefilled", "truncated"),
+            "The user wants the current weather",
+            "<longcat_assistant><longcat_think>\n",
+            "https://huggingface.co/meituan-longcat/LongCat-Flash-Thinking",
+            {"content": None, "reasoning_content": "The user wants the current weather", "tool_calls": []},
+        ),
+    ),
+)
+
+
+def write_jamba(message: dict[str, Any]) -> str:
+    """Jamba: a space after the role token, the text, then '<tool_calls>[\\n    {...},\\n    {...}\\n]</tool_calls>'
+    (the layout of vLLM's jamba tests)."""
+    content = message.get("content") or ""
+    calls = _calls(message)
+    body = ",\n".join("    " + _json_call(n, a) for n, a in calls)
+    return " " + content + (f"<tool_calls>[\n{body}\n]</tool_calls>" if calls else "")
+
+
+JAMBA = Family(
+    slug="jamba",
+    name="AI21 Jamba 1.5-1.7 (<tool_calls> JSON list)",
+    entry="jamba",
+    models=("ai21labs/AI21-Jamba-Mini-1.7", "ai21labs/AI21-Jamba-1.5-Large"),
+    template=None,
+    template_url=VLLM_CODE + "tool_parsers/jamba_tool_parser.py",
+    template_revision="v0.33.0",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/ai21labs/AI21-Jamba-Mini-1.7",
+    markers=("<|bom|>", "<|eom|>", "<|assistant|>", "<tool_calls>", "</tool_calls>"),
+    stops=("<|eom|>",),
+    has_reasoning=False,
+    writer=write_jamba,
+    writer_prompt="<|bom|><|assistant|>",
+    cases=tuple(
+        standard(
+            reasoning=False,
+            markers_inside="</tool_calls> and <|eom|>",
+            cut_second_call='"Asia/Tokyo"',
+            list_format=True,
+        )
+    ),
+)
+
+
+def write_step3(message: dict[str, Any]) -> str:
+    """Step 3 after the pre-opened '<think>\\n': the reasoning, '\\n</think>\\n', the text and the steptml
+    block (the layout SGLang's Step3Detector documents)."""
+    out = (message.get("reasoning_content") or "") + "\n</think>\n" + (message.get("content") or "")
+    calls = []
+    for name, arguments in _calls(message):
+        params = "".join(
+            f'<steptml:parameter name="{k}">{_value(v)}</steptml:parameter>\n' for k, v in arguments.items()
+        )
+        calls.append(
+            f'<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="{name}">\n{params}'
+            "</steptml:invoke><｜tool_call_end｜>"
+        )
+    if calls:
+        out += "<｜tool_calls_begin｜>\n" + "\n".join(calls) + "\n<｜tool_calls_end｜>"
+    return out
+
+
+STEP3 = Family(
+    slug="step3",
+    name="StepFun Step 3 (steptml invoke)",
+    entry="step3",
+    models=("stepfun-ai/step3",),
+    template=None,
+    template_url=VLLM_CODE + "tool_parsers/step3_tool_parser.py",
+    template_revision="v0.33.0",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/stepfun-ai/step3",
+    markers=(
+        "<|BOT|>",
+        "<|EOT|>",
+        "<think>",
+        "</think>",
+        "<｜tool_calls_begin｜>",
+        "<｜tool_calls_end｜>",
+        "<｜tool_call_begin｜>",
+        "<｜tool_call_end｜>",
+        "<｜tool_sep｜>",
+        "<steptml:invoke",
+        "</steptml:invoke>",
+        "<steptml:parameter",
+        "</steptml:parameter>",
+    ),
+    stops=("<|EOT|>",),
+    has_reasoning=True,
+    writer=write_step3,
+    writer_prompt="<|BOT|>assistant\n<think>\n",
+    cases=(
+        *standard(
+            markers_inside="</steptml:parameter> and </steptml:invoke><｜tool_call_end｜>",
+            cut_second_call=">Asia/Tokyo</steptml:parameter>",
+            notes={
+                "thinking-content": "The prompt pre-writes '<think>\\n' (vLLM's step3 reasoning: everything before </think>)."
+            },
+        ),
+        Case(
+            "empty-reasoning",
+            ("no-call", "reasoning-prefilled"),
+            NO_REASONING,
+            notes="The model closes the pre-opened think block at once.",
+        ),
+    ),
+)
+
+
+def write_mimo(message: dict[str, Any]) -> str:
+    """MiMo-V2: '<think>REASONING</think>' (when it reasons), the text, then Qwen3-Coder XML calls with
+    each value verbatim between '<parameter=K>' and '</parameter>' (SGLang's MiMoDetector layout)."""
+    out = f"<think>{message['reasoning_content']}</think>\n" if message.get("reasoning_content") else ""
+    out += message.get("content") or ""
+    calls = []
+    for name, arguments in _calls(message):
+        params = "".join(f"<parameter={k}>{_value(v)}</parameter>\n" for k, v in arguments.items())
+        calls.append(f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>")
+    if calls:
+        out += ("\n" if out else "") + "\n".join(calls)
+    return out
+
+
+MIMO = Family(
+    slug="mimo",
+    name="Xiaomi MiMo-V2 (compact Qwen3-Coder XML)",
+    entry="mimo",
+    models=("XiaomiMiMo/MiMo-V2-Flash",),
+    template=None,
+    template_url=VLLM_CODE + "parser/mimo.py",
+    template_revision="v0.33.0",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/XiaomiMiMo/MiMo-V2-Flash",
+    markers=(
+        "<|im_start|>",
+        "<|im_end|>",
+        "<think>",
+        "</think>",
+        "<tool_call>",
+        "</tool_call>",
+        "<function=",
+        "</function>",
+        "<parameter=",
+        "</parameter>",
+    ),
+    stops=("<|im_end|>",),
+    has_reasoning=True,
+    writer=write_mimo,
+    writer_prompt="<|im_start|>assistant\n",
+    cases=(
+        *standard(
+            markers_inside="</parameter> and </function> or <tool_call>",
+            cut_second_call=">Asia/Tokyo</parameter>",
+        ),
+        shape_case(
+            "verbatim-multiline-value",
+            ("single-call", "x-whitespace"),
+            "<tool_call>\n<function=send_message>\n<parameter=to>dev</parameter>\n"
+            "<parameter=text>\n  first line\nsecond line\n</parameter>\n</function>\n</tool_call>",
+            "<|im_start|>assistant\n",
+            VLLM_CODE + "parser/mimo.py",
+            {
+                "content": None,
+                "reasoning_content": None,
+                "tool_calls": [
+                    {
+                        "name": "send_message",
+                        "arguments": {"to": "dev", "text": "\n  first line\nsecond line\n"},
+                    }
+                ],
+            },
+            notes="MiMo's values are verbatim: the newlines around a value are kept (qwen3_xml would trim one on each side).",
+        ),
+        shape_case(
+            "no-thinking-prefill",
+            ("no-call", "reasoning-prefilled"),
+            "Hello! How can I help?",
+            "<|im_start|>assistant\n<think></think>",
+            SGLANG_CODE + "parser/reasoning_parser.py",
+            {"content": "Hello! How can I help?", "reasoning_content": None, "tool_calls": []},
+            notes="Thinking off: the prompt closes the think block at once; the start anchor swallows it.",
+        ),
+    ),
+)
+
+
+def write_k2_horizon(message: dict[str, Any]) -> str:
+    """K2 Horizon after the pre-opened '<ifm|think>\\n': the reasoning, '\\n</ifm|think>\\n', the text and
+    the call group in the default xml format (vLLM's K2HorizonToolParser)."""
+    out = (message.get("reasoning_content") or "") + "\n</ifm|think>\n" + (message.get("content") or "")
+    calls = []
+    for name, arguments in _calls(message):
+        args = "".join(
+            f"<ifm|arg_key>{k}</ifm|arg_key>\n<ifm|arg_value>{_value(v)}</ifm|arg_value>\n"
+            for k, v in arguments.items()
+        )
+        calls.append(f"<ifm|tool_call>{name}\n{args}</ifm|tool_call>")
+    if calls:
+        out += "<ifm|tool_calls>\n" + "\n".join(calls) + "\n</ifm|tool_calls>"
+    return out
+
+
+K2_HORIZON = Family(
+    slug="k2-horizon",
+    name="MBZUAI-IFM K2 Horizon (<ifm|tool_call> key/value)",
+    entry="k2_horizon",
+    models=("MBZUAI-IFM/K2-Horizon-MoVA-36B-A4B",),
+    template=None,
+    template_url=VLLM_CODE + "tool_parsers/k2_horizon_tool_parser.py",
+    template_revision="v0.33.0",
+    template_license="Apache-2.0",
+    publisher="https://huggingface.co/MBZUAI-IFM",
+    markers=(
+        "<|ifm|im_start|>",
+        "<|ifm|im_end|>",
+        "<ifm|think>",
+        "</ifm|think>",
+        "<ifm|think_fast>",
+        "</ifm|think_fast>",
+        "<ifm|tool_calls>",
+        "</ifm|tool_calls>",
+        "<ifm|tool_call>",
+        "</ifm|tool_call>",
+        "<ifm|arg_key>",
+        "</ifm|arg_key>",
+        "<ifm|arg_type>",
+        "</ifm|arg_type>",
+        "<ifm|arg_value>",
+        "</ifm|arg_value>",
+    ),
+    stops=("<|ifm|im_end|>",),
+    has_reasoning=True,
+    writer=write_k2_horizon,
+    writer_prompt="<|ifm|im_start|>assistant\n<ifm|think>\n",
+    cases=(
+        *standard(
+            markers_inside="</ifm|arg_value> and </ifm|tool_call> or <ifm|arg_key>",
+            cut_second_call=">Asia/Tokyo</ifm|arg_value>",
+        ),
+        shape_case(
+            "xml-typed",
+            ("single-call", "reasoning-prefilled", "numeric-arguments"),
+            "Look it up.\n</ifm|think>\n<ifm|tool_calls>\n<ifm|tool_call>get_weather\n"
+            "<ifm|arg_key>city</ifm|arg_key>\n<ifm|arg_type>string</ifm|arg_type>\n<ifm|arg_value>0042</ifm|arg_value>\n"
+            "<ifm|arg_key>days</ifm|arg_key>\n<ifm|arg_type>integer</ifm|arg_type>\n<ifm|arg_value>4</ifm|arg_value>\n"
+            "</ifm|tool_call>\n</ifm|tool_calls>",
+            "<|ifm|im_start|>assistant\n<ifm|think>\n",
+            SGLANG_CODE + "function_call/k2_v3_detector.py",
+            {
+                "content": None,
+                "reasoning_content": "Look it up.",
+                "tool_calls": [{"name": "get_weather", "arguments": {"city": "0042", "days": 4}}],
+            },
+            notes="tool_call_format='xml_typed': an <ifm|arg_type> between key and value; a string stays text, an integer is read as JSON.",
+        ),
+        shape_case(
+            "medium-effort",
+            ("no-call", "reasoning", "reasoning-prefilled"),
+            "Quick check.</ifm|think_fast>\nParis.",
+            "<|ifm|im_start|>assistant\n<ifm|think_fast>\n",
+            VLLM_CODE + "reasoning/k2_horizon_reasoning_parser.py",
+            {"content": "Paris.", "reasoning_content": "Quick check.", "tool_calls": []},
+            notes="reasoning_effort='medium': the prompt opens <ifm|think_fast> and the model closes it.",
+        ),
+        shape_case(
+            "call-group-ends-reasoning",
+            ("single-call", "reasoning-prefilled", "x-unclosed-reasoning"),
+            "Ping it.\n<ifm|tool_calls>\n<ifm|tool_call>list_alarms</ifm|tool_call>\n</ifm|tool_calls>",
+            "<|ifm|im_start|>assistant\n<ifm|think>\n",
+            SGLANG_CODE + "parser/reasoning_parser.py",
+            {
+                "content": None,
+                "reasoning_content": "Ping it.",
+                "tool_calls": [{"name": "list_alarms", "arguments": {}}],
+            },
+            notes="A tool-call group closes reasoning that was never closed (SGLang's tool_start_token '<ifm|tool_call').",
+        ),
+    ),
+)
+
+XLAM_QWEN_FAMILY = dataclasses.replace(
+    XLAM,
+    slug="xlam-qwen",
+    name="Salesforce xLAM-2 on Qwen 2.5 (bare JSON call list)",
+    models=("Salesforce/xLAM-2-32b-fc-r", "Salesforce/xLAM-2-3b-fc-r"),
+    template=XLAM_QWEN,
+    template_url=XLAM_QWEN_URL,
+    template_revision="31106f4f486decd092d235ea4b8a729ce5342158",
+    publisher="https://huggingface.co/Salesforce/xLAM-2-32b-fc-r",
+    stop="<|im_end|>",
+    special={},
+    cases=tuple(
+        standard(
+            reasoning=False,
+            call_content=False,
+            markers_inside='<|im_end|> and }, {"name": "x"}]',
+            cut_second_call='"Asia/Tokyo"',
+            list_format=True,
+        )
+    ),
+)
+
+ROUND2: tuple[Family, ...] = (
+    GIGACHAT35,
+    APERTUS,
+    HUNYUAN_A13B,
+    XLAM,
+    XLAM_QWEN_FAMILY,
+    LONGCAT,
+    JAMBA,
+    STEP3,
+    MIMO,
+    K2_HORIZON,
+)
+"""The families added with the remaining breadth formats (breadth2)."""
+
+# --------------------------------------------------------------------------------------------------
 
 FAMILIES: tuple[Family, ...] = (
     MINIMAX_M2,
@@ -1162,6 +1891,7 @@ FAMILIES: tuple[Family, ...] = (
     LLAMA4_JSON,
     GRANITE_20B_FC,
     INTERNLM,
+    *ROUND2,
 )
 
 FAMILY_META: dict[str, tuple[str, bool, list[str], list[str]]] = {
@@ -1238,6 +1968,29 @@ TEMPLATE_SOURCES: dict[str, dict[str, str]] = {
         "tool_chat_template_internlm2_tool.jinja",
         "87b63520aba48bae9d55663edf0d8f65d3d43ac2",
     ),
+    GC35: {
+        "model": "ai-sage/GigaChat3.5",
+        "repo": "ajpqs/test_llama.cpp",
+        "path": "models/templates/GigaChat3.5.jinja",
+        "commit": "ba78d0e11b1d767383f65b6213b5645bcffb6b4d",
+    },
+    APERTUS_T: _llama_cpp("swiss-ai/Apertus-8B-Instruct-2509", "Apertus-8B-Instruct.jinja"),
+    HUNYUAN_T: {
+        "model": "tencent/Hunyuan-A13B-Instruct",
+        "repo": "Tencent-Hunyuan/Hunyuan-A13B",
+        "path": "models/tokenizer_config.json",
+        "commit": "2798f3c8b6a69e0ce93950b0d2417203cf950fa0",
+    },
+    "vllm-tool_chat_template_xlam_llama.jinja": _vllm(
+        "Salesforce/Llama-xLAM-2-8b-fc-r",
+        "tool_chat_template_xlam_llama.jinja",
+        "466716c2bb5f3d191eeaf25459ec6c3bb09f11d7",
+    ),
+    XLAM_QWEN: _vllm(
+        "Salesforce/xLAM-2-32b-fc-r",
+        "tool_chat_template_xlam_qwen.jinja",
+        "31106f4f486decd092d235ea4b8a729ce5342158",
+    ),
 }
 """Local template file -> where it was read (the facts records' ``source``) and the model it is for."""
 
@@ -1247,7 +2000,8 @@ def template_entries() -> dict[str, str]:
     out: dict[str, str] = {}
     for family in FAMILIES:
         for name in (family.template, *(case.template for case in family.cases if case.template)):
-            assert out.setdefault(name, family.entry) == family.entry, name
+            if name is not None:
+                assert out.setdefault(name, family.entry) == family.entry, name
     return out
 
 

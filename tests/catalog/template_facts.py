@@ -327,7 +327,7 @@ SOURCES: dict[str, tuple[str, dict[str, Any], str | None, str | None, str | None
         None,
     ),
     # MiMo-VL writes Hermes-style <tool_call> JSON calls (llama.cpp tests it with that format); the
-    # MiMo family is added on catalog-breadth, so its resolution is left open there
+    # MiMo-V2 format (compact XML) is the mimo entry, chosen by its model id
     "XiaomiMiMo-MiMo-VL.jinja": ("XiaomiMiMo/MiMo-VL-7B-RL", _lcpp("MiMo-VL.jinja"), "qwen3", "qwen3", None),
 }
 

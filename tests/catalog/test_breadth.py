@@ -84,7 +84,7 @@ def test_rendered_fixtures_name_the_template_they_came_from(family) -> None:
     assert len(records) == len(family.cases)
     for case in family.cases:
         record = records[f"{family.slug}/{case.name}"]
-        if case.raw is not None:
+        if case.raw is not None or family.writer is not None:
             assert record["provenance"]["kind"] == "spec_example"
             continue
         assert record["provenance"]["kind"] == "template_render"
@@ -113,11 +113,45 @@ def test_fixtures_are_renders_of_the_real_template(family) -> None:
 def test_real_template_resolves_like_its_facts(template: str, entry: str) -> None:
     import hashlib
 
-    family = next(f for f in FAMILIES if f.entry == entry)
+    family = next(f for f in FAMILIES if template in (f.template, *(c.template for c in f.cases)))
     case = next((c for c in family.cases if c.template == template), None)
     text = template_text(family, case)
     assert hashlib.sha256(text.encode("utf-8")).hexdigest() == facts(template)["sha256"]
     assert catalog.resolve_name(chat_template=text) == entry
+
+
+WRITTEN = [f for f in FAMILIES if f.writer is not None]
+
+
+@pytest.mark.parametrize("family", WRITTEN, ids=[f.slug for f in WRITTEN])
+def test_written_fixtures_are_fresh(family) -> None:
+    """Families without a reachable chat template: their fixtures come from the writer in
+    breadth_specs (no template needed), so the file must equal a fresh write, always."""
+    assert family.template is None
+    path = OUT / f"{family.slug}.jsonl"
+    assert path.read_text(encoding="utf-8") == dump(family_records(family)), (
+        f"{path.name} differs from a fresh write: run python -m tests.catalog.breadth_fixtures {family.slug}"
+    )
+
+
+WRITTEN_ENTRIES = sorted({f.entry for f in WRITTEN})
+
+
+@pytest.mark.parametrize("entry", WRITTEN_ENTRIES)
+def test_engine_token_markers_collide_with_no_real_template(entry: str) -> None:
+    """An entry chosen without a real template takes its chat-template markers from the engines'
+    known tokens: they must resolve to it, and no recorded real template of another entry may hold
+    them all (else that checkpoint would be parsed with this entry)."""
+    markers = catalog.describe(entry)["chat_template_markers"]
+    if not markers:  # tokens shared with other formats (MiMo-V2: Qwen3-Coder's): chosen by model id only
+        assert "Chosen by model id only" in catalog.describe(entry)["notes"]
+        return
+    assert catalog.match_chat_template("\n".join(markers)) == entry
+    for path in sorted(FACTS.glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        literals = "\n".join(record["literals"])
+        assert not all(m in literals for m in markers), f"{path.name} holds every marker of {entry}"
+        assert catalog.match_chat_template(literals) != entry, path.name
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=FAMILY_IDS)
@@ -145,6 +179,24 @@ MODEL_IDS = sorted({(model, f.entry) for f in FAMILIES if not f.by_template_only
 def test_model_id_resolves(model: str, entry: str) -> None:
     assert catalog.resolve_name(model=model) == entry
     assert catalog.resolve_name(model=model, chat_template="{{ messages }}") == entry
+
+
+# checkpoints next to a breadth family whose ids look alike but whose format is another entry's, or
+# none the catalog has (None: the chat template has to decide)
+NEIGHBOUR_IDS = {
+    "stepfun-ai/Step3-VL-10B": None,  # a Qwen3-8B decoder, not Step 3's <steptml:invoke> format
+    "stepfun-ai/Step-3.5-Flash": "step3p5",
+    "ai-sage/GigaChat3-10B-A1.8B": "gigachat3",
+    "ai-sage/GigaChat3.1-10B-A1.8B": "gigachat3",
+    "Salesforce/xLAM-7b-fc-r": None,  # first-generation xLAM ({"tool_calls": [...]}), not covered
+    "moonshotai/Kimi-K2-Instruct": "kimi_k2",
+}
+
+
+@pytest.mark.parametrize(("model", "entry"), sorted(NEIGHBOUR_IDS.items()))
+def test_neighbour_model_ids(model: str, entry: str | None) -> None:
+    for variant in (model, model.lower(), f"/models/{model.split('/')[-1]}-Q4_K_M.gguf"):
+        assert catalog.match_model(variant) == entry, variant
 
 
 @pytest.mark.parametrize(("template", "entry"), TEMPLATES)
@@ -292,3 +344,44 @@ def test_llama_cpp_cells_name_a_handler_or_the_autoparser() -> None:
         assert "autoparser" in cell or "handler" in cell, cell
         for name in _names(cell):
             assert name in LLAMA_CPP_HANDLERS or name.endswith((".jinja", ".cpp")), (row["format"], name)
+
+
+# --------------------------------------------------------------------------------------------------
+# the README's family list
+
+README_NAMES = {
+    "minimax_m2": "MiniMax M2",
+    "minimax_m3": "M3",
+    "seed_oss": "Seed-OSS",
+    "step3p5": "Step 3 / 3.5",
+    "step3": "Step 3",
+    "nemotron3": "Nemotron 3",
+    "nemotron_nano_v2": "Nemotron Nano v2",
+    "ling3": "Ling 3",
+    "poolside_v1": "Poolside Laguna",
+    "hy3": "Hy3",
+    "hunyuan_a13b": "Hunyuan-A13B",
+    "minicpm5": "MiniCPM 5",
+    "muse_glimmer": "Muse Glimmer",
+    "gigachat3": "GigaChat 3 / 3.1",
+    "gigachat35": "3.1 / 3.5",
+    "apriel": "Apriel",
+    "llama4_json": "Llama 4 JSON",
+    "granite_20b_fc": "Granite 20B function calling",
+    "internlm": "InternLM / Intern-S1",
+    "apertus": "Apertus",
+    "xlam": "xLAM-2",
+    "jamba": "Jamba",
+    "longcat": "LongCat-Flash",
+    "mimo": "MiMo-V2",
+    "k2_horizon": "K2 Horizon",
+}
+
+
+def test_readme_family_list_names_every_breadth_entry() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    sentence = readme.split("`chatparse.catalog` ships validated templates", 1)[1].split(":\n", 1)[0]
+    sentence = " ".join(sentence.split())
+    assert {f.entry for f in FAMILIES} <= set(README_NAMES)
+    for entry, label in README_NAMES.items():
+        assert label in sentence, (entry, label)

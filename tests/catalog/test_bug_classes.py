@@ -180,6 +180,13 @@ REASONING_THEN_CALL: dict[str, tuple[str, bool]] = {
     "step3p5": ("<think>", True),
     "apriel": ("Here are my reasoning steps:", False),
     "muse_glimmer": ("<|start|>assistant to=self<|message|>", False),
+    "apertus": ("<|inner_prefix|>", True),
+    "gigachat35": ("<think>", True),
+    "hunyuan_a13b": ("<think>", True),
+    "k2_horizon": ("<ifm|think>", True),
+    "longcat": ("<longcat_think>", True),
+    "mimo": ("<think>", True),
+    "step3": ("<think>", True),
 }
 
 
@@ -265,6 +272,15 @@ STRAY_IN_CONTENT: dict[str, list[str]] = {
     "gigachat3": [],
     "granite_20b_fc": [],
     "llama4_json": [],
+    "apertus": ["<|inner_suffix|>", "<|tools_suffix|>"],
+    "gigachat35": ["</think>", "</｜GCML｜tool_calls>", "</｜GCML｜invoke>", "</｜GCML｜parameter>"],
+    "hunyuan_a13b": ["</think>", "</tool_calls>", "</answer>"],
+    "jamba": ["</tool_calls>"],
+    "k2_horizon": ["</ifm|think>", "</ifm|tool_call>", "</ifm|tool_calls>"],
+    "longcat": ["</longcat_think>", "</longcat_tool_call>"],
+    "mimo": ["</think>", "</tool_call>"],
+    "step3": ["</think>", "<｜tool_calls_end｜>", "<｜tool_call_end｜>", "</steptml:invoke>"],
+    "xlam": [],
 }
 
 

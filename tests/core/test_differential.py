@@ -696,3 +696,32 @@ def test_chatparse_defect_fixes():
     qx = "<tool_call>\n<function=f>\n<parameter=n>\n9007199254740993\n</parameter>\n</function>\n</tool_call>"
     r = cp_parse(qx, FAMILIES["QWEN_XML"], "", D24_TOOLS)
     assert r.message["tool_calls"][0]["function"]["arguments"]["n"] == 9007199254740993
+
+
+D13_EVENTS_T = {
+    "start_anchor": "S",
+    "fields": {
+        "tool_calls": {
+            "open": "<t>",
+            "close": "</t>",
+            "content": "xml-inline",
+            "content_args": {"tag_pattern": r"<(?P<key>\w+)>(?:v=(?P<value>[^<]*))?</(?P=key)>"},
+        },
+        "n": {"open": "<n>", "close": "</n>", "content": "int"},
+    },
+}
+
+
+@needs_chatparse
+def test_xml_inline_nonparticipating_value_events_match_reference():
+    """Found by `test_random_events`: a non-participating `value` group without a value_parser
+    stores None as the reference does, so the region closes (it used to be malformed, which hid a
+    later field's error that the reference reports)."""
+    text = "<t><k>v=1</k><j></j><a></t><n>x</n>"
+    # identical normalised events; "D11" because the reference's stream raises at field `n`
+    assert check_events(D13_EVENTS_T, "S", text) == "D11"
+    ok = "<t><k>v=1</k><j></j><a></t>"
+    assert check_oneshot(D13_EVENTS_T, "S", ok) == "equal"
+    assert cp_parse(ok, D13_EVENTS_T, "S").message == {"tool_calls": {"k": "1", "j": None}}
+    for chunks in (list(ok), [ok[:5], ok[5:15], ok[15:]]):
+        assert cp_stream(chunks, D13_EVENTS_T, "S").message == {"tool_calls": {"k": "1", "j": None}}

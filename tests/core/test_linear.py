@@ -423,3 +423,48 @@ def test_memo_memory_is_linear_for_nested_quantifiers() -> None:
         for s in range(len(text)):
             assert _rx.Attempt(prog, s, ctx).run(text, True) is None
         assert ctx.size() <= 4 * n
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_every_watch_list_has_a_prefilter(template: str) -> None:
+    """Per-token speed (issue 9): every watch list of every catalog template and of the union
+    template has leads, so the per-token path decides most feeds with C searches only. A delimiter
+    without leads (`EverySearch`) makes every feed in its region run an attempt per character
+    (a closer alternative led by a lookbehind once made qwen3_xml's call bodies 5x slower)."""
+    t = TEMPLATES[template]
+    lists = [("(start)", t.watch)] + [(n, f.watch) for n, f in t.fields.items() if f.watch is not None]
+    # exempt: no delimiters (an implicit field), or a closer that matches at once (`(?=)`)
+    missing = [
+        n
+        for n, w in lists
+        if w.prefilter is None and w.entries and any(e.delimiter.source != "(?=)" for e in w.entries)
+    ]
+    assert not missing, f"{template}: watch lists without a prefilter: {missing}"
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_prose_is_decided_by_the_prefilter(template: str) -> None:
+    """Per-token speed (issue 9: no family far above the median): 4,000 characters of prose in
+    token-sized feeds ask the cursors of a template's first region a bounded number of times (a
+    lookbehind-led branch once gave minimax_m2 and llama3_json a `\\s` lead: every space a scan)."""
+    t = TEMPLATES[template]
+    text = _words(4000)
+    scan = _scan.Scanner._scan
+    count = [0]
+
+    def counted(self, *a):  # type: ignore[no-untyped-def]
+        count[0] += 1
+        return scan(self, *a)
+
+    _scan.Scanner._scan = counted  # type: ignore[method-assign]
+    try:
+        p = chatparse.ResponseParser(t, prefix="")
+        rnd = random.Random(5)
+        i = 0
+        while i < len(text):
+            k = rnd.randint(1, 4)
+            p.feed(text[i : i + k])
+            i += k
+    finally:
+        _scan.Scanner._scan = scan  # type: ignore[method-assign]
+    assert count[0] <= 10, f"{template}: {count[0]} cursor scans on prose"

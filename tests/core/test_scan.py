@@ -18,11 +18,17 @@ from chatparse._scan import Commit, Hold, Watch, WatchList
 
 SHAPES = {
     _scan.LiteralSearch: None,  # literal lists: see test_literal_cursor
-    _scan.PrefixSearch: [r"<tool_call>(?=\s*\{)", r"</function>\s*</tool_call>", r"\[TOOL_CALLS\](?P<n>\w+)"],
+    _scan.PrefixSearch: [
+        r"<tool_call>(?=\s*\{)",
+        r"</function>\s*</tool_call>",
+        r"\[TOOL_CALLS\](?P<n>\w+)",
+        r"(?<=</parameter>\s{0,4}|>)</function>(?!\s*</tool_call>)",  # a lookbehind is zero-width
+    ],
     _scan.TriggerSearch: [r"[<\[]x", r"\w;"],
     _scan.LoopSearch: [r"\s*<tool_call>", r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", r"[^<]*<c>", r"\s{0,4}<x>"],
     _scan.AnchorSearch: [r"^<think>", r"\A\s*x"],
-    _scan.EverySearch: [r"(?=)", r".*?END", r"(?<=;)\s*x"],
+    _scan.AfterSearch: [r"(?<=;)", r"(?<=;)\s*x", r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)', r"(?<=a|b;)"],
+    _scan.EverySearch: [r"(?=)", r".*?END", r"(?<=[a-z])"],
     _scan.UnionSearch: [
         r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>",
         r"(?:<\|tool_call\|>|^)\s*(?=\[)",
@@ -128,6 +134,17 @@ def test_trigger_search_tries_only_trigger_characters() -> None:
     assert _count_steps(d, "abc " * 500) == 0
 
 
+def test_after_search_tries_only_positions_after_its_characters() -> None:
+    # The self-closing DSML call (`<invoke name="x"/>`): a zero-width closer right after `/>`.
+    d = _delim(r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)')
+    assert isinstance(d.strategy, _scan.AfterSearch) and d.strategy.after == [">"]
+    text = '<x name="f"/>'
+    assert d.cursor({}).advance(text + "y", True, 99, -1) == (_scan.MATCH, len(text), len(text))
+    assert _count_steps(d, "abc " * 500) == 0  # no `>`: no attempt
+    body = '<p name="a">v</p>' * 100
+    assert _count_steps(d, body + "z") <= 200  # one attempt per `>` at most
+
+
 def test_every_search_is_linear_with_memos() -> None:
     d = _delim(r".*?END")
     small, large = _count_steps(d, "EN" * 1000), _count_steps(d, "EN" * 2000)
@@ -221,3 +238,110 @@ def test_cut_off_openers_are_reported() -> None:
     p.feed("Hello there")
     p.finalize()
     assert p.cut_off == []
+
+
+LEADS = [
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "to=",
+    "to=functions.",
+    "functools",
+    "[TOOL_CALLS]",
+    "<|im_end|>",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(LEADS + ["x" * 40 + "<", "a"]), min_size=1, max_size=5, unique=True),
+    st.text(alphabet="<>/|[]_tofunc=.xTOLSa ", max_size=40),
+)
+def test_prefilter_trie_patterns_agree_with_plain_searches(leads: list[str], text: str) -> None:
+    """The prefilter's `re` tries (any lead; the earliest buffer tail inside a lead) answer as the
+    plain definitions do, with leads cut to `_LEAD_MAX` characters."""
+    pre = _scan.Prefilter([_scan.LiteralSearch(leads)])
+    cut = [x[: _scan._LEAD_MAX] for x in leads]
+    assert max(len(x) for x in pre.literals) <= _scan._LEAD_MAX
+    found = pre.search_re.search(text)
+    first = min((i for x in cut if (i := text.find(x)) >= 0), default=None)
+    assert (found.start() if found else None) == first
+    head = pre.head_re.search(text)
+    tails = [j for j in range(len(text)) if any(x.startswith(text[j:]) for x in cut)]
+    assert (head.start() if head else None) == (tails[0] if tails else None)
+
+
+def test_auto_mode_prose_is_decided_by_the_prefilter() -> None:
+    """Prose through the union template of auto mode (29 delimiters, leads starting with `<`, `[`,
+    `f`, `t`): no feed asks the cursors, and each feed runs at most two C searches."""
+    from chatparse import ResponseParser
+    from chatparse.detect import AutoStream
+
+    tpl = AutoStream()._parser._t
+    text = "the tool to fetch the weather for two cities, then a function of the forecast. " * 20
+    p = ResponseParser(tpl, prefix="")
+    counts = {"scan": 0, "search": 0}
+    scan = _scan.Scanner._scan
+
+    def counted(self, *a):  # type: ignore[no-untyped-def]
+        counts["scan"] += 1
+        return scan(self, *a)
+
+    pre = tpl.watch.prefilter
+    assert pre is not None
+    search, head = pre.search_re, pre.head_re
+
+    class Counting:
+        def __init__(self, rx):  # type: ignore[no-untyped-def]
+            self.rx = rx
+
+        def search(self, *a):  # type: ignore[no-untyped-def]
+            counts["search"] += 1
+            return self.rx.search(*a)
+
+    _scan.Scanner._scan = counted  # type: ignore[method-assign]
+    pre.search_re, pre.head_re = Counting(search), Counting(head)
+    try:
+        got = "".join(
+            e["text"] for i in range(0, len(text), 4) for e in p.feed(text[i : i + 4]) if "text" in e
+        )
+    finally:
+        _scan.Scanner._scan = scan  # type: ignore[method-assign]
+        pre.search_re, pre.head_re = search, head
+    n_feeds = len(range(0, len(text), 4))
+    assert counts["scan"] == 0
+    assert counts["search"] <= 2 * n_feeds
+    assert text.startswith(got) and len(got) >= len(text) - 16
+
+
+def test_call_bodies_are_decided_by_the_prefilter() -> None:
+    """qwen3_xml call bodies are full of `<parameter=` tags: the prefilter's one lead character
+    (`<`) occurs in almost every feed, but only the closer's literal lead asks the cursors, so the
+    count of cursor scans does not grow with the number of parameters."""
+    from chatparse import ResponseParser, catalog, load_response_template
+
+    tpl = load_response_template(catalog.get("qwen3_xml"))
+    scan = _scan.Scanner._scan
+
+    def scans(n_params: int) -> int:
+        body = "".join(f"<parameter=p{i}>\nvalue {i}\n</parameter>\n" for i in range(n_params))
+        text = f"<tool_call>\n<function=f>\n{body}</function>\n</tool_call>"
+        count = [0]
+
+        def counted(self, *a):  # type: ignore[no-untyped-def]
+            if self.entries[0].field == "tool_calls" and not self.entries[0].is_open:
+                count[0] += 1
+            return scan(self, *a)
+
+        _scan.Scanner._scan = counted  # type: ignore[method-assign]
+        try:
+            p = ResponseParser(tpl, prefix="")
+            for i in range(0, len(text), 3):
+                p.feed(text[i : i + 3])
+            msg, _ = p.finalize()
+        finally:
+            _scan.Scanner._scan = scan  # type: ignore[method-assign]
+        assert len(msg["tool_calls"][0]["function"]["arguments"]) == n_params
+        return count[0]
+
+    assert scans(40) == scans(5) <= 8

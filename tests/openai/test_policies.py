@@ -330,3 +330,26 @@ def test_template_may_be_a_catalog_name() -> None:
         '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', template="mistral_v13", prefix=""
     )
     assert message["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+@pytest.mark.parametrize("auto", [False, True])
+@pytest.mark.parametrize(
+    "text",
+    ["<think></think><think>", "<think>a</think>b<think>c</think>d", "<think>a</think><think>c"],
+)
+def test_reopened_reasoning_loses_no_text(text: str, auto: bool) -> None:
+    """DeepSeek DSML (reported by the engines engineer): `<think>` after `</think>` opens the
+    non-repeating reasoning field again. The core keeps the reference's semantics (the last region
+    wins in `parse_response`); the OpenAI layer concatenates every reasoning region, so no reasoning
+    text is lost and the deltas add up to the message for every chunking."""
+    from chatparse import catalog
+
+    kw: dict = {"auto": True} if auto else {"template": catalog.get("deepseek_dsml")}
+    reasoning = "".join(text.replace("</think>", "<think>").split("<think>")[1::2])
+    content = "".join(text.replace("</think>", "<think>").split("<think>")[2::2])
+    for chunks in (list(text), [text], [text[:3], text[3:]]):
+        message, deltas, _ = stream(chunks, prefix="<｜Assistant｜>", id_factory=counter_ids(), **kw)
+        assert merged(message, deltas) == public(message)
+        got = (message.get("reasoning_content") or "").replace("\n\n", "")
+        assert got == reasoning
+        assert (message.get("content") or "") == content

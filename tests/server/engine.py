@@ -127,6 +127,10 @@ class Script:
     prompt_tokens: int = 12
     delay: float = 0.0
     first_token_delay: float = 0.0
+    # Streams wait before their first token until this many generation requests are active at once
+    # (or `gate_timeout` seconds passed): overlap by construction, not by timing.
+    gate: int = 0
+    gate_timeout: float = 30.0
     fault: str | None = None
     # Structured answer ("mode c": the engine parses tool calls itself); used by the chat endpoints
     # instead of `text` when any of these is set.
@@ -580,6 +584,10 @@ class TestEngine:
                 if never_answer:
                     return await self._hang(receive, send)
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
+                if script.gate:
+                    deadline = time.monotonic() + script.gate_timeout
+                    while self.active < script.gate and time.monotonic() < deadline:
+                        await asyncio.sleep(0.005)
                 await asyncio.sleep(first_delay)
                 for chunk in head:
                     await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})

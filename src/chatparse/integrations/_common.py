@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._template import Template, load_response_template
+from ..openai._resolve import without_fields
 
 ENV_TEMPLATE = "CHATPARSE_TEMPLATE"
 ENV_TEMPLATE_OVERRIDE = "CHATPARSE_TEMPLATE_OVERRIDE"
@@ -124,12 +125,7 @@ class Policy:
 
 
 def _without(spec: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
-    fields = spec.get("fields")
-    if not isinstance(fields, dict) or not any(n in fields for n in names):
-        return spec
-    out = dict(spec)
-    out["fields"] = {k: v for k, v in fields.items() if k not in names}
-    return out
+    return without_fields(spec, names)
 
 
 @dataclass(frozen=True)

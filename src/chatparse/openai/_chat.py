@@ -68,6 +68,7 @@ REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
 _STREAM_MODES = ("early", "complete")
 _UNKNOWN_MODES = ("surface", "drop")
 _REASONING_KEYS = ("reasoning_content", "reasoning", "both")
+_SLOW = object()  # `ChatParser._sink`: take the event path
 
 
 class ChatParser:
@@ -147,17 +148,20 @@ class ChatParser:
         # Fields whose chunks produce no delta (the per-token path of `feed` skips them).
         self._silent_fields = frozenset(
             name
-            for name in self._t.fields
+            for name, f in self._t.fields.items()
             if (name == "tool_calls" and stream_tool_calls != "early")
-            or (name != "tool_calls" and self._stream(name) is None)
+            or (name != "tool_calls" and (self._stream(name) is None or f.dirty))
         )
         self._region_pos = 0  # end of the current region's text seen so far
+        self._open_field: str | None = None  # the region open in the core (from its events)
+        self._sink: Any = _SLOW  # a TextStream, None or _SLOW (see `_set_sink`)
         self._finished = False
         self._emit_from = 0
         self._pending = self._process(self._parser.initial_events, truncated_drops=False)
         # The core never re-emits prefix characters it held and released late (D20): they are
         # taken from `input_text` before the next chunk or close of the region they belong to.
         self._emit_from = len(self._parser.input_text)
+        self._set_sink()
 
     # -- public ------------------------------------------------------------------------------
 
@@ -167,38 +171,38 @@ class ChatParser:
             raise RuntimeError("ChatParser already finished")
         if self._auto is not None:
             return self._rekey(self._auto.feed(text))
-        events = self._parser.feed(text)
-        if len(events) == 1 and not self._pending:
-            # The per-token path: one clean text chunk of content or reasoning.
-            e = events[0]
-            if e["type"] == "region_chunk" and self._region_pos >= self._emit_from:
-                if e["field"] in self._silent_fields:
-                    # a call body while calls are sent complete, or a field that is not mapped
-                    self._region_pos += len(e["text"])
-                    return []
-                s = self._text_fields.get(e["field"]) if not e["dirty"] else None
-                if s is not None:
-                    chunk = e["text"]
-                    self._region_pos += len(chunk)
-                    piece = s.piece(chunk)
-                    if piece is not None:
-                        if not piece:
-                            return []
-                        if s is self._content:
-                            return [{"content": piece}]
-                        return [dict.fromkeys(self._reasoning_keys, piece)]
-                    pieces: list[str] = []
-                    s.chunk(chunk, pieces)
-                    if not pieces:
+        r = self._parser._feed(text)
+        if isinstance(r, str):
+            sink = self._sink
+            if sink is not _SLOW:
+                # The per-token path: a clean chunk of the open region, which `_process` saw open.
+                self._region_pos += len(r)
+                if sink is None:
+                    return []  # a call body while calls are sent complete, or an unmapped field
+                piece = sink.piece(r)
+                if piece is not None:
+                    if not piece:
                         return []
-                    keys = ("content",) if s is self._content else self._reasoning_keys
-                    if len(pieces) == 1:
-                        return [dict.fromkeys(keys, pieces[0])]
-                    deltas: list[dict[str, Any]] = []
-                    self._text_deltas(e["field"], pieces, deltas)
-                    return deltas
+                    if sink is self._content:
+                        return [{"content": piece}]
+                    return [dict.fromkeys(self._reasoning_keys, piece)]
+                pieces: list[str] = []
+                sink.chunk(r, pieces)
+                if not pieces:
+                    return []
+                deltas: list[dict[str, Any]] = []
+                self._text_deltas("content" if sink is self._content else "reasoning_content", pieces, deltas)
+                return deltas
+            name = self._open_field
+            assert name is not None
+            events: list[Any] = [
+                {"type": "region_chunk", "field": name, "text": r, "dirty": self._t.fields[name].dirty}
+            ]
+        else:
+            events = r
         deltas = self._pending + self._process(events, truncated_drops=False)
         self._pending = []
+        self._set_sink()
         return deltas
 
     def finish(self, finish_reason: str = "stop") -> tuple[dict[str, Any], list[dict[str, Any]], str]:
@@ -280,6 +284,18 @@ class ChatParser:
                 out[i] = {**out[i], "text": out[i]["text"][: max(0, cut - start)]}
         return out
 
+    def _set_sink(self) -> None:
+        """Where the per-token path of `feed` sends a chunk of the open region: its `TextStream`,
+        None (the chunk makes no delta), or `_SLOW` (the event path: prefix text to refill first,
+        deltas pending, early call streaming, or no region open)."""
+        name = self._open_field
+        if name is None or self._pending or self._region_pos < self._emit_from:
+            self._sink = _SLOW
+        elif name in self._silent_fields:
+            self._sink = None
+        else:
+            self._sink = self._text_fields.get(name, _SLOW)
+
     def _stream(self, name: str) -> TextStream | None:
         if name == "content":
             return self._content
@@ -303,6 +319,10 @@ class ChatParser:
         calls = self._calls
         for e in events:
             kind, name = e["type"], e["field"]
+            if kind == "region_open":
+                self._open_field = name
+            elif kind != "region_chunk":
+                self._open_field = None
             f = fields.get(name)
             if f is None:
                 continue

@@ -144,18 +144,148 @@ def _by_name(catalog: Any, name: str) -> Any:
     raise ValueError(f"chatparse.catalog cannot look up template {name!r} by name")
 
 
-def without_tool_calls(spec: Any) -> Any:
-    """`spec` without its `tool_calls` field (a copy), so that call markup stays in the text.
+def _alternatives(pattern: str) -> list[tuple[int, int]]:
+    """Spans of the alternatives of every alternation in `pattern` (top level and each group).
 
-    Used for `tool_choice="none"`: the model was asked not to call, and whatever call-like text it
-    writes is returned as content, never as a call (engines.md §3).
+    A plain scan (escapes, character classes and group nesting tracked); the spans of one alternation
+    are consecutive in the list, grouped by the returned order of `_alternation_groups`.
+    """
+    return [span for group in _alternation_groups(pattern) for span in group]
+
+
+def _alternation_groups(pattern: str) -> list[list[tuple[int, int]]]:
+    groups: list[list[tuple[int, int]]] = []
+    stack: list[list[tuple[int, int]]] = [[]]
+    starts = [0]
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern.startswith("[]", i) or pattern.startswith("[^]", i):
+                i += 2 if pattern[i + 1] == "]" else 3
+                continue
+        elif c == "(":
+            j = i + 1
+            if pattern.startswith("?", j):  # (?:  (?=  (?!  (?<=  (?<!  (?P<name>  (?i:
+                k = pattern.find(":", j) if pattern[j + 1 : j + 2] not in ("=", "!", "<", "P") else -1
+                if pattern[j + 1 : j + 2] in ("=", "!"):
+                    j += 2
+                elif pattern.startswith("<=", j + 1) or pattern.startswith("<!", j + 1):
+                    j += 3
+                elif pattern.startswith("P<", j + 1) or pattern[j + 1 : j + 2] == "<":
+                    j = pattern.find(">", j) + 1
+                elif k != -1:
+                    j = k + 1
+            stack.append([])
+            starts.append(j)
+            i = j
+            continue
+        elif c == ")" and len(stack) > 1:
+            stack[-1].append((starts.pop(), i))
+            groups.append(stack.pop())
+        elif c == "|":
+            stack[-1].append((starts[-1], i))
+            starts[-1] = i + 1
+        i += 1
+    stack[0].append((starts[0], n))
+    groups.append(stack[0])
+    return groups
+
+
+_META = set(".^$*+?{}[]()|\\")
+
+
+def _literal(text: str) -> str | None:
+    """The string a regex alternative matches when it is a plain literal (escapes resolved), else None."""
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            if i + 1 >= len(text) or text[i + 1].isalnum():
+                return None  # \s, \d, \b, ... or a dangling escape
+            out.append(text[i + 1])
+            i += 2
+            continue
+        if c in _META:
+            return None
+        out.append(c)
+        i += 1
+    return "".join(out) or None
+
+
+def _closing_literals(field: Any) -> set[str]:
+    """The closing markers that end `field` and pair with its opener (`<think>` ... `</think>`,
+    `<tool_call>` ... `</tool_call>`); not end-of-turn markers that also end it."""
+    found: set[str] = set()
+    if not isinstance(field, dict):
+        return found
+    if isinstance(field.get("close"), str):
+        found.add(field["close"])
+    pattern = field.get("close_pattern")
+    if isinstance(pattern, str):
+        found |= {lit for a, b in _alternatives(pattern) if (lit := _literal(pattern[a:b]))}
+    opener = " ".join(str(field.get(k, "")) for k in ("open", "open_pattern"))
+
+    def pairs(lit: str) -> bool:  # `</x>` / `[/X]` whose `<x>` / `[X]` opens this field
+        return lit.startswith(("</", "[/")) and (lit[0] + lit[2:]) in opener.replace("\\", "")
+
+    return {lit for lit in found if pairs(lit)}
+
+
+def _drop_alternatives(pattern: str, literals: set[str]) -> str:
+    """`pattern` without the alternatives that are exactly one of `literals` (an alternation keeps at
+    least one alternative)."""
+    cut: list[tuple[int, int]] = []
+    for group in _alternation_groups(pattern):
+        if len(group) < 2:
+            continue
+        gone = [k for k, (a, b) in enumerate(group) if _literal(pattern[a:b]) in literals]
+        if not gone or len(gone) == len(group):
+            continue
+        for k in gone:  # remove the alternative with one neighbouring '|'
+            a, b = group[k]
+            cut.append((a - 1, b) if k == len(group) - 1 or (k > 0 and k - 1 not in gone) else (a, b + 1))
+    for a, b in sorted(cut, reverse=True):
+        pattern = pattern[:a] + pattern[b:]
+    return pattern
+
+
+def without_fields(spec: Any, names: Any) -> Any:
+    """`spec` without the fields `names` (a copy), so that their markup stays in the text verbatim.
+
+    Used for `tool_choice="none"` (the model was asked not to call: call-like text is content, never
+    a call, engines.md §3) and by the engine integrations when no reasoning parser is selected. The
+    closing markers of a removed field (`</think>`, `</tool_call>`) are also taken out of the other
+    fields' `close_pattern`s, where a catalog entry drops them as stray closers: with the field gone
+    they belong to the verbatim markup.
     """
     fields = spec.get("fields") if isinstance(spec, dict) else None
-    if not isinstance(fields, dict) or "tool_calls" not in fields:
+    if not isinstance(fields, dict) or not any(n in fields for n in names):
         return spec
+    literals: set[str] = set()
+    for n in names:
+        literals |= _closing_literals(fields.get(n))
+    kept: dict[str, Any] = {}
+    for k, v in fields.items():
+        if k in names:
+            continue
+        if literals and isinstance(v, dict) and isinstance(v.get("close_pattern"), str):
+            v = {**v, "close_pattern": _drop_alternatives(v["close_pattern"], literals)}
+        kept[k] = v
     out = dict(spec)
-    out["fields"] = {k: v for k, v in fields.items() if k != "tool_calls"}
+    out["fields"] = kept
     return out
+
+
+def without_tool_calls(spec: Any) -> Any:
+    """`spec` without its `tool_calls` field (`without_fields(spec, ["tool_calls"])`)."""
+    return without_fields(spec, ["tool_calls"])
 
 
 def _load(spec: Any, parse_tool_calls: bool) -> Template:
