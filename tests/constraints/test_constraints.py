@@ -26,6 +26,11 @@ UNSUPPORTED: dict[str, str] = {
     "(Harmony's recipient may sit in the role or the channel part of the header)",
     "muse_glimmer": "the call opener has a negative lookahead in the middle of the pattern "
     "(the recipient may be anything but self, user, commentary or developer)",
+    # catalog round 3 (landed 16:15): content features the derivation does not write yet
+    "apertus": "the call list holds single-key objects (`content_args.single_key_objects`: "
+    "`{NAME: ARGS}`), which the JSON call body does not write",
+    "step3": "argument values are read by a `value_parser` (`text`), which the grammar does not write",
+    "xlam": "the JSON content has `content_args.prefix` '[' (the opener writes the list's bracket)",
 }
 NO_TOOLS = {"deepseek_r1_distill", "lfm2_math"}  # templates without a tool_calls field
 
@@ -475,7 +480,20 @@ BARE_FUNCTION = (
     "calls closed by `</function>` without `</tool_call>`: the constraint closes each call with "
     "`</function></tool_call>`"
 )
+SECOND_CALL_GAP = (
+    "GAP (catalog round 3, not yet analysed): a second call in the same section is rejected; "
+    "the first call is admitted"
+)
+MARKER_IN_REASONING = "reasoning text quoting a call marker: free text excludes every marker"
 NOT_ADMITTED: dict[str, str] = {
+    "gigachat35/markers-in-arguments": MARKER_IN_VALUE,
+    "k2-horizon/markers-in-arguments": MARKER_IN_VALUE,
+    "mimo/markers-in-arguments": MARKER_IN_VALUE,
+    "gigachat35/gcml-opened-in-reasoning": INSIDE_REASONING,
+    "k2-horizon/call-group-ends-reasoning": INSIDE_REASONING,
+    "gigachat35/parallel-calls": SECOND_CALL_GAP,
+    "k2-horizon/parallel-calls": SECOND_CALL_GAP,
+    "hunyuan-a13b/call-quoted-in-reasoning": MARKER_IN_REASONING,
     **dict.fromkeys(
         (
             "deepseek/cf-dsml-inside-reasoning-v32",

@@ -491,7 +491,7 @@ class Deriver:
         content = f.content
         args = f.content_args if isinstance(f.content_args, dict) else {}
         if content == "json":
-            for k in ("suffix", "allow_non_json"):
+            for k in ("suffix", "allow_non_json", "single_key_objects"):
                 if args.get(k):
                     raise ConstraintError(f"Field '{f.name}': content_args '{k}' cannot be written exactly")
             self.json_prefix = args.get("prefix") or ""
