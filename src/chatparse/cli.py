@@ -793,6 +793,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_show.set_defaults(handler=_cmd_show)
     p_templates.set_defaults(handler=None, subparser=p_templates)
 
+    from .constraints import _cli as constraints_cli
+
+    constraints_cli.add_parser(sub).set_defaults(handler=lambda a: constraints_cli.run(a, CliError))
+
     parser.set_defaults(handler=None, subparser=parser)
     return parser
 

@@ -29,6 +29,7 @@ from typing import Any
 from ..openai import InvalidRequest, ResponsesStream, responses_to_chat, validate_chat_request
 from . import _http
 from ._config import Resolved, ServerConfig, resolve_config
+from ._constrain import needs_constraint, plan_constraint
 from ._json import BodyError, dumps, loads_body
 from ._log import RequestLog
 from ._metrics import Metrics
@@ -563,14 +564,6 @@ class App:
         self._check_model(req["model"])
         r = self.resolved
         if r.api not in STRUCTURED_KINDS:
-            choice = req["tool_choice"]
-            if choice == "required" or isinstance(choice, dict):
-                raise HTTPError(
-                    400,
-                    "tool_choice 'required' or a named function cannot be guaranteed when the engine generates raw "
-                    "text (no constrained decoding through this server); use 'auto' or 'none'",
-                    "tool_choice",
-                )
             rf = req.get("response_format")
             if rf is not None and rf.get("type") != "text":
                 raise HTTPError(
@@ -598,6 +591,18 @@ class App:
             default_max = self.config.default_max_tokens
             upstream_req = {**req, "max_tokens": default_max}
         try:
+            constraint = None
+            if needs_constraint(req):  # required / named / strict / non-parallel (derived off the loop)
+                constraint = await asyncio.to_thread(
+                    plan_constraint,
+                    r.api,
+                    req,
+                    template=r.template,
+                    template_name=r.template_name,
+                    prefix=prefix,
+                    stop=stop,
+                )
+                rlog.set(constraint=constraint is not None)
             call = build_call(
                 r.api,
                 upstream_req,
@@ -606,6 +611,7 @@ class App:
                 stop=stop or None,
                 stream=req["stream"],
                 passthrough=passthrough,
+                constraint=constraint,
             )
         except InvalidRequest as e:
             raise HTTPError(400, str(e), e.param) from None

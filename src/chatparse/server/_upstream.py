@@ -283,10 +283,16 @@ def build_call(
     stop: list[str] | None,
     stream: bool,
     passthrough: dict[str, Any] | None = None,
+    constraint: Any = None,
 ) -> UpstreamCall:
     """The upstream request for a validated Chat Completions request `req`: `BODY_BUILDERS[kind]`,
-    plus the request fields the operator allowed through verbatim (`--passthrough`)."""
+    the generation `constraint` in that API's fields (`_constrain.CONSTRAINT_FIELDS`), plus the
+    request fields the operator allowed through verbatim (`--passthrough`)."""
     body = BODY_BUILDERS[kind](req, model=model, prompt=prompt, stop=stop, stream=stream)
+    if constraint is not None:
+        from ._constrain import CONSTRAINT_FIELDS
+
+        body.update(CONSTRAINT_FIELDS[kind](constraint))
     for key, value in (passthrough or {}).items():
         body.setdefault(key, value)
     return UpstreamCall(_PATHS[kind], body)

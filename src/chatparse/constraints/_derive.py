@@ -1,0 +1,1106 @@
+"""Deriving one constraint from a response template and a request's tools.
+
+Theory of operation
+-------------------
+The template is the parser's description of the output; the constraint is the generator's. Both
+must agree: every string the constraint accepts must parse, with the same template, into exactly
+the calls the constraint allowed. The derivation therefore builds the output language from the
+template's own parts:
+
+* each tool call is the tool field's opener (its `name` group replaced by the tool's name), a
+  body written by the field's content parser (`json` with its dialect options, `xml-inline` with
+  its tag pattern, `python-call-list`) carrying the tool's arguments as its JSON schema allows,
+  and the closer; where a transform reads the name and arguments decides where they go;
+* free text (content, reasoning, raw string values) excludes the literals every match of each
+  delimiter the parser watches at that point contains (`_regex.necessary`), so text can never be
+  taken for a marker;
+* `tool_choice`, `parallel_tool_calls` and reasoning decide how many calls, and what else, may be
+  written around them.
+
+Parts of a delimiter that only say *where* it may match (a trailing lookahead, a lookbehind
+alternative, `\\Z`) are left out of the written language; every derived constraint is then checked
+by rendering one sample call per tool and parsing it with the template (`_self_check`). Anything a
+grammar cannot express exactly raises `ConstraintError` naming the field.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from .._parser import ResponseParser
+from .._template import Field, Template
+from ._grammar import (
+    EMPTY,
+    NOTHING,
+    WS_CHARS,
+    Alt,
+    Expr,
+    Grammar,
+    Lit,
+    alt,
+    json_scalar_automaton,
+    ranges_union,
+    rep,
+    seq,
+    violates_prefix,
+    violates_suffix,
+)
+from ._regex import Emitter, Node, _has_look, _literal_text, cat, literal_tree, necessary, parse
+from ._schema import PY_NAME, ConstraintError, SchemaCompiler, _disjoint_by_type, members_rule
+
+REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
+TOOL_FIELD = "tool_calls"
+_TOOL_CHOICES = ("auto", "required", "none")
+_WORD_KEY = regex.compile(r"\w+")
+_LENIENT_KEY = regex.compile(r'[^\s{}\[\]:,"][^{}\[\]:,"]*?')
+_PY_NAME = regex.compile(PY_NAME)
+
+
+@dataclass
+class Request:
+    """The request options a constraint depends on (normalised)."""
+
+    tools: list[dict[str, Any]]
+    tool_choice: str  # auto | required | none | named
+    named: str | None
+    parallel: bool
+    reasoning: bool | None
+    strict: bool | None
+
+
+@dataclass
+class CallForms:
+    """The ways one tool call can be written."""
+
+    tool: str
+    opener: Expr
+    body: Expr
+    closer: Expr | None  # None: the call has no written closer
+    closes_at_eos: bool  # the call may be the last thing in the output without its closer
+    chain_prefix: str | None  # the call may be closed by the next call starting with this literal
+    sample: str = ""
+    opener_repeat: int | None = -1  # the opener's repetition cap (-1: max_whitespace; 0: none)
+
+
+@dataclass
+class Derivation:
+    """Everything `Constraint` renders, built once."""
+
+    grammar: Grammar
+    request: Request
+    template: Template
+    calls: list[CallForms]
+    text_forbidden: tuple[str, ...] | None
+    reasoning_open: tuple[str, str, tuple[str, ...]] | None  # (opener literal, closer literal, excludes)
+    reasoning_mode: str  # "none" | "optional" | "required" | "inside"
+    json_schema: dict[str, Any] | None = None
+    json_schema_reason: str | None = None
+    tag_reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _tool_list(tools: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if tools is None:
+        return out
+    if not isinstance(tools, list):
+        raise ConstraintError(f"tools must be a list, got {type(tools).__name__}")
+    seen = set()
+    for i, t in enumerate(tools):
+        fn = t.get("function", t) if isinstance(t, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+            raise ConstraintError(f"tools[{i}] has no function name")
+        if fn["name"] in seen:
+            raise ConstraintError(f"tools[{i}]: the tool {fn['name']!r} is offered twice")
+        seen.add(fn["name"])
+        params = fn.get("parameters")
+        if params is None:
+            params = {"type": "object", "properties": {}}
+        if not isinstance(params, dict):
+            raise ConstraintError(f"tools[{i}] ({fn['name']}): 'parameters' must be an object")
+        out.append({"name": fn["name"], "parameters": params, "strict": fn.get("strict")})
+    return out
+
+
+def normalise_request(
+    tools: Any, tool_choice: Any, parallel_tool_calls: Any, reasoning: Any, strict: Any
+) -> Request:
+    tl = _tool_list(tools)
+    named = None
+    if isinstance(tool_choice, dict):
+        fn = tool_choice.get("function") if tool_choice.get("type", "function") == "function" else None
+        name = fn.get("name") if isinstance(fn, dict) else tool_choice.get("name")
+        if not isinstance(name, str):
+            raise ConstraintError(
+                "tool_choice: a named choice needs {'type': 'function', 'function': {'name': ...}}"
+            )
+        named, choice = name, "named"
+    elif tool_choice is None:
+        choice = "auto"
+    elif isinstance(tool_choice, str) and tool_choice in _TOOL_CHOICES:
+        choice = tool_choice
+    else:
+        raise ConstraintError(
+            f"tool_choice must be 'auto', 'required', 'none' or a named function, got {tool_choice!r}"
+        )
+    if choice in ("required", "named") and not tl:
+        raise ConstraintError(f"tool_choice {choice!r} needs at least one tool")
+    if named is not None and named not in {t["name"] for t in tl}:
+        raise ConstraintError(f"tool_choice names {named!r}, which is not among the offered tools")
+    if parallel_tool_calls is None:
+        parallel_tool_calls = True
+    if not isinstance(parallel_tool_calls, bool):
+        raise ConstraintError("parallel_tool_calls must be a boolean")
+    if reasoning is not None and not isinstance(reasoning, bool):
+        raise ConstraintError("reasoning must be True, False or None")
+    if strict is not None and not isinstance(strict, bool):
+        raise ConstraintError("strict must be a boolean or None")
+    return Request(tl, choice, named, parallel_tool_calls, reasoning, strict)
+
+
+class Deriver:
+    def __init__(
+        self,
+        template: Template,
+        request: Request,
+        *,
+        prefix: str | None,
+        stop: tuple[str, ...],
+        max_whitespace: int | None,
+        key_order: str = "any",
+    ) -> None:
+        self.t = template
+        self.req = request
+        self.key_order = key_order
+        self.prefix = prefix if prefix is not None else ""
+        self.stop = stop
+        self.max_ws = max_whitespace
+        self.g = Grammar()
+        self.ws: Expr = rep(WS_CHARS, 0, max_whitespace)
+        self.notes: list[str] = []
+        truncated = template.truncate_past_last_anchor(self.prefix) if prefix is not None else ""
+        self.at_start = truncated == ""
+        self.tool_field = template.fields.get(TOOL_FIELD)
+        self.reasoning_field = next(
+            (template.fields[n] for n in REASONING_FIELDS if n in template.fields), None
+        )
+        self.open_at_start = self._initial_open()
+        self.next_openers: dict[str, Expr] = {}  # tool -> opener of a call right after another
+        self.json_prefix = ""  # content_args.prefix of a JSON tool field
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _initial_open(self) -> str | None:
+        parser = ResponseParser(self.t, prefix=self.prefix)
+        open_field = None
+        # An opener at the very end of the prompt may still be pending (`<think>(?:\s*<think>)?`
+        # waits to see whether the output extends it): a probe character that extends no
+        # delimiter settles it, as any output not extending the opener would.
+        events = list(parser.initial_events) + list(parser.feed("\x00"))
+        for e in events:
+            if e["type"] == "region_open":
+                open_field = e["field"]
+            elif e["type"] in ("region_close", "region_malformed"):
+                open_field = None
+        if open_field is not None and open_field == self.t.implicit:
+            return None
+        return open_field
+
+    def _tree(self, f: Field, which: str) -> Node | None:
+        d = f.opener if which == "open" else f.closer
+        if d is None:
+            return None
+        if d.literals is not None:
+            return literal_tree(d.literals)
+        return parse(d.source)
+
+    def _where(self, f: Field, which: str) -> str:
+        d = f.opener if which == "open" else f.closer
+        key = ("open" if which == "open" else "close") + (
+            "" if d is not None and d.literals is not None else "_pattern"
+        )
+        return f"Field '{f.name}': '{key}'"
+
+    def _necessary(self, f: Field, which: str) -> set[str]:
+        tree = self._tree(f, which)
+        if tree is None:
+            return set()
+        avoid: frozenset[str] = frozenset()
+        implicit = self.t.implicit
+        if f is self.tool_field and which == "open" and implicit is not None and implicit != f.name:
+            # the implicit field's closers are written between calls as section markers: a call
+            # marker among them (Kimi K2 drops a stray `<|tool_call_argument_begin|>`) cannot be
+            # the one free text is kept free of
+            sec = self._tree(self.t.fields[implicit], "close")
+            avoid = frozenset(necessary(sec) or ()) if sec is not None else frozenset()
+        lits = necessary(tree, avoid)
+        if lits is None:
+            raise ConstraintError(
+                f"{self._where(f, which)} can match text that contains no fixed marker, so free text "
+                "next to it cannot be kept from being read as that delimiter"
+            )
+        return lits
+
+    def _emit(
+        self,
+        f: Field,
+        which: str,
+        subst: dict[str, Expr] | None = None,
+        at_start: bool = False,
+        max_repeat: int | None = -1,
+        behind: str | None = None,
+    ) -> tuple[Expr, set[str]]:
+        tree = self._tree(f, which)
+        assert tree is not None
+        drop = self._self_closing_parts(f) if which == "open" else ()
+        em = Emitter(
+            self.g,
+            self._where(f, which),
+            subst=subst,
+            at_start=at_start,
+            max_repeat=self.max_ws if max_repeat == -1 else max_repeat,
+            drop_optional=drop,
+            behind=behind,
+        )
+        e = em.emit(tree)
+        if which == "open":
+            for tail in self._self_closing_tails(f):
+                if self.g.can_end_with(e, tail):
+                    raise ConstraintError(
+                        f"{self._where(f, 'close')}: its lookbehind alternative can match the end of an "
+                        f"opener the grammar writes (ending in {tail!r}), which would close the call "
+                        "before its arguments"
+                    )
+        return e, em.used
+
+    def _self_closing_tails(self, f: Field) -> tuple[str, ...]:
+        """The fixed endings of the closer's lookbehind alternatives (`(?<=... />)` -> `/>`).
+
+        Such an alternative closes a call that has no body (DSML's `<invoke name="x"/>`). The grammar
+        always writes a body and a written closer, so the opener it writes must never end that way.
+        """
+        if f.closer is None or f.closer.literals is not None:
+            return ()
+        tree = parse(f.closer.source)
+        out = []
+        for b in tree.kids if tree.op == "alt" else [tree]:
+            while b.op == "group" and b.args[0] is None:
+                b = b.kids[0]
+            if b.op == "look" and not b.args[0] and not b.args[1]:
+                tail = _trailing_literal(b.kids[0])
+                if not tail:
+                    raise ConstraintError(
+                        f"{self._where(f, 'close')}: a lookbehind alternative without a fixed ending"
+                    )
+                out.append(tail)
+        return tuple(out)
+
+    def _self_closing_parts(self, f: Field) -> tuple[str, ...]:
+        """Optional literals of the opener that are a prefix of a self-closing ending (`/` of `/>`)."""
+        tails = self._self_closing_tails(f)
+        return tuple(t[:i] for t in tails for i in range(1, len(t)))
+
+    def _is_stop(self, lit: str) -> bool:
+        return lit in self.stop
+
+    # -- free text ---------------------------------------------------------------------------
+
+    def implicit_forbidden(self) -> tuple[str, ...]:
+        lits: set[str] = set()
+        for f in self.t.fields.values():
+            if f.opener is not None:
+                lits |= self._necessary(f, "open")
+        if self.t.implicit is not None:
+            lits |= self._necessary(self.t.fields[self.t.implicit], "close")
+        return tuple(sorted(lits))
+
+    def _start_restriction(self) -> tuple[tuple[int, int], ...]:
+        """Characters text at buffer position 0 may not start with (a `^` opener alternative)."""
+        bad: tuple[tuple[int, int], ...] = ()
+        if not self.at_start:
+            return bad
+        for f in self.t.fields.values():
+            if f.opener is None or f.opener.literals is not None:
+                continue
+            tree = parse(f.opener.source)
+            em = Emitter(self.g, self._where(f, "open"), at_start=True, peek=True)
+            with_start = em.emit(tree)
+            em2 = Emitter(self.g, self._where(f, "open"), at_start=False, peek=True)
+            without = em2.emit(tree)
+            if with_start == without:
+                continue
+            first, nullable = self.g.first_chars(with_start)
+            if nullable and f is not self.reasoning_field:
+                raise ConstraintError(
+                    f"{self._where(f, 'open')} matches the empty string at the start of the output"
+                )
+            bad = ranges_union(bad, first)
+        return bad
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def _transform_paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(path of the name, path of the arguments) in the transform's scope."""
+        f = self.tool_field
+        assert f is not None
+        tr = f.transform
+        if tr is None:
+            return ("content", "name"), ("content", "arguments")
+        fn = tr.get("function") if isinstance(tr, dict) else None
+
+        def ph(v: Any, what: str) -> tuple[str, ...]:
+            m = regex.fullmatch(r"\{(\w+(?:\.\w+)*)\}", v) if isinstance(v, str) else None
+            if m is None:
+                raise ConstraintError(
+                    f"Field '{f.name}': 'transform' must take the call's {what} from a placeholder"
+                )
+            return tuple(m.group(1).split("."))
+
+        if isinstance(fn, str):
+            base = ph(fn, "function")
+            return (*base, "name"), (*base, "arguments")
+        if isinstance(fn, dict):
+            return ph(fn.get("name"), "name"), ph(fn.get("arguments"), "arguments")
+        raise ConstraintError(f"Field '{f.name}': 'transform' has no 'function' the calls can be read from")
+
+    def build_calls(self, tools: list[dict[str, Any]]) -> list[CallForms]:
+        f = self.tool_field
+        if f is None:
+            raise ConstraintError("the template has no 'tool_calls' field: it cannot express tool calls")
+        if f.opener is None:
+            raise ConstraintError(f"Field '{f.name}' has no opener: calls cannot be told from text")
+        name_path, args_path = self._transform_paths()
+        for p in (name_path, args_path):
+            if f.transform_each and p[0] == "content":
+                raise ConstraintError(f"Field '{f.name}': 'transform_each' reads the call from list items")
+        out = []
+        for tool in tools:
+            out.append(self._call(f, tool, name_path, args_path))
+        return out
+
+    def _body_forbidden(self, f: Field) -> tuple[str, ...]:
+        if f.closer is None:
+            return ()
+        if f.string_guard is not None:
+            return ()  # JSON-aware closing: the closer is not searched inside strings
+        return tuple(sorted(self._necessary(f, "close")))
+
+    def _call(
+        self, f: Field, tool: dict[str, Any], name_path: tuple[str, ...], args_path: tuple[str, ...]
+    ) -> CallForms:
+        name = tool["name"]
+        tool["parameters"]
+        where = f"tool {name!r}"
+        captures: dict[str, Expr] = {}
+        if len(name_path) == 1 and not f.transform_each:
+            captures[name_path[0]] = Lit(name)
+        for extra in ("id",):
+            if extra in _transform_placeholders(f.transform) and extra not in captures:
+                # an id the model writes (Kimi's `functions.NAME:IDX`): its own group structure is written
+                pass
+        opener, used = self._emit(f, "open", subst=captures)
+        if captures and not used & set(captures):
+            raise ConstraintError(
+                f"Field '{f.name}': the transform reads '{name_path[0]}', which the opener does not capture"
+            )
+        forbidden = self._body_forbidden(f)
+        body = self._body(f, tool, name_path, args_path, forbidden, where)
+        fits = self._lookahead_check()
+        if fits is not None and not f.transform_each and not fits(body):
+            raise ConstraintError(
+                f"{self._where(f, 'open')}: its lookahead does not hold for every call the grammar "
+                f"writes for {name!r}"
+            )
+        closer: Expr | None = None
+        closes_at_eos = False
+        chain: str | None = None
+        opener_repeat: int | None = -1
+        if f.closer is None:
+            closes_at_eos = True
+        elif f.closer.literals is not None:
+            written = [lit for lit in f.closer.literals if not self._is_stop(lit)]
+            closes_at_eos = len(written) < len(f.closer.literals)
+            closer = alt(*(Lit(x) for x in written)) if written else None
+        else:
+            tree = parse(f.closer.source)
+            branches = tree.kids if tree.op == "alt" else [tree]
+            written_exprs = []
+            behind: list[tuple[Expr, Expr]] = []  # (what must precede, the closer) of `(?<=L)X`
+            for b in branches:
+                lt = _look_literal(b)
+                if lt is not None:
+                    chain = lt
+                    continue
+                lb = _lookbehind_form(b)
+                if lb is not None:
+                    where_c = self._where(f, "close")
+                    behind.append(
+                        (
+                            Emitter(self.g, where_c, peek=True).emit(lb[0]),
+                            Emitter(self.g, where_c, max_repeat=self.max_ws).emit(lb[1]),
+                        )
+                    )
+                    continue
+                if _has_look(b) and len(branches) > 1:
+                    continue  # written only where what follows satisfies it: not a closer the grammar writes
+                lit = _literal_of(b)
+                if lit is not None and self._is_stop(lit):
+                    closes_at_eos = True
+                    continue
+                em = Emitter(self.g, self._where(f, "close"), max_repeat=self.max_ws)
+                e = em.emit(b)
+                if e != NOTHING:
+                    written_exprs.append(e)
+            if not written_exprs and behind:
+                # `(?<=L)X`: X closes the call only after L; every call written must end with L.
+                # Failing that, try the opener without its optional repetitions (GLM's
+                # `<tool_call>\s*NAME`: `<tool_call>NAME` is what `(?<=<tool_call>[^<\s]+)` reads).
+                if f.transform_each:
+                    raise ConstraintError(f"{self._where(f, 'close')}: a lookbehind closer after a call list")
+                tight, _ = self._emit(f, "open", subst=captures, max_repeat=0)
+                for op, reps in ((opener, -1), (tight, 0)):
+                    ok = [x for lb_re, x in behind if not violates_suffix(self.g, seq(op, body), lb_re)]
+                    if ok:
+                        opener, written_exprs, opener_repeat = op, ok, reps
+                        break
+                else:
+                    raise ConstraintError(
+                        f"{self._where(f, 'close')}: its lookbehind does not hold after every call the "
+                        f"grammar writes for {name!r}, and its other forms depend on what follows"
+                    )
+            closer = alt(*written_exprs) if written_exprs else None
+        if closer is None and not closes_at_eos and chain is None:
+            raise ConstraintError(f"{self._where(f, 'close')}: no closer the model can write")
+        return CallForms(name, opener, body, closer, closes_at_eos, chain, opener_repeat=opener_repeat)
+
+    def _body(
+        self,
+        f: Field,
+        tool: dict[str, Any],
+        name_path: tuple[str, ...],
+        args_path: tuple[str, ...],
+        forbidden: tuple[str, ...],
+        where: str,
+    ) -> Expr:
+        params = tool["parameters"]
+        content = f.content
+        args = f.content_args if isinstance(f.content_args, dict) else {}
+        if content == "json":
+            for k in ("suffix", "allow_non_json", "single_key_objects"):
+                if args.get(k):
+                    raise ConstraintError(f"Field '{f.name}': content_args '{k}' cannot be written exactly")
+            self.json_prefix = args.get("prefix") or ""
+            if self.json_prefix not in ("", "{"):
+                raise ConstraintError(
+                    f"Field '{f.name}': content_args 'prefix' {self.json_prefix!r} cannot be written exactly"
+                )
+            delims = args.get("string_delims") or []
+            uq = args.get("unquoted_keys")
+            if delims or uq:
+                if not (delims and uq) or len(delims) != 1 or delims[0][0] != delims[0][1]:
+                    raise ConstraintError(
+                        f"Field '{f.name}': this JSON dialect (unquoted_keys={uq!r}, string_delims={delims!r}) "
+                        "cannot be written exactly"
+                    )
+                sc = SchemaCompiler(
+                    self.g,
+                    "delimited",
+                    forbidden=forbidden,
+                    ws=self.ws,
+                    delimiter=delims[0][0],
+                    key_pattern=_LENIENT_KEY if uq == "lenient" else _WORD_KEY,
+                    root_schema=params,
+                    key_order=self.key_order,
+                    key_forbidden=tuple(sorted(self._necessary(f, "close"))),
+                )
+            else:
+                sc = SchemaCompiler(
+                    self.g,
+                    "json",
+                    forbidden=forbidden,
+                    ws=self.ws,
+                    root_schema=params,
+                    key_order=self.key_order,
+                )
+            return seq(self.ws, self._json_body(f, tool, sc, name_path, args_path, where), self.ws)
+        if content == "xml-inline":
+            if len(name_path) != 1 or f.transform_each:
+                raise ConstraintError(
+                    f"Field '{f.name}': xml-inline calls need the name from an opener capture"
+                )
+            if args_path != ("content",):
+                raise ConstraintError(f"Field '{f.name}': xml-inline calls need 'arguments': '{{content}}'")
+            return self._xml_body(f, tool, forbidden, where)
+        if content == "python-call-list":
+            if not f.transform_each or name_path != ("name",) or args_path != ("arguments",):
+                raise ConstraintError(
+                    f"Field '{f.name}': python-call-list needs a transform_each reading 'name' and 'arguments'"
+                )
+            return self._python_body(f, tool, forbidden, where)
+        raise ConstraintError(f"Field '{f.name}': content '{content}' cannot carry tool calls exactly")
+
+    def _object_with(
+        self, sc: SchemaCompiler, keys: list[tuple[str | tuple[str, ...], Expr]], where: str
+    ) -> Expr:
+        """A call object: `keys` (the name and arguments the transform reads) in any order, and at
+        most one of the keys models add that the transform ignores (`IGNORED_CALL_KEYS`)."""
+        colon = seq(self.ws, Lit(":"), self.ws)
+        comma = seq(self.ws, Lit(","), self.ws)
+        members: list[tuple[Expr, bool]] = [
+            (alt(*(seq(sc.key(n, where), colon, v) for n in ((k,) if isinstance(k, str) else k))), True)
+            for k, v in keys
+        ]
+        read = {n for k, _ in keys for n in ((k,) if isinstance(k, str) else k)}
+        read |= _transform_placeholder_keys(self.tool_field)
+        tr = self.tool_field.transform if self.tool_field is not None else None
+        if isinstance(tr, dict) and isinstance(tr.get("function"), str):
+            read = set(IGNORED_CALL_KEYS)  # `"function": "{content}"` copies every key: none is ignored
+        extra = []
+        for k, schema in IGNORED_CALL_KEYS.items():
+            if k in read:
+                continue
+            try:
+                value = sc.value({**schema, "maxLength": IGNORED_ID_MAX} if "type" in schema else schema, k)
+            except ConstraintError:  # a bounded string is not exact next to excluded markers
+                value = sc.value(schema, f"{where}.{k}")
+            extra.append(seq(sc.key(k, where), colon, value))
+        if extra and self.key_order == "any":
+            members.append((alt(*extra), False))
+        # `content_args.prefix` "{" (Llama 4): the opener wrote the brace, the parser puts it back
+        open_ = self.ws if self.json_prefix == "{" else seq(Lit("{"), self.ws)
+        # an opener lookahead reads the call object only where the object follows the opener
+        lead = self._lookahead_check() if not self.tool_field.transform_each else None  # type: ignore[union-attr]
+        first_ok = None
+        if lead is not None:
+
+            def first_ok(i: int) -> Expr:
+                m = members[i][0]
+                forms = m.items if isinstance(m, Alt) else (m,)
+                return alt(*(x for x in forms if lead(seq(open_, x))))
+
+            if all(first_ok(i) == NOTHING for i in range(len(members))):
+                # the lookahead reads past the first key (Llama 4: `"name": "...", "parameters":`):
+                # the keys the transform reads, in its order, and nothing else
+                fixed = members_rule(self.g, members[: len(keys)], comma, f"{where}-call", order="schema")
+                if lead(seq(open_, fixed)):
+                    return seq(open_, fixed, self.ws, Lit("}"))
+        body = members_rule(self.g, members, comma, f"{where}-call", order=self.key_order, first_ok=first_ok)
+        return seq(open_, body, self.ws, Lit("}"))
+
+    # -- a closer's trailing lookahead ---------------------------------------------------------
+
+    def closer_lookahead(self) -> tuple[Expr, bool, str] | None:
+        if not hasattr(self, "_closer_la"):
+            self._closer_la = self._find_closer_lookahead()
+        return self._closer_la
+
+    def _find_closer_lookahead(self) -> tuple[Expr, bool, str] | None:
+        """For a tool closer written as `X(?=LA)` (MiniMax M2's `</invoke>(?=\\s{0,64}(?:<invoke
+        name=|</minimax:tool_call>|\\Z))`): (LA as an expression, whether LA admits the end of
+        the text, X as literal text), else None. What follows a call must then satisfy LA."""
+        f = self.tool_field
+        if f is None or f.closer is None or f.closer.literals is not None:
+            return None
+        tree = parse(f.closer.source)
+        branches = tree.kids if tree.op == "alt" else (tree,)
+        found = None
+        for b in branches:
+            while b.op == "group" and b.args[0] is None and b.kids:
+                b = b.kids[0]
+            if b.op != "cat" or not b.kids:
+                continue
+            last = b.kids[-1]
+            if last.op != "look" or last.args[:2] != (True, False) or _look_literal(b) is not None:
+                continue
+            if any(_has_look(k) for k in b.kids[:-1]):
+                continue
+            # X's text, where it is one literal (lookbehind forms of the next opener may read it);
+            # X with optional parts (Hy3's `</tool_call(?::[a-z]+)?>`): "", no lookbehind holds
+            x = _literal_text(cat(b.kids[:-1])) or ""
+            plain = [k for k in branches if not _has_look(k)]
+            if plain or any(_lookbehind_form(k) is not None for k in branches):
+                return None  # a plain form is written instead, or one whose lookbehind holds
+            where = self._where(f, "close")
+            la = Emitter(self.g, where, peek=True).emit(last.kids[0])
+            found = (la, _admits_end(last.kids[0]), x)
+        return found
+
+    # -- an opener's trailing lookahead ------------------------------------------------------
+
+    def _lookahead_check(self) -> Any:
+        """For a tool opener ending in a lookahead (`\\s*(?=\\{\\s*"name")`): a test that every string of
+        a body expression satisfies it (exact, `violates_prefix`), or None without one."""
+        f = self.tool_field
+        if f is None or f.opener is None or f.opener.literals is not None:
+            return None
+        tree = parse(f.opener.source)
+        kids = tree.kids if tree.op == "cat" else [tree]
+        if not kids or kids[-1].op != "look" or kids[-1].args[:2] != (True, False):
+            if _has_trailing_look(tree):
+                raise ConstraintError(
+                    f"{self._where(f, 'open')}: a lookahead at the end of only some alternatives"
+                )
+            return None
+        tail: list[Node] = []
+        for k in reversed(kids[:-1]):
+            if _literal_text(k) is not None or k.op == "look" or k.op == "assert":
+                break
+            tail.insert(0, k)
+        where = self._where(f, "open")
+        tail_node = cat(tail)
+        written_tail = Emitter(self.g, where, max_repeat=self.max_ws).emit(tail_node)
+        tail_re = Emitter(self.g, where).emit(tail_node)
+        look = Emitter(self.g, where, peek=True).emit(kids[-1].kids[0])
+        pattern = seq(tail_re, look)
+
+        def fits(e: Expr) -> bool:
+            try:
+                return not violates_prefix(self.g, seq(written_tail, e), pattern)
+            except ValueError as err:
+                raise ConstraintError(f"{where}: the lookahead cannot be checked ({err})") from None
+
+        return fits
+
+    def _args_expr(self, sc: SchemaCompiler, tool: dict[str, Any], where: str) -> Expr:
+        params = tool["parameters"]
+        if params.get("type", "object") != "object":
+            raise ConstraintError(f"{where}: 'parameters' must describe an object")
+        return sc.value(
+            {**params, "type": "object", "properties": params.get("properties", {})}, f"{where}.parameters"
+        )
+
+    def _json_body(
+        self, f: Field, tool: dict[str, Any], sc: SchemaCompiler, name_path, args_path, where: str
+    ) -> Expr:
+        name = tool["name"]
+        args_expr = self._args_expr(sc, tool, where)
+        name_lit = sc._literal_value(name, where)
+        if f.transform_each:
+            # content is a list of objects; the name and arguments are keys of each item
+            if len(name_path) != 1 or len(args_path) != 1:
+                raise ConstraintError(
+                    f"Field '{f.name}': transform_each items must hold the name and arguments"
+                )
+            return self._object_with(sc, [(name_path[0], name_lit), (args_path[0], args_expr)], where)
+        root = "content"
+        if len(name_path) == 1 and name_path[0] != root:
+            # the name is an opener capture; the arguments are (a key of) the content
+            if args_path == (root,):
+                if self.json_prefix:
+                    raise ConstraintError(f"Field '{f.name}': content_args 'prefix' before the arguments")
+                return args_expr
+            if len(args_path) == 2 and args_path[0] == root:
+                return self._object_with(sc, [(args_path[1], args_expr)], where)
+            raise ConstraintError(f"Field '{f.name}': arguments path {'.'.join(args_path)} is not supported")
+        if name_path[0] == root and args_path[0] == root and len(name_path) == len(args_path) == 2:
+            args_key: str | tuple[str, ...] = args_path[1]
+            tr = f.transform
+            if isinstance(tr, dict) and isinstance(tr.get("function"), str):
+                # the whole object is the call: its arguments are read from `arguments` or, as
+                # models also write them, `parameters` (`chatparse.openai` reads both)
+                args_key = ("arguments", "parameters")
+            return self._object_with(sc, [(name_path[1], name_lit), (args_key, args_expr)], where)
+        raise ConstraintError(f"Field '{f.name}': the transform's name/arguments paths are not supported")
+
+    def _xml_body(self, f: Field, tool: dict[str, Any], forbidden: tuple[str, ...], where: str) -> Expr:
+        args = f.content_args
+        pattern = args.get("tag_pattern")
+        if not isinstance(pattern, str):
+            raise ConstraintError(f"Field '{f.name}': xml-inline needs a 'tag_pattern'")
+        if args.get("merge_duplicates"):
+            raise ConstraintError(f"Field '{f.name}': 'merge_duplicates' cannot be written exactly")
+        vp = args.get("value_parser")
+        tree = parse(pattern)
+        tail_lits = _after_group(tree, "value")
+        if tail_lits is None:
+            raise ConstraintError(
+                f"Field '{f.name}': the tag_pattern's value is not followed by a fixed marker"
+            )
+        value_forbidden = tuple(
+            sorted(set(forbidden) | tail_lits | self._necessary(f, "close") | _necessary_tree(tree))
+        )
+        params = tool["parameters"]
+        props = params.get("properties", {}) or {}
+        required = params.get("required", []) or []
+        if not isinstance(props, dict) or any(r not in props for r in required):
+            raise ConstraintError(f"{where}: 'required' names undeclared properties")
+        if params.get("additionalProperties") not in (None, False) and props:
+            raise ConstraintError(f"{where}: 'additionalProperties' cannot be enforced exactly")
+        members = []
+        xml_ws = rep(WS_CHARS, 0, 16 if self.max_ws is None else min(16, self.max_ws))
+        for key, schema in props.items():
+            if vp is not None:
+                vargs = vp.get("args") or {} if isinstance(vp, dict) else {}
+                if (
+                    not (isinstance(vp, dict) and vp.get("name") == "json")
+                    or not isinstance(vargs, dict)
+                    or set(vargs) - {"allow_non_json", "strip"}
+                ):
+                    raise ConstraintError(f"Field '{f.name}': value_parser {vp!r} cannot be written exactly")
+                sc = SchemaCompiler(
+                    self.g,
+                    "json",
+                    forbidden=value_forbidden,
+                    ws=self.ws,
+                    root_schema=params,
+                    key_order=self.key_order,
+                )
+                value = sc.value(schema, f"{where}.{key}")
+                if vargs.get("allow_non_json"):
+                    # text that is not JSON is kept as written (Kimi K3 writes `Paris`, not `"Paris"`)
+                    if _plain_string(schema):
+                        value = alt(value, _non_json_text(self.g, value_forbidden))
+                    elif (
+                        isinstance(schema, dict)
+                        and isinstance(schema.get("enum"), list)
+                        and schema.get("type", "string") == "string"
+                    ):
+                        value = alt(value, *_raw_enum(schema["enum"], value_forbidden))
+            else:
+                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}")
+            key_forms = [Lit(key)]
+            if args.get("unescape_keys"):
+                if html.unescape(key) != key:
+                    raise ConstraintError(
+                        f"{where}.{key}: the parameter name reads differently once unescaped (unescape_keys)"
+                    )
+                escaped = html.escape(key, quote=True)
+                if escaped != key:
+                    key_forms.append(Lit(escaped))  # `q&amp;a`: what an XML writer puts in the attribute
+            em = Emitter(
+                self.g,
+                f"Field '{f.name}': content_args 'tag_pattern'",
+                subst={"key": alt(*key_forms), "value": value},
+                max_repeat=self.max_ws,
+            )
+            tag = em.emit(tree)
+            if tag == NOTHING:
+                raise ConstraintError(f"Field '{f.name}': the tag_pattern cannot be written for {key!r}")
+            members.append((tag, key in required))
+        if not members:
+            return xml_ws
+        body = members_rule(self.g, members, xml_ws, f"{where}-params", order=self.key_order)
+        # around the parameters, at most 16 whitespace characters in all when none is written
+        # (what GLM's `(?<=<tool_call>NAME\s{0,16})` closer reads)
+        edge = rep(WS_CHARS, 0, 8 if self.max_ws is None else min(8, self.max_ws))
+        return seq(edge, body, edge)
+
+    def _raw_value(self, schema: Any, forbidden: tuple[str, ...], root: Any, path: str) -> Expr:
+        if not isinstance(schema, dict):
+            raise ConstraintError(f"{path}: a schema must be an object")
+        t = schema.get("type")
+        if "enum" in schema or "const" in schema:
+            values = schema["enum"] if "enum" in schema else [schema["const"]]
+            out = []
+            for v in values:
+                if isinstance(v, str):
+                    if v != v.strip() or any(x in v for x in forbidden):
+                        raise ConstraintError(
+                            f"{path}: the enum value {v!r} cannot be written as a tag value"
+                        )
+                    out.append(Lit(v))
+                else:
+                    out.append(Lit(json.dumps(v, ensure_ascii=False)))
+            return alt(*out)
+        if t == "string" and set(schema) - {"type", "description", "title", "default", "examples"}:
+            raise ConstraintError(
+                f"{path}: string keywords {sorted(set(schema) - {'type', 'description', 'title'})} cannot be enforced in a text value"
+            )
+        if t == "string" or _any_text_valid(schema):
+            # verbatim: the tool coercion keeps a string value's text as written, whitespace too;
+            # a typeless schema, or a union of plain types with `string`, takes any text (what the
+            # coercion casts is valid for the type it cast to, the rest stays a string)
+            return self.g.text_excluding(forbidden, follow=None, hint="value")
+        sc = SchemaCompiler(
+            self.g,
+            "raw" if t in ("integer", "number", "boolean", "null") else "json",
+            forbidden=forbidden,
+            ws=self.ws,
+            root_schema=root,
+            key_order=self.key_order,
+        )
+        if t in ("object", "array"):
+            return sc.value(schema, path)
+        return sc.value(schema, path)
+
+    def _python_body(self, f: Field, tool: dict[str, Any], forbidden: tuple[str, ...], where: str) -> Expr:
+        name = tool["name"]
+        if not _PY_NAME.fullmatch(name):
+            raise ConstraintError(f"{where}: the name {name!r} cannot be written as a Python call")
+        params = tool["parameters"]
+        sc = SchemaCompiler(
+            self.g, "python", forbidden=forbidden, ws=self.ws, root_schema=params, key_order=self.key_order
+        )
+        props = params.get("properties", {}) or {}
+        required = params.get("required", []) or []
+        members = []
+        for key, schema in props.items():
+            if not regex.fullmatch(PY_NAME, key):
+                raise ConstraintError(
+                    f"{where}.{key}: the parameter name cannot be a Python keyword argument"
+                )
+            members.append(
+                (
+                    seq(Lit(key), self.ws, Lit("="), self.ws, sc.value(schema, f"{where}.{key}")),
+                    key in required,
+                )
+            )
+        comma = seq(self.ws, Lit(","), self.ws)
+        inner = (
+            members_rule(self.g, members, comma, f"{where}-kwargs", order=self.key_order)
+            if members
+            else EMPTY
+        )
+        # no whitespace between the name and "(": openers look ahead for `name(` (pythonic, lfm2)
+        return seq(Lit(name), Lit("("), self.ws, inner, self.ws, Lit(")"))
+
+
+IGNORED_CALL_KEYS: dict[str, dict[str, Any]] = {
+    "id": {"type": "string"},
+    "tool_call_id": {"type": "string"},
+    "call_id": {"type": "string"},
+    "type": {"const": "function"},
+}
+"""Keys models write in a JSON call object next to the name and arguments, which a transform
+that does not read them ignores (Cohere's `tool_call_id`, Mistral's `id`, Llama's `type`). A call
+object admits at most one of them, anywhere (with `key_order="any"`); an id is at most
+`IGNORED_ID_MAX` characters where the format allows a bound (real ids are short, and a bound keeps
+a sampling model from spending its budget there)."""
+IGNORED_ID_MAX = 40
+
+
+def _transform_placeholder_keys(f: Field | None) -> set[str]:
+    """The last path segments of the transform's placeholders (keys of the call object it reads)."""
+    out: set[str] = set()
+
+    def walk(t: Any) -> None:
+        if isinstance(t, dict):
+            for v in t.values():
+                walk(v)
+        elif isinstance(t, list):
+            for v in t:
+                walk(v)
+        elif isinstance(t, str):
+            for m in regex.finditer(r"\{(\w+(?:\.\w+)*)\}", t):
+                out.add(m.group(1).split(".")[-1])
+
+    if f is not None:
+        walk(f.transform)
+    return out
+
+
+_ANNOTATION_KEYS = {"description", "title", "default", "examples", "deprecated", "$comment"}
+
+
+def _admits_end(node: Node) -> bool:
+    """Whether a lookahead body can match at the end of the text (a `\\Z` alternative)."""
+    if node.op == "assert" and node.args[0] in ("eos", "Z"):
+        return True
+    if node.op == "alt":
+        return any(_admits_end(k) for k in node.kids)
+    if node.op in ("group", "atomic") and node.kids:
+        return _admits_end(node.kids[0])
+    if node.op == "cat":
+        return all(_admits_end(k) or k.op == "rep" and k.args[0] == 0 for k in node.kids)
+    return False
+
+
+def _plain_types(schema: Any) -> list[str] | None:
+    """The types of a schema made only of plain `type`s (lists, `anyOf`, disjoint `oneOf`,
+    `nullable`), or None if it constrains anything further."""
+    if not isinstance(schema, dict):
+        return None
+    keys = set(schema) - _ANNOTATION_KEYS
+    out: list[str] = []
+    t = schema.get("type")
+    if t is not None:
+        if isinstance(t, str):
+            out.append(t)
+        elif isinstance(t, list) and all(isinstance(x, str) for x in t):
+            out.extend(t)
+        else:
+            return None
+    for union in ("anyOf", "oneOf"):
+        if union in schema:
+            branches = schema[union]
+            if not isinstance(branches, list) or not branches:
+                return None
+            if union == "oneOf" and not _disjoint_by_type(branches):
+                return None
+            for b in branches:
+                sub = _plain_types(b)
+                if sub is None or not sub:
+                    return None
+                out.extend(sub)
+    if schema.get("nullable") is True:
+        out.append("null")
+    if keys - {"type", "anyOf", "oneOf", "nullable"}:
+        return None
+    return out
+
+
+def _any_text_valid(schema: Any) -> bool:
+    """Every text is valid for this schema once the tool coercion has read it."""
+    types = _plain_types(schema)
+    return types is not None and (not types or "string" in types)
+
+
+def _plain_string(schema: Any) -> bool:
+    """A schema every string satisfies, and nothing else (`{"type": "string"}` with annotations)."""
+    if not isinstance(schema, dict) or schema.get("type") != "string":
+        return False
+    return not set(schema) - {"type", "description", "title", "default", "examples", "deprecated"}
+
+
+def _non_json_text(g: Grammar, forbidden: tuple[str, ...]) -> Expr:
+    """Text `json.loads` refuses, so that a value parser with `allow_non_json` keeps it verbatim.
+
+    Exact (an automaton of the JSON scalars runs beside the text), except that text starting with
+    `{` or `[` (after whitespace) is never written raw: objects and arrays are not regular. Such a
+    value can still be written as a JSON string.
+    """
+    return g.text_excluding(forbidden, avoid=json_scalar_automaton(), hint="rawtext")
+
+
+def _raw_enum(values: list[Any], forbidden: tuple[str, ...]) -> list[Expr]:
+    """The enum's strings that `json.loads` refuses and hold no marker: written as they are."""
+    out: list[Expr] = []
+    for v in values:
+        if not isinstance(v, str) or any(x in v for x in forbidden if x):
+            continue
+        try:
+            json.loads(v)
+        except ValueError:
+            out.append(Lit(v))
+    return out
+
+
+def _has_trailing_look(node: Node) -> bool:
+    if node.op == "look" and node.args[0]:
+        return True
+    if node.op in ("alt",):
+        return any(_has_trailing_look(k) for k in node.kids)
+    if node.op in ("group", "atomic") and node.kids:
+        return _has_trailing_look(node.kids[0])
+    if node.op == "cat" and node.kids:
+        return _has_trailing_look(node.kids[-1])
+    return False
+
+
+def _transform_placeholders(t: Any) -> set[str]:
+    out: set[str] = set()
+    if isinstance(t, dict):
+        for v in t.values():
+            out |= _transform_placeholders(v)
+    elif isinstance(t, list):
+        for v in t:
+            out |= _transform_placeholders(v)
+    elif isinstance(t, str):
+        m = regex.fullmatch(r"\{(\w+)(?:\.\w+)*\}", t)
+        if m:
+            out.add(m.group(1))
+    return out
+
+
+def _look_literal(node: Node) -> str | None:
+    """`(?=LIT)`, or `\\s*(?=LIT)` (the next call's opener writes the whitespace) -> LIT."""
+    while node.op == "group" and node.args[0] is None:
+        node = node.kids[0]
+    if node.op == "cat" and len(node.kids) == 2 and _is_ws_star(node.kids[0]):
+        node = node.kids[1]
+    if node.op == "look" and node.args[:2] == (True, False):
+        return _literal_text(node.kids[0])
+    return None
+
+
+def _is_ws_star(node: Node) -> bool:
+    if node.op != "rep" or node.args[0] != 0 or node.args[1] is not None or not node.kids:
+        return False
+    k = node.kids[0]
+    return k.op == "cls" and k.args[0] in ("\\s", "[\\s]")
+
+
+def _trailing_literal(node: Node) -> str:
+    """The literal characters every match of `node` ends with (a cat's last literal run)."""
+    from ._regex import _literal_text
+
+    while node.op == "group" and node.args[0] is None and node.kids:
+        node = node.kids[0]
+    kids = node.kids if node.op == "cat" else [node]
+    run = ""
+    for k in reversed(kids):
+        lt = _literal_text(k)
+        if lt is None:
+            break
+        run = lt + run
+    return run
+
+
+def _lookbehind_form(node: Node) -> tuple[Node, Node] | None:
+    """`(?<=L)X` with no other lookaround -> (L, X)."""
+    while node.op == "group" and node.args[0] is None and node.kids:
+        node = node.kids[0]
+    if node.op != "cat" or len(node.kids) < 2:
+        return None
+    first, rest = node.kids[0], node.kids[1:]
+    if first.op != "look" or first.args[:2] != (False, False):
+        return None
+    tail = cat(rest)
+    return (first.kids[0], tail) if not _has_look(tail) else None
+
+
+def _literal_of(node: Node) -> str | None:
+    from ._regex import _literal_text
+
+    return _literal_text(node)
+
+
+def _necessary_tree(tree: Node) -> set[str]:
+    # literals of the tag pattern itself (a value containing an opening tag would start a new tag)
+    first = _first_lit(tree)
+    return {first} if first else set()
+
+
+def _first_lit(node: Node) -> str:
+    from ._regex import _literal_text
+
+    if node.op == "cat":
+        run = ""
+        for k in node.kids:
+            lt = _literal_text(k)
+            if lt is None:
+                break
+            run += lt
+        return run
+    lt = _literal_text(node)
+    return lt or ""
+
+
+def _after_group(tree: Node, group: str) -> set[str] | None:
+    """Necessary literals of what follows each occurrence of `group` (None: one is not followed
+    by a fixed marker, or the group does not occur)."""
+    found: list[set[str] | None] = []
+
+    def walk(node: Node, rest: tuple[Node, ...]) -> None:
+        if node.op == "group" and node.args[0] == group:
+            found.append(necessary(cat(rest)))
+        elif node.op == "cat":
+            for i, k in enumerate(node.kids):
+                walk(k, node.kids[i + 1 :] + rest)
+        elif node.op == "alt":
+            for k in node.kids:
+                walk(k, rest)
+        elif node.op in ("group", "atomic") and node.kids:
+            walk(node.kids[0], rest)
+        elif node.op == "rep" and node.kids:
+            walk(node.kids[0], (node, *rest))
+
+    walk(tree, ())
+    if not found or any(x is None for x in found):
+        return None
+    return set().union(*(x for x in found if x is not None))

@@ -1,0 +1,396 @@
+"""Delimiter regexes to grammar expressions, and the literals every match of a regex contains.
+
+`emit` turns a template delimiter (the `regex` module syntax, read through `parse`)
+into the language of strings the constraint lets the model write for it: a subset of what the
+regex matches, with named groups replaced (`name` by the tool's name, `key` by a parameter name,
+`value` by a typed value). Constructs that only decide *where* a match may happen are left out
+of the emitted language and checked afterwards by parsing sample calls with the template itself:
+a trailing lookahead (what follows is written by the grammar), a lookbehind alternative, an
+end-of-text alternative. Anything else a grammar cannot write raises `ConstraintError`.
+
+`necessary` gives a set of literals such that every match of the pattern, including the text its
+lookarounds inspect, contains one of them: free text that contains none of them can never be
+mistaken for that delimiter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+from .. import _rx
+from ._grammar import (
+    ANY_CHAR,
+    EMPTY,
+    NOTHING,
+    Chars,
+    Expr,
+    Grammar,
+    Lit,
+    alt,
+    class_ranges,
+    ranges_of,
+    rep,
+    seq,
+)
+from ._schema import ConstraintError
+
+# -- the seam to the core's pattern parser ---------------------------------------------------------
+#
+# The core parses delimiter regexes into its own tree (`chatparse.Node`, typed by `_rx.Op`),
+# which is private and changes with the scanner. This package reads patterns only through `parse`,
+# which converts that tree into `Node` below: the one place that names the core's private parser,
+# so a change of the core's tree is a change here and nowhere else.
+
+
+@dataclass(frozen=True)
+class Node:
+    """A parsed delimiter pattern, as this package reads it.
+
+    `op`: `lit` (args: the character), `cls` (args: class source, flags: one character), `any`
+    (args: dotall), `cat`, `alt` (kids in priority order), `group` (args: name or None), `assert`
+    (args: kind: bos, bol, eos, eol, Z, b, B, m, M), `look` (args: ahead, negate), `atomic`,
+    `rep` (args: lo, hi or None, greedy | lazy | possessive), `empty`.
+    """
+
+    op: str
+    args: tuple[Any, ...] = ()
+    kids: tuple[Node, ...] = ()
+
+
+_BACKREF = regex.compile(r"(?<!\\)\(\?P=(\w+)\)")
+_NAMED = regex.compile(r"(?<!\\)\(\?P<(\w+)>")
+_REF_MARK, _DUP_MARK = "__chatparse_ref_", "__chatparse_dup"
+
+
+def parse(pattern: str) -> Node:
+    """The tree of a template pattern (`regex` syntax, DOTALL, as the parser compiles it).
+
+    Two constructs the core's delimiter parser refuses but `xml-inline` tag patterns use (the
+    `regex` module compiles those) are read here too: a back-reference `(?P=key)` (MiniMax M3's
+    `<key>...</key>`) becomes a `backref` node, which the grammar writes as the group's text; a
+    group name used again in another branch (MiniCPM's `(?P<value>...)` twice) keeps its name.
+    """
+    source = _BACKREF.sub(lambda m: f"(?P<{_REF_MARK}{m.group(1)}>)", pattern)
+    seen: dict[str, int] = {}
+
+    def rename(m: Any) -> str:
+        name = m.group(1)
+        seen[name] = seen.get(name, 0) + 1
+        return m.group(0) if seen[name] == 1 else f"(?P<{name}{_DUP_MARK}{seen[name]}>"
+
+    source = _NAMED.sub(rename, source)
+    try:
+        tree = _rx._Parser(source, regex.DOTALL).parse()
+    except _rx.UnsupportedPattern as e:
+        raise ConstraintError(f"the pattern {pattern!r} uses {e}") from e
+    return _convert(tree)
+
+
+def _convert(n: Any) -> Node:
+    op = n.op.value if hasattr(n.op, "value") else str(n.op)
+    args = tuple(n.args)
+    if op == "look":
+        args = args[:2]
+    elif op == "assert":
+        args = args[:1]
+    elif op == "group" and isinstance(args[0], str):
+        name = args[0]
+        if name.startswith(_REF_MARK):
+            return Node("backref", (name[len(_REF_MARK) :],))
+        if _DUP_MARK in name:
+            args = (name.split(_DUP_MARK)[0], *args[1:])
+    return Node(op, args, tuple(_convert(k) for k in n.kids))
+
+
+def literal_tree(literals: list[str] | tuple[str, ...]) -> Node:
+    """The tree of a literal delimiter (its alternatives)."""
+    return Node(
+        "alt", kids=tuple(Node("cat", kids=tuple(Node("lit", (c,)) for c in lit)) for lit in literals)
+    )
+
+
+def cat(kids: Any) -> Node:
+    return Node("cat", kids=tuple(kids))
+
+
+def _cls(node: Node) -> Chars:
+    src, flags = node.args
+    return Chars(class_ranges(src, flags & ~regex.DOTALL | regex.DOTALL))
+
+
+class Emitter:
+    """Converts one pattern. `subst` maps group names to expressions; `at_start` says whether
+    the match can begin at buffer position 0 (so `^` may match)."""
+
+    def __init__(
+        self,
+        grammar: Grammar,
+        where: str,
+        *,
+        subst: dict[str, Expr] | None = None,
+        at_start: bool = False,
+        max_repeat: int | None = None,
+        peek: bool = False,
+        drop_optional: tuple[str, ...] = (),
+        behind: str | None = None,
+    ) -> None:
+        self.peek = peek
+        self.behind = behind  # the text known to precede (a lookbehind on it holds)
+        self.drop_optional = drop_optional
+        self.g = grammar
+        self.where = where
+        self.subst = subst or {}
+        self.at_start = at_start
+        self.max_repeat = max_repeat
+        self.used: set[str] = set()
+
+    def _behind_holds(self, node: Node) -> bool:
+        """`node` is a lookbehind `(?<=LIT)` and the known preceding text ends with LIT."""
+        while node.op == "group" and node.args[0] is None and node.kids:
+            node = node.kids[0]
+        if node.op != "look" or node.args[:2] != (False, False) or self.behind is None:
+            return False
+        lit = _literal_text(node.kids[0])
+        return lit is not None and lit != "" and self.behind.endswith(lit)
+
+    def fail(self, what: str) -> ConstraintError:
+        return ConstraintError(f"{self.where}: {what} cannot be written by a grammar")
+
+    def emit(self, node: Node, trailing: bool = True) -> Expr:
+        op = node.op
+        if op == "empty":
+            return EMPTY
+        if op == "lit":
+            return Lit(node.args[0])
+        if op == "cls":
+            return _cls(node)
+        if op == "any":
+            if not node.args[0]:
+                return Chars(class_ranges(".", 0))
+            return ANY_CHAR
+        if op == "cat":
+            kids = node.kids
+            out: list[Expr] = []
+            for i, k in enumerate(kids):
+                rest_zero = all(_zero_width(x) for x in kids[i + 1 :])
+                out.append(self.emit(k, trailing and rest_zero))
+            return seq(*out)
+        if op == "alt":
+            forms = list(node.kids)
+            held = [k for k in forms if self.behind is not None and self._behind_holds(k)]
+            if held:
+                forms = held  # right after the known text: the form that reads it
+            elif not self.peek:
+                # a form that needs a lookaround to hold is only written when it is the only one
+                plain = [k for k in forms if not _has_look(k)]
+                if plain:
+                    forms = plain
+                else:
+                    # all need one: keep the forms that write the longest fixed marker themselves
+                    # (a closing tag), not the ones that only look ahead for one
+                    def score_of(k: Node) -> int:
+                        lits = _nec(_without_looks(k))
+                        return max((len(x) for x in lits), default=0) if isinstance(lits, set) else 0
+
+                    score = [score_of(k) for k in forms]
+                    forms = [k for k, sc in zip(forms, score) if sc == max(score)]
+            branches = [self.emit(k, trailing) for k in forms]
+            return (
+                alt(*[b for b in branches if b != NOTHING])
+                if any(b != NOTHING for b in branches)
+                else NOTHING
+            )
+        if op == "backref":
+            name = node.args[0]
+            if name not in self.subst:
+                raise self.fail(f"the back-reference to {name!r}")
+            return self.subst[name]
+        if op == "group":
+            name = node.args[0]
+            if name is not None and name in self.subst:
+                self.used.add(name)
+                return self.subst[name]
+            return self.emit(node.kids[0], trailing)
+        if op == "atomic":
+            return self.emit(node.kids[0], trailing)
+        if op == "rep":
+            lo, hi, _kind = node.args
+            body = node.kids[0]
+            tempered = _tempered_dot(body)
+            if tempered is not None and lo == 0 and hi is None:
+                return self.g.text_excluding([tempered], hint="tempered")
+            if lo == 0 and _has_look(body) and not self.peek:
+                return EMPTY
+            if lo == 0 and hi == 1 and _literal_text(body) in self.drop_optional:
+                return EMPTY
+            inner = self.emit(body, trailing and hi == 1)
+            if hi is None and self.max_repeat is not None:
+                hi = max(lo, self.max_repeat)
+            return rep(inner, lo, hi)
+        if op == "assert":
+            kind = node.args[0]
+            if kind in ("bos", "bol"):
+                return EMPTY if self.at_start else NOTHING
+            if kind in ("eos", "eol", "Z"):
+                return NOTHING  # end-of-text alternatives: the grammar always writes the literal form
+            raise self.fail(f"the assertion \\{kind}")
+        if op == "look":
+            ahead, negate = node.args[0], node.args[1]
+            if not ahead and not negate:
+                if self.behind is not None and self._behind_holds(node):
+                    return EMPTY
+                return NOTHING  # a lookbehind alternative: only used after text the grammar never writes
+            if ahead and self.peek:
+                return self.emit(node.kids[0], trailing)
+            if ahead and trailing:
+                return EMPTY  # checked on sample calls
+            raise self.fail("a lookaround in the middle of a pattern")
+        raise self.fail(f"the construct {op!r}")
+
+
+def _has_look(node: Node) -> bool:
+    if node.op in ("look",) or (node.op == "assert" and node.args[0] in ("eos", "eol", "Z")):
+        return True
+    return any(_has_look(k) for k in node.kids)
+
+
+def _without_looks(node: Node) -> Node:
+    """The node with its lookarounds and end assertions taken out (what it consumes)."""
+    if node.op == "look" or (node.op == "assert" and node.args[0] in ("eos", "eol", "Z")):
+        return Node("empty")
+    return Node(node.op, node.args, tuple(_without_looks(k) for k in node.kids))
+
+
+def _zero_width(node: Node) -> bool:
+    if node.op in ("look", "assert", "empty"):
+        return True
+    if node.op in ("group", "atomic") and node.kids:
+        return _zero_width(node.kids[0])
+    if node.op == "cat":
+        return all(_zero_width(k) for k in node.kids)
+    return False
+
+
+def _tempered_dot(node: Node) -> str | None:
+    """`(?:(?!LIT).)` -> LIT."""
+    while node.op == "group" and node.args[0] is None:
+        node = node.kids[0]
+    if node.op != "cat" or len(node.kids) != 2:
+        return None
+    look, dot = node.kids
+    if look.op != "look" or look.args[:2] != (True, True) or dot.op != "any":
+        return None
+    lit = _literal_text(look.kids[0])
+    return lit
+
+
+def _literal_text(node: Node) -> str | None:
+    if node.op == "empty":
+        return ""
+    if node.op == "lit":
+        return str(node.args[0])
+    if node.op == "group" and node.args[0] is None:
+        return _literal_text(node.kids[0])
+    if node.op == "cat":
+        parts = [_literal_text(k) for k in node.kids]
+        if all(p is not None for p in parts):
+            return "".join(p for p in parts if p is not None)
+    return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Necessary literals
+
+_END_ONLY = "end-only"
+
+
+def necessary(node: Node, avoid: frozenset[str] = frozenset()) -> set[str] | None:
+    """Literals one of which every match contains (None: no such set; an empty set: the pattern
+    can only match at the end of the text). Where a sequence offers several such sets, one
+    without a literal of `avoid` is preferred (markers the grammar writes itself next to free
+    text, so that excluding them from the text would not keep the delimiter out)."""
+    r = _nec(node, avoid)
+    if r == _END_ONLY:
+        return set()
+    return r
+
+
+def _best(cands: list[set[str]], avoid: frozenset[str] = frozenset()) -> set[str] | None:
+    cands = [c for c in cands if c]
+    if not cands:
+        return None
+    clean = [c for c in cands if not c & avoid]
+    return max(clean or cands, key=lambda c: (min(len(x) for x in c), -len(c)))
+
+
+def _nec(node: Node, avoid: frozenset[str] = frozenset()) -> Any:
+    op = node.op
+    if op == "lit":
+        return {node.args[0]}
+    if op in ("group", "atomic"):
+        return _nec(node.kids[0], avoid)
+    if op == "alt":
+        acc: set[str] = set()
+        for k in node.kids:
+            r = _nec(k, avoid)
+            if r == _END_ONLY:
+                continue
+            if r is None:
+                return None
+            acc |= r
+        return acc or _END_ONLY
+    if op == "cat":
+        # a run of literal characters is one literal; otherwise the best child set
+        cands: list[set[str]] = []
+        run = ""
+        for k in node.kids:
+            lt = _literal_text(k)
+            if lt is not None:
+                run += lt
+                continue
+            if run:
+                cands.append({run})
+                run = ""
+            r = _nec(k, avoid)
+            if r == _END_ONLY:
+                return _END_ONLY
+            if r:
+                cands.append(r)
+        if run:
+            cands.append({run})
+        return _best(cands, avoid)
+    if op == "rep":
+        lo = node.args[0]
+        return _nec(node.kids[0], avoid) if lo >= 1 else None
+    if op == "look":
+        _ahead, negate = node.args[0], node.args[1]
+        if negate:
+            return None
+        return _nec(node.kids[0], avoid)
+    if op == "assert" and node.args[0] in ("eos", "Z", "bos"):
+        return _END_ONLY  # only at an edge of the text (the start is handled by the caller)
+    return None
+
+
+def first_literal(expr: Expr) -> str:
+    """The literal every string of `expr` starts with (may be empty)."""
+    from ._grammar import Alt, Seq
+
+    if isinstance(expr, Lit):
+        return expr.text
+    if isinstance(expr, Seq) and expr.items and isinstance(expr.items[0], Lit):
+        return expr.items[0].text
+    if isinstance(expr, Alt) and expr.items:
+        firsts = [first_literal(i) for i in expr.items]
+        common = firsts[0]
+        for f in firsts[1:]:
+            while not f.startswith(common):
+                common = common[:-1]
+        return common
+    return ""
+
+
+__all__ = ["Emitter", "Node", "cat", "first_literal", "literal_tree", "necessary", "parse", "ranges_of"]
