@@ -714,6 +714,13 @@ class Deriver:
             raise ConstraintError(f"Field '{f.name}': xml-inline needs a 'tag_pattern'")
         if args.get("merge_duplicates"):
             raise ConstraintError(f"Field '{f.name}': 'merge_duplicates' cannot be written exactly")
+        if args.get("type_parsers"):
+            # The value's parser is chosen by a `type` group the model writes (GigaChat 3.5's
+            # string="true|false"); the grammar does not tie that choice to the schema's type yet.
+            raise ConstraintError(
+                f"Field '{f.name}': content_args 'type_parsers' (the value's parser chosen by the "
+                "tag's 'type' group) cannot be written exactly"
+            )
         vp = args.get("value_parser")
         tree = parse(pattern)
         tail_lits = _after_group(tree, "value")
