@@ -28,6 +28,10 @@ CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</
         (r"(?<=a|b)c|</think>", {"</think>"}, r"(?<=a|b)c"),
         (r"\|</think>|z", {"</think>"}, r"\|</think>|z"),  # an escaped '|' either
         (r"(?P<k>\w+)|</k>", {"</k>"}, r"(?P<k>\w+)"),
+        (r"(?<=a|b)x|(?P=k)|</k>", {"</k>"}, r"(?<=a|b)x|(?P=k)"),
+        (r"(?i:a|</k>)", {"</k>"}, r"(?i:a)"),
+        (r"x(?<ab|</k>", {"</k>"}, r"x(?<ab|</k>"),  # not a valid regex: no hang, unchanged
+        (r"x(?P<ab|y", {"</k>"}, r"x(?P<ab|y"),
     ],
 )
 def test_drop_alternatives(pattern: str, drop: set[str], expected: str) -> None:

@@ -245,6 +245,21 @@ def replay_grammar(text: str, model: TinyModel) -> str:
     return "root ::= " + replay_sequence(text, specials, model.token_ids)
 
 
+def _probe_special_tokens(model: TinyModel) -> tuple[frozenset[str], frozenset[str]]:
+    """(the special tokens llama.cpp ends a generation on, those whose detokenized text is not their
+    own), ``eos_token`` left out; one load of the model."""
+    _, llama_cpp = require()
+    llm = load(model, n_ctx=256)
+    try:
+        vocab = llm._model.vocab
+        tokens = [(t, i) for t, i in model.token_ids.items() if t != model.eos_token]
+        eog = frozenset(t for t, i in tokens if llama_cpp.llama_vocab_is_eog(vocab, i))
+        dropped = frozenset(t for t, i in tokens if llm.detokenize([i]) != t.encode("utf-8"))
+        return eog, dropped
+    finally:
+        llm.close()
+
+
 def end_of_generation_tokens(model: TinyModel) -> frozenset[str]:
     """The special tokens of ``model`` other than ``eos_token`` that llama.cpp ends a generation on.
 
@@ -253,17 +268,7 @@ def end_of_generation_tokens(model: TinyModel) -> frozenset[str]:
     one in the middle would stop there and leave it out of the text. Write the model again without
     them (their text is then spelled byte by byte) to replay such text exactly.
     """
-    _, llama_cpp = require()
-    llm = load(model, n_ctx=256)
-    try:
-        vocab = llm._model.vocab
-        return frozenset(
-            t
-            for t, i in model.token_ids.items()
-            if t != model.eos_token and llama_cpp.llama_vocab_is_eog(vocab, i)
-        )
-    finally:
-        llm.close()
+    return _probe_special_tokens(model)[0]
 
 
 def unrendered_tokens(model: TinyModel) -> frozenset[str]:
@@ -271,18 +276,8 @@ def unrendered_tokens(model: TinyModel) -> frozenset[str]:
     as their text: those it ends a generation on (:func:`end_of_generation_tokens`) and those it
     types CONTROL on its own and so leaves out of the detokenized text (seen: Hy3's
     ``<｜reasoning_mode:opensource｜>``). Write the model again without them (spelled byte by byte)."""
-    _, llama_cpp = require()
-    llm = load(model, n_ctx=256)
-    try:
-        vocab = llm._model.vocab
-        return frozenset(
-            t
-            for t, i in model.token_ids.items()
-            if t != model.eos_token
-            and (llama_cpp.llama_vocab_is_eog(vocab, i) or llm.detokenize([i]) != t.encode("utf-8"))
-        )
-    finally:
-        llm.close()
+    eog, dropped = _probe_special_tokens(model)
+    return eog | dropped
 
 
 def replay_token_count(text: str, model: TinyModel) -> int:

@@ -58,7 +58,6 @@ class IncrementalDecoder:
         self.skip_special_tokens = skip_special_tokens
         self._native = native
         self.ids: list[int] = []
-        self._emitted = 0  # characters returned so far
         self._parts: list[str] = []  # what was returned, joined only by `flush`
         self._stream: Any = None
         backend = _backend(tokenizer) if native else None
@@ -98,7 +97,6 @@ class IncrementalDecoder:
                 self._prefix_offset = max(0, self._released - 1)
             else:
                 if text:
-                    self._emitted += len(text)
                     self._released = len(self.ids)
                     self._parts.append(str(text))
                     return str(text)
@@ -110,7 +108,6 @@ class IncrementalDecoder:
             out = new_text[len(prefix_text) :]
             self._prefix_offset = self._read_offset
             self._read_offset = len(self.ids)
-            self._emitted += len(out)
             self._parts.append(out)
             return out
         return ""
@@ -133,7 +130,6 @@ class IncrementalDecoder:
         out = full[len(emitted) :] if full.startswith(emitted) else None
         if out is None or _REPLACEMENT in out:
             out = self._tail()
-        self._emitted += len(out)
         self._parts.append(out)
         return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from copy import deepcopy
 from typing import Any
@@ -153,6 +154,12 @@ def _alternatives(pattern: str) -> list[tuple[int, int]]:
     return [span for group in _alternation_groups(pattern) for span in group]
 
 
+# What opens a group, up to where its first alternative starts: `(`, `(?:`, `(?=`, `(?!`, `(?<=`,
+# `(?<!`, `(?P<name>`, `(?<name>`, `(?i:`. Anything else after `(` (`(?P=name)`, `(?i)`, a prefix
+# that never ends) counts from the `(`: the scan always moves on.
+_GROUP_PREFIX = re.compile(r"\((?:\?(?:[=!]|<[=!]|P?<\w+>|[a-zA-Z-]*:))?")
+
+
 def _alternation_groups(pattern: str) -> list[list[tuple[int, int]]]:
     groups: list[list[tuple[int, int]]] = []
     stack: list[list[tuple[int, int]]] = [[]]
@@ -171,17 +178,7 @@ def _alternation_groups(pattern: str) -> list[list[tuple[int, int]]]:
                 i += 2 if pattern[i + 1] == "]" else 3
                 continue
         elif c == "(":
-            j = i + 1
-            if pattern.startswith("?", j):  # (?:  (?=  (?!  (?<=  (?<!  (?P<name>  (?i:
-                k = pattern.find(":", j) if pattern[j + 1 : j + 2] not in ("=", "!", "<", "P") else -1
-                if pattern[j + 1 : j + 2] in ("=", "!"):
-                    j += 2
-                elif pattern.startswith("<=", j + 1) or pattern.startswith("<!", j + 1):
-                    j += 3
-                elif pattern.startswith("P<", j + 1) or pattern[j + 1 : j + 2] == "<":
-                    j = pattern.find(">", j) + 1
-                elif k != -1:
-                    j = k + 1
+            j = _GROUP_PREFIX.match(pattern, i).end()  # type: ignore[union-attr]  # always >= i + 1
             stack.append([])
             starts.append(j)
             i = j
