@@ -58,6 +58,7 @@ from typing import Any
 
 from .._parser import ResponseParser
 from .._template import Template
+from ..detect import AutoParser
 from ..errors import RequiredFieldsMissing
 from ..tools import build_tool_table
 from ._calls import ToolCallAssembler, random_call_id
@@ -104,6 +105,8 @@ class ChatParser:
         auto: bool = False,
         parse_tool_calls: bool = True,
         missing_anchor: str = "warn",
+        recognizers: str | Sequence[str] | None = None,
+        orphan_reasoning: bool = False,
     ) -> None:
         if stream_tool_calls not in _STREAM_MODES:
             raise ValueError(f"stream_tool_calls must be one of {_STREAM_MODES}, got {stream_tool_calls!r}")
@@ -114,22 +117,27 @@ class ChatParser:
         self._reasoning_keys = (
             ("reasoning_content", "reasoning") if reasoning_key == "both" else (reasoning_key,)
         )
-        self._auto: Any = None
-        self._finished = False
+        self._auto: AutoParser | None = None
+        self._parser: ResponseParser | AutoParser
+        tool_list = list(tools) if tools is not None else None
+        offered = build_tool_table(tool_list) if tool_list is not None else None
         if auto and model is None and template is None:
             if unknown_tools != "surface":
                 raise ValueError("auto=True supports unknown_tools='surface' only")
             if not parse_tool_calls:
                 raise ValueError("auto=True cannot be combined with parse_tool_calls=False")
-            from ..detect import AutoStream
-
-            self._auto = AutoStream(tools=tools, id_factory=id_factory or random_call_id, prefix=prefix)
-            return
-        self._t, prefix = resolve_template(
-            model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
-        )
-        tool_list = list(tools) if tools is not None else None
-        self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
+            # The detect layer decides what is a call (typed by the offered schemas where its
+            # family's values are untyped text) and reports unknown tools itself.
+            self._parser = self._auto = AutoParser(
+                tools=tool_list, prefix=prefix, recognizers=recognizers, orphan_reasoning=orphan_reasoning
+            )
+            self._t = self._auto.template
+            offered, stream_tool_calls = None, "complete"
+        else:
+            self._t, prefix = resolve_template(
+                model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
+            )
+            self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
         self._content = TextStream()
         self._reasoning = TextStream()
         # Fields whose clean chunks are content or reasoning text (the per-token path of `feed`).
@@ -140,7 +148,7 @@ class ChatParser:
         }
         self._calls = ToolCallAssembler(
             stream=stream_tool_calls,
-            offered=build_tool_table(tool_list) if tool_list is not None else None,
+            offered=offered,
             unknown_tools=unknown_tools,
             id_factory=id_factory or random_call_id,
         )
@@ -158,9 +166,12 @@ class ChatParser:
         self._finished = False
         self._emit_from = 0
         self._pending = self._process(self._parser.initial_events, truncated_drops=False)
-        # The core never re-emits prefix characters it held and released late (D20): they are
-        # taken from `input_text` before the next chunk or close of the region they belong to.
-        self._emit_from = len(self._parser.input_text)
+        # The core never re-emits prefix characters it held and released late (D20, the reference's
+        # behaviour): they are taken from `input_text` before the next chunk or close of the region
+        # they belong to. This refill stays here because a chunk event carries no offset and the
+        # region's body span arrives only with its close, too late to stream the text in order.
+        # (Auto mode feeds no prefix to the core: nothing to refill.)
+        self._emit_from = 0 if self._auto is not None else len(self._parser.input_text)
         self._set_sink()
 
     # -- public ------------------------------------------------------------------------------
@@ -169,8 +180,6 @@ class ChatParser:
         """Append model output; return the deltas it completes (possibly none)."""
         if self._finished:
             raise RuntimeError("ChatParser already finished")
-        if self._auto is not None:
-            return self._rekey(self._auto.feed(text))
         r = self._parser._feed(text)
         if isinstance(r, str):
             sink = self._sink
@@ -214,18 +223,19 @@ class ChatParser:
         if self._finished:
             raise RuntimeError("ChatParser already finished")
         self._finished = True
+        events: list[Any]
         if self._auto is not None:
-            message, last, reason = self._auto.finish(finish_reason)
-            if reason in ("stop", "tool_calls"):
-                reason = "tool_calls" if message.get("tool_calls") else "stop"
-            return self._rekey([message])[0], self._rekey(last), reason
-        try:
-            _, events = self._parser.finalize()
-        except RequiredFieldsMissing as e:
-            events = e.events
-            self._errors.append({"field": None, "error": str(e), "text": None})
-        if finish_reason == "length":
-            events = self._drop_cut_opener(events)
+            # The detect layer applies the cut-off policy itself (it knows its families' openers).
+            _, events = self._auto.finalize(finish_reason)
+        else:
+            assert isinstance(self._parser, ResponseParser)
+            try:
+                _, events = self._parser.finalize()
+            except RequiredFieldsMissing as e:
+                events = e.events
+                self._errors.append({"field": None, "error": str(e), "text": None})
+            if finish_reason == "length":
+                events = self._drop_cut_opener(events)
         deltas = self._pending + self._process(events, truncated_drops=finish_reason == "length")
         self._pending = []
         message = self._message()
@@ -235,20 +245,6 @@ class ChatParser:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _rekey(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Auto mode: reasoning under the configured key(s)."""
-        if self._reasoning_keys == ("reasoning_content",):
-            return items
-        out = []
-        for d in items:
-            if "reasoning_content" in d:
-                d = dict(d)
-                text = d.pop("reasoning_content")
-                for k in self._reasoning_keys:
-                    d[k] = text
-            out.append(d)
-        return out
-
     def _drop_cut_opener(self, events: list[Any]) -> list[Any]:
         """Drop the start of a call opener that a cut-off output left at the end of a text region.
 
@@ -257,6 +253,7 @@ class ChatParser:
         (`<tool_call>` with its `<function=...>` never written, a bare `[TOOL_CALLS]`) is the start
         of a call that was never written, not text: it is removed from the final text chunks.
         """
+        assert isinstance(self._parser, ResponseParser)
         buf = self._parser.input_text
         # the text chunks that end the output, as (event index, start in buf)
         tail: list[tuple[int, int]] = []
@@ -365,9 +362,10 @@ class ChatParser:
                         s.abandon()
             if pieces:
                 self._text_deltas(name, pieces, deltas)
-            if entries:
+            if entries and self._auto is None:
                 # A call follows the text: keep the text before it as written (its trailing
-                # whitespace too), as canitoolcall's content-around-calls rule says.
+                # whitespace too), as canitoolcall's content-around-calls rule says. (Auto mode
+                # keeps the cleaned content of `chatparse.detect`: stripped around calls.)
                 held: list[str] = []
                 self._content.flush(held)
                 if held:
@@ -384,6 +382,11 @@ class ChatParser:
         calls = self._calls
         if calls.calls:
             message["tool_calls"] = [calls.calls[i] for i in sorted(calls.calls)]
+        if self._auto is not None:  # what the detect layer found, in its own words
+            found = self._auto.report()
+            if found:
+                message["chatparse"] = found
+            return message
         report: dict[str, Any] = {}
         errors = self._errors + calls.errors
         if errors:

@@ -1,0 +1,16 @@
+"""The examples in the detect layer's docstrings run."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["chatparse.detect", "chatparse.detect._auto"]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_docstring_examples(module: str) -> None:
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0 and result.attempted > 0
