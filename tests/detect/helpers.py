@@ -24,3 +24,93 @@ def stream(
         deltas += s.feed(c)
     message, last, reason = s.finish(finish_reason)
     return message, deltas + last, reason, s.result
+
+
+def check_region_events(events: Sequence[dict], input_text: str, result: Any | None = None) -> None:
+    """Auto-mode region events are well-formed (`chatparse.detect.AutoParser`'s contract).
+
+    Regions never nest: each is `region_open`, chunks of the same field, then `region_close` or
+    `region_malformed`. Offsets: opener span, then body, then closer span, in order, inside
+    `input_text`; a text region's chunks concatenate to its body. Regions follow each other in
+    text order, except that a `content` region right after a malformed `tool_calls` region
+    re-reads its text. With `result` (the `DetectResult`): content, reasoning and calls agree.
+    """
+    fields = {"reasoning", "content", "tool_calls"}
+    n = len(input_text)
+    open_: dict | None = None
+    chunks: list[str] = []
+    last_end, last_malformed = 0, None
+    contents: list[str] = []
+    calls: list[dict] = []
+    reasoning: list[str] = []
+    for e in events:
+        assert e["field"] in fields, e
+        assert "recognizer" in e, e
+        if e["type"] == "region_open":
+            assert open_ is None, f"nested region: {e} inside {open_}"
+            assert 0 <= e["start"] <= e["end"] <= n, e
+            if e["field"] == "content" and last_malformed is not None:
+                assert e["start"] == last_malformed[0], (e, last_malformed)
+            else:
+                assert e["start"] >= last_end, (e, last_end)
+            if e["field"] == "content":
+                assert e["start"] == e["end"], e
+            open_, chunks = e, []
+            continue
+        assert open_ is not None and open_["field"] == e["field"], (e, open_)
+        if e["type"] == "region_chunk":
+            assert e["text"] and e["dirty"] is (e["field"] == "tool_calls"), e
+            chunks.append(e["text"])
+            continue
+        assert e["type"] in ("region_close", "region_malformed"), e
+        assert open_["end"] == e["body_start"] <= e["body_end"] <= e["start"] <= e["end"] <= n, (open_, e)
+        body = input_text[e["body_start"] : e["body_end"]]
+        if e["field"] != "tool_calls":
+            assert "".join(chunks) == body, (chunks, body)
+            assert e["type"] == "region_close"
+        if e["field"] == "content":
+            assert e["value"] == body and e["start"] == e["end"], e
+            contents.append(body)
+        elif e["field"] == "reasoning":
+            assert e["value"] == body.strip(), e
+            if e["value"]:
+                reasoning.append(e["value"])
+        elif e["type"] == "region_close":
+            assert isinstance(e["value"], list) and e["value"], e
+            calls.extend(e["value"])
+        last_malformed = (open_["start"], e["end"]) if e["type"] == "region_malformed" else None
+        last_end = e["end"] if last_malformed is None else open_["start"]
+        open_ = None
+    assert open_ is None, f"region left open: {open_}"
+    if result is not None:
+        assert "".join(contents).strip() == result.cleaned
+        assert reasoning == result.reasoning
+        assert calls == result.calls
+
+
+def auto_events(
+    chunks: Iterable[str], finish_reason: str = "stop", **options: Any
+) -> tuple[list[dict], str, Any]:
+    """Run an AutoParser over `chunks`: (all events, input_text, DetectResult)."""
+    from chatparse.detect import AutoParser
+
+    p = AutoParser(**options)
+    events = list(p.initial_events)
+    for c in chunks:
+        events += p.feed(c)
+    result, last = p.finalize(finish_reason)
+    return events + last, p.input_text, result
+
+
+def merged_events(events: Sequence[dict]) -> list[dict]:
+    """Events with consecutive chunks of one region joined and errors as text (chunking-independent)."""
+    out: list[dict] = []
+    for e in events:
+        e = dict(e)
+        if "error" in e:
+            e["error"] = str(e["error"])
+        if e["type"] == "region_chunk" and out and out[-1]["type"] == "region_chunk":
+            out[-1] = {**out[-1], "text": out[-1]["text"] + e["text"]}
+            continue
+        out.append(e)
+    return out
