@@ -10,6 +10,14 @@ and only when no marker recognizer produced a call (`_shapes.py`). Gemma payload
 rejects are repaired to JSON (`_gemma.py`); a wrapped Gemma call without its terminator is repaired
 and fires unless finish_reason is "length".
 
+The layer's API: `detect(text)` (a `DetectResult`), `AutoParser` (the streaming parser: region
+events for `reasoning`, `content` and `tool_calls` with offsets into its `input_text`, in the
+core's shape plus a `recognizer` key; see `_auto.py`'s "Theory of operation"), and the
+recognizer tables `TOOL_RECOGNIZERS`, `REASONING_RECOGNIZERS`, `RECOGNIZERS`. Chat Completions
+deltas and messages are the OpenAI layer's: `chatparse.openai.ChatParser(auto=True)`.
+`AutoStream`, `parse_message` and `local_fallback` are still importable from here (source
+compatibility) and are implemented there (`chatparse.openai._auto`).
+
 Policies:
 
 * A marker-anchored call needs its marker, a payload that parses, and (where the family has one)

@@ -41,10 +41,24 @@ Policies (keyword options, defaults first):
   prompt text in `content`; `warn` emits a `MissingAnchorWarning`, `error` raises
   `MissingAnchorError` (a `ValueError`). See `_resolve.check_prefix`.
 * `auto=False`: with `auto=True` and neither `model=` nor `template=`, the family is detected from
-  the output itself (`chatparse.detect.AutoStream`, with the same `tools=`, `prefix=`,
-  `id_factory=` and finish semantics; the prompt as `prefix` lets a pre-opened `<think>` be seen).
-  Calls are then always sent complete (`stream_tool_calls="early"` behaves as `"complete"`), and
-  only `unknown_tools="surface"` is supported. With `model=` or `template=`, `auto` is ignored.
+  the output itself: `chatparse.detect.AutoParser` (with the same `tools=` and `prefix=`, plus
+  `recognizers=` and `orphan_reasoning=`, as `chatparse.detect.detect` takes them) emits region
+  events for `reasoning`, `content` and `tool_calls`, and this class builds the deltas from them
+  with the same code as for a template's events. The detect layer decides what is a call and
+  applies the `finish_reason="length"` cut-off itself; calls are always sent complete
+  (`stream_tool_calls="early"` behaves as `"complete"`), only `unknown_tools="surface"` is
+  supported, content is stripped around calls (the detect layer's cleaned content), and the
+  `chatparse` report is the detect layer's (`recognizer`, `reasoning_recognizers`, `errors`,
+  `unknown_tools` as names). With `model=` or `template=`, `auto` is ignored.
+
+Theory of operation: the parser (the core `ResponseParser`, or `AutoParser` in auto mode) gives
+region events; `_process` routes each to a `TextStream` (content, reasoning) or the
+`ToolCallAssembler` (calls), which commit only what can never be taken back. A feed whose only
+event is a clean chunk of the open region comes back from the parser as bare text (`_feed`) and
+goes straight to that region's `TextStream` (`_set_sink`): the per-token path, no event dict.
+What the layer re-derives from the parser's buffer is limited to two things the events do not
+carry: a cut-off call opener at `finish(finish_reason="length")` (from the core's `cut_off`) and
+prefix text the core holds and never re-emits (the refill, see `__init__`).
 
 The message: `role`, `content` (a string, or `None` when empty), the reasoning key (omitted when
 empty), `tool_calls` (omitted when none; `arguments` a JSON object text), and `chatparse` only when
