@@ -157,3 +157,35 @@ def test_prefix_opener_and_cut_off_opener() -> None:
     helpers.check_region_events(p.initial_events + events + last, p.input_text, result)
     with pytest.raises(RuntimeError):
         p.feed("x")
+
+
+CUT_OPENERS = [
+    "[TOOL_CALLS]",
+    "<tool_call>",
+    "<tool_call>\n",
+    "<|tool_call>",
+    "<|tool_call>call:get",
+    "<|python_tag|>",
+    "functools",
+    " to=functions.get_time",
+    "<|start|>assistant to=functions.get_time<|channel|>commentary",
+    "<|start|>assistant<|channel|>commentary",
+    "<|start|>assistant",
+    "<call:echo",
+    "<｜tool▁call▁begin｜>get",
+    "<|tool_call_begin|>functions.x:0",
+]
+
+
+@pytest.mark.parametrize("opener", CUT_OPENERS)
+def test_a_call_opener_cut_off_by_max_tokens_is_dropped(opener: str) -> None:
+    """The core's `cut_off` (an opener undecided at the end of the text) replaces a regex of known
+    openers: every family's opener is covered, in every chunking."""
+    text = "Let me check. " + opener
+    for chunks in ([text], list(text)):
+        events, input_text, result = helpers.auto_events(chunks, "length")
+        helpers.check_region_events(events, input_text, result)
+        assert result.cleaned == "Let me check." and result.calls == []
+        assert result.errors[-1]["error"] in ("truncated call opener dropped", "truncated call dropped")
+    # not cut off: the text is content, as written
+    assert detect(text).cleaned == text.strip()
