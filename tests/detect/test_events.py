@@ -189,3 +189,28 @@ def test_a_call_opener_cut_off_by_max_tokens_is_dropped(opener: str) -> None:
         assert result.errors[-1]["error"] in ("truncated call opener dropped", "truncated call dropped")
     # not cut off: the text is content, as written
     assert detect(text).cleaned == text.strip()
+
+
+def test_held_content_costs_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Content that may still be a whole-output shape (it starts with `[`) is held to the end: the
+    shape test sees only a bounded head of it (not the whole held text per feed, which was
+    quadratic), and the release is one chunk per contiguous run (not one per feed)."""
+    from chatparse.detect import _auto
+
+    seen: list[int] = []
+    real = _auto._shapes.could_be_shape
+    monkeypatch.setattr(
+        _auto._shapes, "could_be_shape", lambda text, names: seen.append(len(text)) or real(text, names)
+    )
+    for n in (2_000, 8_000):
+        seen.clear()
+        text = "[see below] " + "word " * n
+        events, input_text, result = helpers.auto_events([text[i : i + 4] for i in range(0, len(text), 4)])
+        helpers.check_region_events(events, input_text, result)
+        assert result.cleaned == text.strip() and result.calls == []
+        assert len(seen) < 20 and sum(seen) < 400  # independent of n
+        assert [e["type"] for e in events if e["field"] == "content"] == [
+            "region_open",
+            "region_chunk",
+            "region_close",
+        ]

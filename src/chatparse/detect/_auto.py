@@ -21,7 +21,10 @@ message, emitting its own events in the core's shape (`region_open` / `region_ch
   `ValueError`), followed by its raw text as a ``content`` region over the same span (the
   policy: the text of a region that is not a call goes back into the content at its place).
 
-Regions never nest and are emitted in text order; the only overlap is that re-read text. Text
+Regions are emitted in text order and do not nest, with two exceptions: the text of a rejected
+call is re-read as content (above), and a marker-free whole-output shape (decided at `finalize`
+on the held content) is one ``tool_calls`` region over the content's span, so a region held
+between its pieces (a reasoning block) comes nested inside it. Text
 the message drops (section and end-of-turn markers, lone closers, messages to built-in
 recipients, a call opener cut off by `max_tokens`) is in no region. Everything the family
 decisions need (held content, the first family that wins, repairs) lives here; the state of the
@@ -243,6 +246,7 @@ class AutoParser:
         self._names = resolve_recognizers(recognizers)
         self._table = build_tool_table(list(tools)) if tools else {}
         self._tool_names = tuple(self._table)
+        self._longest_lead = max(len(lead) for lead in (*_shapes.STARTS, *self._tool_names)) + len("call:")
         self._finish_reason = "stop"
         self._parser = ResponseParser(union_template(self._names), prefix="")
         self._orphan = orphan_reasoning and any(f in self._names for f, _ in ORPHAN_FIELDS.values())
@@ -253,7 +257,7 @@ class AutoParser:
         self._recognizer: str | None = None
         # content not yet released, in text order: ("text", start, text) or ("events", [events])
         self._held: list[tuple[Any, ...]] = []
-        self._held_text = ""
+        self._reset_held()
         self._released: list[str] = []  # content released, raw (DetectResult.cleaned, stripped)
         self._committed = False  # released content holds more than whitespace
         self._explicit_content = False  # a content channel (Harmony final) was seen: no whole-output shape
@@ -307,22 +311,51 @@ class AutoParser:
         self._commit(text)
 
     def _release(self, out: list[Event]) -> None:
-        held, self._held, self._held_text = self._held, [], ""
+        held = self._held
+        self._reset_held()
+        run: list[str] = []  # contiguous held text goes out as one chunk
+        end = -1
         for item in held:
+            if item[0] == "text" and item[1] == end:
+                run.append(item[2])
+                end += len(item[2])
+                continue
+            if run:
+                self._emit_text(end - sum(map(len, run)), "".join(run), out)
+                run = []
             if item[0] == "text":
-                self._emit_text(item[1], item[2], out)
+                run, end = [item[2]], item[1] + len(item[2])
             else:
+                end = -1
                 self._close_run(out)
                 out.extend(item[1])
+        if run:
+            self._emit_text(end - sum(map(len, run)), "".join(run), out)
 
     def _hold_reason(self) -> bool:
         if self._segment and self._orphan:
             return True
-        return (
-            not self._calls
-            and not self._committed
-            and _shapes.could_be_shape(self._held_text, self._tool_names)
-        )
+        return not self._calls and not self._committed and self._shape_possible
+
+    def _reset_held(self) -> None:
+        self._held = []
+        self._held_lead = ""  # the held text without its leading whitespace, while undecided
+        self._shape_possible = True  # the held text may still be a whole-output shape
+        self._shape_decided = False  # ... and no later text can change that (prefix-closed test)
+
+    def _hold_text(self, start: int, text: str) -> None:
+        self._held.append(("text", start, text))
+        if self._shape_decided:
+            return
+        # `could_be_shape` is prefix-closed: once false it stays false, and once the text is
+        # longer than every lead it cannot change; so it is asked only of a short head (linear).
+        self._held_lead += text if self._held_lead else text.lstrip()
+        self._shape_possible = _shapes.could_be_shape(self._held_lead, self._tool_names)
+        if not self._shape_possible or len(self._held_lead) > self._longest_lead:
+            self._shape_decided = True
+
+    def _held_text(self) -> str:
+        return "".join(item[2] for item in self._held if item[0] == "text")
 
     def _content(self, start: int, text: str, out: list[Event]) -> None:
         if not text:
@@ -337,8 +370,7 @@ class AutoParser:
         ):
             self._emit_text(start, text, out)  # the common case: prose after prose
             return
-        self._held.append(("text", start, text))
-        self._held_text += text
+        self._hold_text(start, text)
         if not self._hold_reason():
             self._release(out)
 
@@ -514,7 +546,8 @@ class AutoParser:
             if name.startswith("orphan_"):
                 rec = name[len("orphan_") :]
                 if self._segment and self._orphan:
-                    held, self._held, self._held_text = self._held, [], ""
+                    held = self._held
+                    self._reset_held()
                     self._close_run(out)
                     texts = [item for item in held if item[0] == "text"]
                     first = texts[0][1] if texts else e["start"]
@@ -537,7 +570,7 @@ class AutoParser:
                 self._segment = False
                 # Whitespace cannot start a shape's text that matters (it is stripped): released,
                 # so that the region after it streams at once.
-                if self._held and (self._held_text.isspace() or not self._hold_reason()):
+                if self._held and (not self._held_lead or not self._hold_reason()):
                     self._release(out)
                 if name.startswith("reasoning_"):
                     rec = name[len("reasoning_") :]
@@ -641,13 +674,25 @@ class AutoParser:
             claimed = None
             if not self._calls and not self._committed and not self._explicit_content:
                 enabled = [n for n in TOOL_RECOGNIZERS if n in self._names]
-                claimed = _shapes.whole_output(self._held_text, self._tool_names, enabled)
+                claimed = _shapes.whole_output(self._held_text(), self._tool_names, enabled)
             if claimed is not None:
-                texts = [item for item in self._held if item[0] == "text"]
+                # The content is the call. Regions that were held behind it (a reasoning block
+                # between its pieces) are emitted nested inside the call's region, in order.
+                held = self._held
+                last = max(i for i, item in enumerate(held) if item[0] == "text")
+                texts = [item for item in held if item[0] == "text"]
+                inner = [e for item in held[:last] if item[0] == "events" for e in item[1]]
+                after = [e for item in held[last:] if item[0] == "events" for e in item[1]]
                 start, end = texts[0][1], texts[-1][1] + len(texts[-1][2])
-                self._held, self._held_text = [], ""
-                self._recognizer = claimed[0]
-                self._emit_calls(claimed[0], claimed[1], (start, start, end, end), out)
+                self._reset_held()
+                self._recognizer = rec = claimed[0]
+                self._close_run(out)
+                self._calls.extend(claimed[1])
+                value = [{"name": c["name"], "arguments": c["arguments"]} for c in claimed[1]]
+                out.append(_open("tool_calls", start, start, rec))
+                out.extend(inner)
+                out.append(_close("tool_calls", value, end, end, (start, end), rec))
+                out.extend(after)
             else:
                 self._release(out)
         self._close_run(out)

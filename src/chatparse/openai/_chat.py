@@ -316,13 +316,13 @@ class ChatParser:
 
     def _text_deltas(self, name: str, pieces: list[str], deltas: list[dict[str, Any]]) -> None:
         keys = ("content",) if name == "content" else self._reasoning_keys
-        for piece in pieces:
-            last = deltas[-1] if deltas else None
-            if last is not None and len(last) == len(keys) and all(k in last for k in keys):
-                for k in keys:  # coalesce with the previous delta of the same kind
-                    last[k] += piece
-            else:
-                deltas.append(dict.fromkeys(keys, piece))
+        piece = pieces[0] if len(pieces) == 1 else "".join(pieces)  # one copy, however many pieces
+        last = deltas[-1] if deltas else None
+        if last is not None and len(last) == len(keys) and all(k in last for k in keys):
+            for k in keys:  # coalesce with the previous delta of the same kind
+                last[k] += piece
+        else:
+            deltas.append(dict.fromkeys(keys, piece))
 
     def _process(self, events: list[Any], truncated_drops: bool) -> list[dict[str, Any]]:
         deltas: list[dict[str, Any]] = []
