@@ -167,11 +167,11 @@ class ResponseParser:
         cut-off left unwritten (its text was released as text of the region)."""
         return [dict(c) for c in self._cut_off]
 
-    def _end(self) -> list[Event]:
+    def _end(self, cut_off: bool = True) -> list[Event]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         sc = self._scanner
-        if sc is not None and self._pos < len(self._buf):
+        if cut_off and sc is not None and self._pos < len(self._buf):
             watches, at = sc.undecided(self._buf, self._zw)
             self._cut_off = [{"field": w.field, "opener": w.is_open, "start": at} for w in watches]
         events: list[Event] = []
@@ -383,7 +383,14 @@ def parse_response(
     {'thinking': 'hm', 'content': 'Hi'}
     """
     parser = ResponseParser(response_template, prefix=prefix, tools=tools)
-    events = parser.initial_events + parser.feed(text) + parser._end()
+    if type(text) is not str:
+        if not isinstance(text, str):
+            raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
+        text = str(text)
+    # The whole text at once: one pass at the end of the stream (no holds, no cut-off report),
+    # which is the one-chunk case of the streaming parser and so gives the same message.
+    parser._buf += text
+    events = parser.initial_events + parser._end(cut_off=False)
     for e in events:
         if e["type"] == "region_malformed":
             raise e["error"]
