@@ -1280,6 +1280,14 @@ class Attempt:
 
     def run(self, buf: str, eos: bool) -> Any:
         code = self.prog.code
+        if not eos and not self._back:
+            # A live attempt suspended inside a literal that the new text still only begins: live
+            # again, without setting the interpreter up (a long opener streamed in tokens).
+            op, arg = code[self.pc]
+            if op == STR:
+                pos = self.pos
+                if len(buf) - pos < len(arg) and arg.startswith(buf[pos:]):
+                    return LIVE
         pm = self.ctx.memo(self.prog)
         fail = pm.fail
         boolean = self.boolean
