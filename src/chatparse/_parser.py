@@ -91,6 +91,7 @@ class ResponseParser:
         self._scanner: Scanner | None = None
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
         self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
+        self._copy_values = True
         self.initial_events: list[Event] = []
         truncated = self._t.truncate_past_last_anchor(prefix) if prefix else ""
         if truncated:
@@ -317,7 +318,8 @@ class ResponseParser:
             {
                 "type": "region_close",
                 "field": name,
-                "value": copy_value(value),  # events never alias the message (D18)
+                # Events never alias the message (D18); `parse_response` drops its events.
+                "value": copy_value(value) if self._copy_values else value,
                 "start": start,
                 "end": end,
                 "complete": complete,
@@ -390,6 +392,7 @@ def parse_response(
     # The whole text at once: one pass at the end of the stream (no holds, no cut-off report),
     # which is the one-chunk case of the streaming parser and so gives the same message.
     parser._buf += text
+    parser._copy_values = False  # the events are read for errors only, never returned
     events = parser.initial_events + parser._end(cut_off=False)
     for e in events:
         if e["type"] == "region_malformed":
