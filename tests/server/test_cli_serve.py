@@ -126,3 +126,29 @@ def test_serve_process(engine: TestEngine, qwen_dir: Path) -> None:
     listening = next(x for x in lines if x["event"] == "listening")
     assert listening["url"] == f"http://127.0.0.1:{port}/v1"
     assert listening["upstream_api"] == "completions" and listening["template"] == "qwen3"
+
+
+def test_every_serve_flag_reaches_the_config() -> None:
+    """Each `chatparse serve` flag lands in its `ServerConfig` field, and each limit's help names the
+    field's real default (the limit flags are one table in `server._cli`)."""
+    import argparse
+    import dataclasses
+
+    from chatparse.server import ServerConfig
+    from chatparse.server._cli import _LIMITS, _field, _shown, add_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    defaults = ServerConfig(upstream="", model="")
+    fields = {f.name for f in dataclasses.fields(ServerConfig)}
+    argv = ["--upstream", "http://127.0.0.1:9", "--model", "m"]
+    for n, (flag, kind, _, _) in enumerate(_LIMITS, start=1):
+        assert _field(flag) in fields, flag
+        action = next(a for a in parser._actions if flag in a.option_strings)
+        assert action.default == getattr(defaults, _field(flag)) and action.type is kind
+        assert f"(default: {_shown(action.default)}" in (action.help or ""), flag
+        argv += [flag, str(n)]
+    config = config_from_args(parser.parse_args(argv))
+    for n, (flag, kind, _, _) in enumerate(_LIMITS, start=1):
+        assert getattr(config, _field(flag)) == kind(n), flag
+    assert _shown(4 * 1024 * 1024) == "4 MiB" and _shown(600.0) == "600" and _shown(1000) == "1000"
