@@ -324,3 +324,19 @@ def test_template_and_model_errors_combine() -> None:
         catalog.resolve(model="THUDM/glm-4-9b-chat", chat_template="[gMASK]<sop><|assistant|>")
     text = str(info.value)
     assert "glm checkpoint" in text and "nearest by markers: glm (1/2 markers, missing '<arg_key>')" in text
+
+
+def test_unknown_model_message_reads_once() -> None:
+    """The diagnosis (``reason``) and then one piece of advice: no repeated clause, no double stop."""
+    with pytest.raises(catalog.UnknownModelError) as info:
+        catalog.resolve(model="acme/unheard-of-7b")
+    err = info.value
+    text = str(err)
+    assert text.startswith(err.reason) and "--auto" not in err.reason
+    assert (
+        text.count("not in the catalog") == 1 and ".." not in text.replace("...", "") and text.endswith(".")
+    )
+    assert "chatparse parse --model NAME" in text and "chatparse serve --template NAME" in text
+    with pytest.raises(catalog.UnknownModelError) as info:
+        catalog.resolve(model="THUDM/GLM-4-32B-0414")
+    assert "Pick one of those if it fits" in str(info.value) and "). " in str(info.value)

@@ -66,9 +66,35 @@ from .test_faults import free_port
                 "--upstream-api",
                 "chat-raw",
                 "--template",
-                "nope",
+                "qwen",
             ],
-            "neither a file nor a catalog template",
+            "neither a file nor a catalog template; close names: qwen3, qwen3_xml",
+        ),
+        (
+            [
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--model",
+                MODEL,
+                "--upstream-api",
+                "chat-raw",
+                "--port",
+                "99999",
+            ],
+            "argument --port: 99999 is not a TCP port (0-65535)",
+        ),
+        (
+            [
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--model",
+                MODEL,
+                "--upstream-api",
+                "chat-raw",
+                "--port",
+                "x",
+            ],
+            "argument --port: not a port number: 'x'",
         ),
     ],
 )
@@ -152,3 +178,20 @@ def test_every_serve_flag_reaches_the_config() -> None:
     for n, (flag, kind, _, _) in enumerate(_LIMITS, start=1):
         assert getattr(config, _field(flag)) == kind(n), flag
     assert _shown(4 * 1024 * 1024) == "4 MiB" and _shown(600.0) == "600" and _shown(1000) == "1000"
+
+
+def test_unknown_model_error_names_the_serve_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """The catalog's diagnosis, then serve's own advice (its flags), not the library's or parse's."""
+    args = ["--upstream", "http://127.0.0.1:9", "--model", "acme/unheard-of-7b", "--upstream-api", "chat-raw"]
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err
+    assert "its family is not in the catalog. Pass --template NAME|FILE" in err
+    assert "ChatParser(auto=True)" not in err and "parse --auto" not in err and ".. " not in err
+
+
+def test_template_name_is_case_and_dash_insensitive_like_the_catalog() -> None:
+    from chatparse.server._config import ServerConfig, resolve_config
+
+    config = ServerConfig(upstream="http://127.0.0.1:9", model="x", upstream_api="chat-raw", template="Qwen3")
+    resolved = resolve_config(config)
+    assert resolved.template_name == "qwen3" and resolved.generation_prompt == "<|im_start|>assistant\n"

@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "model id in the local Hugging Face cache (default: the model id, looked up in the cache)",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default: 8000)")
     p.add_argument(
         "--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY' (or set CHATPARSE_API_KEY)"
     )
@@ -152,6 +152,17 @@ _LIMITS: tuple[tuple[str, type, str, str], ...] = (
     ("--connect-timeout", float, "SECONDS", "upstream connect timeout (default: {})"),
     ("--upstream-timeout", float, "SECONDS", "longest wait for the engine's next bytes (default: {})"),
 )
+
+
+def _port(text: str) -> int:
+    """A TCP port number for argparse (0 lets the system pick one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (0-65535)")
+    return port
 
 
 def _field(flag: str) -> str:
