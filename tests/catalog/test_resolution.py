@@ -186,7 +186,9 @@ def test_every_record_resolves_to_exactly_its_entry(
     record = json.loads((FACTS / name).read_text(encoding="utf-8"))
     text = "\n".join(record["literals"])
     assert [n for _, _, n in _marker_matches(text)] == ([by_template] if by_template else [])
-    assert catalog.match_model(model) == by_model
+    base = model.split("/")[-1]
+    for variant in (model, model.lower(), f"unsloth/{base}-GGUF", f"/models/{base}-Q4_K_M.gguf"):
+        assert catalog.match_model(variant) == by_model, variant
     expected = by_template or by_model
     if expected is None:
         with pytest.raises(catalog.UnknownModelError):
