@@ -342,3 +342,20 @@ def test_unknown_model_message_reads_once() -> None:
     with pytest.raises(catalog.UnknownModelError) as info:
         catalog.resolve(model="THUDM/GLM-4-32B-0414")
     assert "Pick one of those if it fits" in str(info.value) and "). " in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "entry"),
+    [("Qwen/Qwen3-8B", "qwen3"), ("unsloth/Qwen3-8B-GGUF", "qwen3"), ("zai-org/GLM-4.6", "glm")],
+)
+def test_a_model_id_given_as_a_name_says_where_it_goes(given: str, entry: str) -> None:
+    with pytest.raises(catalog.UnknownTemplateError) as info:
+        catalog.get(given)
+    assert info.value.candidates == [entry]
+    assert f"as a model id it resolves to {entry!r}" in str(info.value) and "--model" in str(info.value)
+
+
+def test_a_misspelt_name_still_lists_close_names() -> None:
+    with pytest.raises(catalog.UnknownTemplateError) as info:
+        catalog.get("qwen")
+    assert "qwen3" in info.value.candidates and "model id" not in str(info.value)

@@ -166,6 +166,14 @@ def _entry(name: str) -> dict[str, Any]:
     if found is None:
         found = entries.get(str(name).strip().lower().replace("-", "_").replace(".", ""))
     if found is None:
+        # a model id where a name belongs ("Qwen/Qwen3-8B"): the entry it resolves to is the candidate
+        by_id = match_model(str(name)) if "/" in str(name) or "." in str(name) else None
+        if by_id is not None:
+            raise UnknownTemplateError(
+                f"no catalog template named {name!r}; as a model id it resolves to {by_id!r} "
+                "(model ids go to catalog.resolve(model=...) and chatparse parse --model)",
+                candidates=[by_id],
+            )
         close = difflib.get_close_matches(str(name).lower(), list(entries), n=5, cutoff=0.5)
         close = close or [n for n in entries if str(name).lower() in n] or sorted(entries)
         raise UnknownTemplateError(
