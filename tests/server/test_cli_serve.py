@@ -18,84 +18,23 @@ from .engine import Script, TestEngine
 from .test_faults import free_port
 
 
+def serve_args(*extra: str, model: str = MODEL, api: str = "chat-raw") -> list[str]:
+    return ["--upstream", "http://127.0.0.1:9", "--model", model, "--upstream-api", api, *extra]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (
-            [
-                "--upstream",
-                "http://127.0.0.1:9",
-                "--model",
-                "no-such-model-xyz",
-                "--upstream-api",
-                "chat-raw",
-            ],
-            "no response template for 'no-such-model-xyz'",
-        ),
+        (serve_args(model="no-such-model-xyz"), "no response template for 'no-such-model-xyz'"),
         (["--upstream", "ftp://x", "--model", MODEL, "--upstream-api", "chat-raw"], "http:// or https://"),
+        (serve_args("--tokenizer", "/nonexistent/dir", api="completions"), "--tokenizer /nonexistent/dir"),
+        (serve_args(model="no-such-model-xyz", api="completions"), "none was found for 'no-such-model-xyz'"),
         (
-            [
-                "--upstream",
-                "http://127.0.0.1:9",
-                "--model",
-                MODEL,
-                "--upstream-api",
-                "completions",
-                "--tokenizer",
-                "/nonexistent/dir",
-            ],
-            "--tokenizer /nonexistent/dir",
-        ),
-        (
-            [
-                "--upstream",
-                "http://127.0.0.1:9",
-                "--model",
-                "no-such-model-xyz",
-                "--upstream-api",
-                "completions",
-            ],
-            "none was found for 'no-such-model-xyz'",
-        ),
-        (
-            [
-                "--upstream",
-                "http://127.0.0.1:9",
-                "--model",
-                MODEL,
-                "--upstream-api",
-                "chat-raw",
-                "--template",
-                "qwen",
-            ],
+            serve_args("--template", "qwen"),
             "neither a file nor a catalog template; close names: qwen3, qwen3_xml",
         ),
-        (
-            [
-                "--upstream",
-                "http://127.0.0.1:9",
-                "--model",
-                MODEL,
-                "--upstream-api",
-                "chat-raw",
-                "--port",
-                "99999",
-            ],
-            "argument --port: 99999 is not a TCP port (0-65535)",
-        ),
-        (
-            [
-                "--upstream",
-                "http://127.0.0.1:9",
-                "--model",
-                MODEL,
-                "--upstream-api",
-                "chat-raw",
-                "--port",
-                "x",
-            ],
-            "argument --port: not a port number: 'x'",
-        ),
+        (serve_args("--port", "99999"), "argument --port: 99999 is not a TCP port (0-65535)"),
+        (serve_args("--port", "x"), "argument --port: not a port number: 'x'"),
     ],
 )
 def test_startup_errors_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -182,8 +121,7 @@ def test_every_serve_flag_reaches_the_config() -> None:
 
 def test_unknown_model_error_names_the_serve_flags(capsys: pytest.CaptureFixture[str]) -> None:
     """The catalog's diagnosis, then serve's own advice (its flags), not the library's or parse's."""
-    args = ["--upstream", "http://127.0.0.1:9", "--model", "acme/unheard-of-7b", "--upstream-api", "chat-raw"]
-    assert main(["serve", *args]) == 2
+    assert main(["serve", *serve_args(model="acme/unheard-of-7b")]) == 2
     err = capsys.readouterr().err
     assert "its family is not in the catalog. Pass --template NAME|FILE" in err
     assert "ChatParser(auto=True)" not in err and "parse --auto" not in err and ".. " not in err
