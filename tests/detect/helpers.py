@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from chatparse.detect import AutoStream
+from chatparse.openai import AutoStream
 
 
 def counter_ids() -> Callable[[], str]:

@@ -15,8 +15,8 @@ events for `reasoning`, `content` and `tool_calls` with offsets into its `input_
 core's shape plus a `recognizer` key; see `_auto.py`'s "Theory of operation"), and the
 recognizer tables `TOOL_RECOGNIZERS`, `REASONING_RECOGNIZERS`, `RECOGNIZERS`. Chat Completions
 deltas and messages are the OpenAI layer's: `chatparse.openai.ChatParser(auto=True)`.
-`AutoStream`, `parse_message` and `local_fallback` are still importable from here (source
-compatibility) and are implemented there (`chatparse.openai._auto`).
+The template-less Chat Completions helpers `AutoStream`, `parse_auto` and `local_fallback` are
+`chatparse.openai`'s too (this layer never imports the one above it).
 
 Policies:
 
@@ -55,7 +55,6 @@ tool name).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ._auto import OUTPUT_TEMPLATE, RECOGNIZERS, AutoParser, DetectResult, resolve_recognizers
 from ._union import REASONING_RECOGNIZERS, TOOL_RECOGNIZERS
@@ -66,11 +65,8 @@ __all__ = [
     "RECOGNIZERS",
     "TOOL_RECOGNIZERS",
     "AutoParser",
-    "AutoStream",
     "DetectResult",
     "detect",
-    "local_fallback",
-    "parse_message",
     "resolve_recognizers",
 ]
 
@@ -92,17 +88,3 @@ def detect(
     p = AutoParser(tools=tools, recognizers=recognizers, prefix=prefix, orphan_reasoning=orphan_reasoning)
     p.feed(text)
     return p.finalize()[0]
-
-
-#: Chat Completions builders kept here for source compatibility; they live in `chatparse.openai`
-#: (the wire-format layer), which builds deltas from `AutoParser`'s events.
-_WIRE = {"AutoStream": "AutoStream", "parse_message": "parse_auto", "local_fallback": "local_fallback"}
-
-
-def __getattr__(name: str) -> Any:
-    """`AutoStream`, `parse_message` and `local_fallback`: from `chatparse.openai` (see `_WIRE`)."""
-    if name in _WIRE:
-        from ..openai import _auto
-
-        return getattr(_auto, _WIRE[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -82,7 +82,7 @@ def parse_auto(
     prefix: str | None = None,
     orphan_reasoning: bool = False,
 ) -> tuple[dict[str, Any], str]:
-    """The message and finish_reason for a complete output (`chatparse.detect.parse_message`)."""
+    """The message and finish_reason for a complete output (`chatparse.openai.parse_auto`)."""
     s = AutoStream(
         tools=tools,
         recognizers=recognizers,
