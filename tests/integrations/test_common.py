@@ -145,11 +145,31 @@ def test_policies() -> None:
 )
 def test_tool_choice(choice: Any, mode: str) -> None:
     assert C.tool_choice_mode(choice) == mode
-    problem = C.unsupported_tool_guarantee(choice, [{"type": "function", "function": {"name": "f"}}])
-    assert (problem is not None) == (mode in ("required", "named"))
-    if problem:
-        assert "chatparse" in problem and "tool_choice='auto'" in problem
-    assert C.unsupported_tool_guarantee(choice, None) is None  # nothing to choose from
+    offered = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    assert C.forces_tool_calls(choice, offered) == (mode in ("required", "named"))
+    assert not C.forces_tool_calls(choice, None)  # nothing to choose from
+    resolved = C.Resolved(catalog.get("qwen3"), "qwen3", "override", ("<|im_end|>",))
+    c = C.tool_constraint(resolved, resolved.template, choice, offered)
+    assert (c is not None) == (mode in ("required", "named"))
+    if c is not None:
+        assert c.tool_choice == ("required" if mode == "required" else "f")
+        assert "<|im_end|>" not in c.gbnf()  # the engine stops there: never written
+    assert C.tool_constraint(resolved, resolved.template, choice, None) is None
+
+
+def test_tool_constraint_names_the_template_and_field_it_cannot_express() -> None:
+    gpt = C.Resolved(catalog.get("gpt_oss"), "gpt_oss", "override")
+    offered = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    with pytest.raises(C.ToolChoiceError) as err:
+        C.tool_constraint(gpt, gpt.template, "required", offered)
+    assert err.value.parameter == "tool_choice"
+    assert "gpt_oss" in str(err.value) and "tool_calls" in str(err.value)
+    qwen = C.Resolved(catalog.get("qwen3"), "qwen3", "override")
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}
+    pattern = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+    with pytest.raises(C.ToolChoiceError) as err:
+        C.tool_constraint(qwen, qwen.template, {"type": "function", "function": {"name": "f"}}, pattern)
+    assert err.value.parameter == "tools" and "'pattern'" in str(err.value) and "qwen3" in str(err.value)
 
 
 def test_tool_dicts() -> None:

@@ -288,21 +288,137 @@ def test_adjust_request_keeps_special_tokens_and_their_spacing(tok: Any) -> None
     assert req.skip_special_tokens is False and req.spaces_between_special_tokens is False
 
 
+TOOLS2 = [
+    *TOOLS,
+    {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "parameters": {
+                "type": "object",
+                "properties": {"zone": {"type": "string"}},
+                "required": ["zone"],
+            },
+        },
+    },
+]
+CALL2 = '<tool_call>\n{"name": "get_time", "arguments": {"zone": "CET"}}\n</tool_call>'
+
+
+def forced(tok: Any, choice: Any, *, prompt: str = PROMPT, auto: bool = True, **kw: Any) -> tuple[Any, Any]:
+    """A forced-call request through the parser as vLLM's renderer runs it: the prompt's ids first
+    (`set_prompt_token_ids`), then `adjust_request`. Returns (parser, adjusted request)."""
+    req = request(tool_choice=choice, tools=kw.pop("tools", TOOLS2), **kw)
+    parser = parser_cls(tok, auto=auto)(tok, req.tools, chat_template_kwargs={}, model_config=None)
+    parser.set_prompt_token_ids(ids(tok, prompt))
+    return parser, parser.adjust_request(req)
+
+
+def xgr_matcher(tag: str) -> Any:
+    """XGrammar (vLLM's default structured-output backend) compiling the attached structural tag."""
+    xgr = pytest.importorskip("xgrammar")
+    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_grammar(
+        xgr.Grammar.from_structural_tag(tag)
+    )
+
+    def accepts(text: str) -> bool:
+        m = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        return all(m.accept_string(bytes([b])) for b in text.encode()) and bool(m.is_terminated())
+
+    return accepts
+
+
 @pytest.mark.parametrize(
-    "choice",
-    ["required", {"type": "function", "function": {"name": "get_weather"}}],
+    "choice, name",
+    [("required", None), ({"type": "function", "function": {"name": "get_time"}}, "get_time")],
     ids=["required", "named"],
 )
-def test_required_and_named_tool_choice_are_refused_with_vllms_validation_error(
-    tok: Any, choice: Any
+@pytest.mark.parametrize("auto", [True, False], ids=["auto-tool-choice", "no-auto-tool-choice"])
+def test_forced_tool_choice_attaches_the_template_constraint_as_vllms_structural_tag(
+    tok: Any, choice: Any, name: str | None, auto: bool
 ) -> None:
-    req = request(tool_choice=choice)
-    parser = parser_cls(tok)(tok, req.tools)
+    from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
+
+    parser, req = forced(tok, choice, auto=auto, response_format={"type": "json_object"})
+    so = req.structured_outputs
+    assert so is not None and so.structural_tag is not None and so.json is None
+    assert req.response_format is None  # a forced call overrides it, as in vLLM
+    assert req._grammar_from_parser is True
+    # The engine applies it from the first token: the grammar holds the reasoning too.
+    assert req.resolve_reasoning_ended(parser, ids(tok, PROMPT)) is True
+    # What vLLM sends to the engine core carries it, and vLLM's own XGrammar validation takes it.
+    params = req.to_sampling_params(64, {})
+    assert (
+        params.structured_outputs is not None
+        and params.structured_outputs.structural_tag == so.structural_tag
+    )
+    validate_xgrammar_grammar(params)
+    accepts = xgr_matcher(so.structural_tag)
+    think = "<think>\nThe user wants the time.\n</think>\n\n"
+    assert accepts(think + CALL2) and accepts(CALL2)
+    assert accepts(CALL) is (name is None) and accepts(think + CALL) is (name is None)
+    assert not accepts("Let me check.")  # no call: refused under required / named
+    assert not accepts(CALL2.replace('"CET"', "7"))  # arguments outside the schema
+    # The parser reads what the grammar admits (streamed and one-shot).
+    _, msg = stream(
+        tok, type(parser), think + CALL2, req=request(tool_choice=choice, tools=TOOLS2, stream=True)
+    )
+    reasoning, content, calls = one_shot(
+        tok, type(parser), think + CALL2, req=request(tool_choice=choice, tools=TOOLS2)
+    )
+    assert [(c["name"], json.loads(c["arguments"])) for c in msg["tool_calls"]] == [
+        ("get_time", {"zone": "CET"})
+    ]
+    assert calls is not None and [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_time", {"zone": "CET"})
+    ]
+    assert msg["reasoning"] == reasoning == "The user wants the time."
+
+
+def test_forced_tool_choice_continues_the_prompts_open_reasoning(tok: Any) -> None:
+    _, req = forced(tok, "required", prompt=PROMPT + "<think>\n")
+    accepts = xgr_matcher(req.structured_outputs.structural_tag)
+    assert accepts("The user wants the time.\n</think>\n\n" + CALL2)
+    assert not accepts(CALL2)  # the reasoning the prompt opened is closed before the call
+
+
+def test_parallel_tool_calls_false_allows_one_forced_call(tok: Any) -> None:
+    _, many = forced(tok, "required")
+    _, one = forced(tok, "required", parallel_tool_calls=False)
+    assert xgr_matcher(many.structured_outputs.structural_tag)(CALL + CALL2)
+    assert not xgr_matcher(one.structured_outputs.structural_tag)(CALL + CALL2)
+
+
+def test_forced_tool_choice_the_constraints_cannot_express_is_vllms_400_naming_template_and_field(
+    tok: Any,
+) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string", "pattern": "^[A-Z]"}}}
     with pytest.raises(VLLMValidationError) as err:
-        parser.adjust_request(req)
-    assert "chatparse" in str(err.value) and err.value.parameter == "tool_choice"
-    parser.adjust_request(request(tool_choice="none"))  # no error
-    parser.adjust_request(request(tool_choice="auto"))
+        forced(tok, "required", tools=[{"type": "function", "function": {"name": "f", "parameters": schema}}])
+    assert err.value.parameter == "tools"
+    assert "qwen3" in str(err.value) and "'pattern'" in str(err.value) and "chatparse" in str(err.value)
+    harmony = build_tokenizer(
+        ["<|start|>", "<|channel|>", "<|message|>", "<|call|>", "<|end|>"],
+        ["<|start|>assistant<|channel|>final<|message|>hi<|end|>"] * 4,
+        stop=["<|return|>"],
+        vocab_size=300,
+        name_or_path="acme/harmony-tune",
+    )
+    with environ(CHATPARSE_TEMPLATE="gpt_oss"), pytest.raises(VLLMValidationError) as err:
+        forced(harmony, "required")
+    assert err.value.parameter == "tool_choice"
+    assert "gpt_oss" in str(err.value) and "tool_calls" in str(err.value)
+    parser, req = forced(tok, "auto")
+    assert req.structured_outputs is None  # auto and none: nothing attached
+    assert forced(tok, "none")[1].structured_outputs is None
+
+
+def test_forced_tool_choice_without_the_chatparse_tool_parser_is_refused(tok: Any) -> None:
+    cls = parser_cls(tok, tool=None)
+    req = request(tool_choice="required")
+    with pytest.raises(VLLMValidationError) as err:
+        cls(tok, req.tools, chat_template_kwargs={}, model_config=None).adjust_request(req)
+    assert "--tool-call-parser chatparse" in str(err.value)
 
 
 @pytest.mark.parametrize(

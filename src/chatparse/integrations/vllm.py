@@ -17,8 +17,11 @@ What runs
   `<think>` or a call the prompt opened is seen; `parse_delta` feeds each delta's text and, when
   `finished`, recovers the finish reason (below) and finishes the message. `parse` does the same
   in one go. `adjust_request` keeps special tokens and their spacing (the markers must reach the
-  parser) and refuses `tool_choice="required"` or a named tool (`VLLMValidationError`, a 400) until
-  chatparse derives generation constraints (`_common.unsupported_tool_guarantee`).
+  parser) and, for `tool_choice="required"` or a named tool, attaches the constraint
+  `chatparse.constraints` derives from the template, the tools and the rendered prompt as vLLM's
+  structural tag (`structured_outputs.structural_tag`, applied from the first token); the output is
+  still parsed here. What the constraints cannot express (gpt-oss's call opener, a schema keyword
+  such as `pattern`) is a `VLLMValidationError` (400) naming the template and the field.
 * `ChatparseReasoningParser` and `ChatparseToolParser`, the legacy classes the registries hold.
   vLLM composes a parser class from the names on the command line; for `chatparse` that is
   `ChatparseParser` (registration wraps `ParserManager._compose_parser` for this one name, because
@@ -47,6 +50,7 @@ context length) reached means `"length"`; anything else (a stop string) counts a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Iterable, Sequence
@@ -79,13 +83,15 @@ from ._common import (
     REASONING_FIELDS,
     Policy,
     Resolved,
+    ToolChoiceError,
     describe,
+    forces_tool_calls,
     recover_finish_reason,
     resolve,
     stop_token_ids,
     tool_choice_mode,
+    tool_constraint,
     tool_dicts,
-    unsupported_tool_guarantee,
 )
 from ._split import ReasoningSplitter
 
@@ -299,7 +305,9 @@ class ChatparseToolParser(ToolParser):
     of the output (no closer) is returned by `extract_tool_calls` but not streamed here.
     """
 
-    supports_required_and_named = False  # required/named are refused, never parsed as plain JSON
+    # Forced calls are constrained to the template's own syntax (`adjust_request`) and parsed by
+    # chatparse, never by vLLM's JSON-array path (`DelegatingParser`, for parsers that say True).
+    supports_required_and_named = False
     chatparse_plugin = True
 
     @staticmethod
@@ -327,7 +335,11 @@ class ChatparseToolParser(ToolParser):
         return tool_dicts(self._raw_tools)
 
     def adjust_request(self, request: Any) -> Any:
-        return _adjust_request(request)
+        _keep_markers(request)
+        if forces_tool_calls(getattr(request, "tool_choice", None), getattr(request, "tools", None)):
+            template = self._resolved.variant(reasoning=False, tools=True) or self._resolved.template
+            _attach(request, _constraint_for(self._resolved, template, request, prefix=None))
+        return request
 
     def _parser(self) -> ChatParser:
         template = self._resolved.variant(reasoning=False, tools=True) or self._resolved.template
@@ -367,18 +379,46 @@ class ChatparseToolParser(ToolParser):
 # the unified parser (what the serving layer runs)
 
 
-def _adjust_request(request: Any) -> Any:
-    """Keep the markers in the text; refuse guarantees chatparse cannot give yet."""
+def _keep_markers(request: Any) -> None:
+    """Keep special tokens and their spacing in the detokenized text: the markers must reach the parser."""
     if hasattr(request, "skip_special_tokens"):
         request.skip_special_tokens = False
     if hasattr(request, "spaces_between_special_tokens"):
         request.spaces_between_special_tokens = False
-    problem = unsupported_tool_guarantee(
-        getattr(request, "tool_choice", None), getattr(request, "tools", None)
-    )
-    if problem is not None:
-        raise VLLMValidationError(problem, parameter="tool_choice", value=str(request.tool_choice))
-    return request
+
+
+def _constraint_for(resolved: Resolved, template: Any, request: Any, *, prefix: str | None) -> Any:
+    """The constraint for a `required` / named request, or vLLM's 400 naming what cannot be expressed."""
+    try:
+        return tool_constraint(
+            resolved,
+            template,
+            request.tool_choice,
+            request.tools,
+            parallel_tool_calls=getattr(request, "parallel_tool_calls", True),
+            prefix=prefix,
+        )
+    except ToolChoiceError as e:
+        value = request.tool_choice if e.parameter == "tool_choice" else None
+        raise VLLMValidationError(str(e), parameter=e.parameter, value=str(value)) from None
+
+
+def _attach(request: Any, constraint: Any) -> None:
+    """Hand the constraint to vLLM's structured-output path as its own tool parsers do
+    (`DelegatingParser._apply_structural_tag`): `structured_outputs.structural_tag`, replacing any
+    `response_format` (a forced call overrides it, as in vLLM)."""
+    import json
+
+    from vllm.sampling_params import StructuredOutputsParams
+
+    tag = json.dumps(constraint.structural_tag(), ensure_ascii=False)
+    if getattr(request, "structured_outputs", None) is not None or getattr(request, "response_format", None):
+        log.warning("structured outputs are ignored because tool_choice forces a tool call")
+    request.structured_outputs = StructuredOutputsParams(structural_tag=tag)
+    if hasattr(request, "response_format"):
+        request.response_format = None
+    elif hasattr(request, "text"):  # ResponsesRequest
+        request.text = None
 
 
 def _chat_parser(template: Any, prefix: str, tools: list[dict[str, Any]], policy: Policy) -> ChatParser:
@@ -535,6 +575,7 @@ class ChatparseParser(Parser):
     tool_parser_cls: type[ToolParser] | None = ChatparseToolParser
     always_adjust_request = True
     _enable_auto_tools = True  # the composed class (see `register`) sets the server's flag
+    _tools_selected = True  # `--tool-call-parser chatparse` (forced calls parse even without auto)
 
     def __init__(
         self,
@@ -567,7 +608,37 @@ class ChatparseParser(Parser):
     # -- request ---------------------------------------------------------------------------------
 
     def adjust_request(self, request: Any) -> Any:
-        return _adjust_request(request)
+        """Keep the markers in the text; for `tool_choice="required"` or a named tool, attach the
+        constraint `chatparse.constraints` derives from the template, the request's tools and the
+        rendered prompt (vLLM calls `set_prompt_token_ids` first) as vLLM's structural tag.
+
+        The grammar covers the whole output, reasoning included (the prompt's open `<think>` is
+        continued), so the engine applies it from the first token (`_grammar_from_parser`, as
+        vLLM's Mistral parser does). vLLM's serving code leaves parsing to this parser's own
+        `parse` / `parse_delta` for forced calls too (only `DelegatingParser` has a JSON path).
+        A template or schema the constraints cannot express is vLLM's 400 naming the template
+        and the field; so is a forced call without `--tool-call-parser chatparse`.
+        """
+        _keep_markers(request)
+        tools = getattr(request, "tools", None)
+        if not forces_tool_calls(getattr(request, "tool_choice", None), tools):
+            return request
+        if not self._tools_selected or not self._resolved.has_tools:
+            why = (
+                "--tool-call-parser chatparse is not selected"
+                if not self._tools_selected
+                else f"response template {self._resolved.name} has no tool_calls field"
+            )
+            raise VLLMValidationError(
+                f"the chatparse parser cannot guarantee a forced tool call: {why}",
+                parameter="tool_choice",
+                value=str(request.tool_choice),
+            )
+        template, _ = self._template_for(request, self._enable_auto_tools)
+        _attach(request, _constraint_for(self._resolved, template, request, prefix=self._prefix))
+        with contextlib.suppress(AttributeError, ValueError):  # a request type without the attribute
+            request._grammar_from_parser = True
+        return request
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         ids = list(prompt_token_ids)
@@ -598,26 +669,30 @@ class ChatparseParser(Parser):
     # -- parsing ---------------------------------------------------------------------------------
 
     def _parses_tools(self, request: Any, enable_auto_tools: bool) -> bool:
-        return (
-            self._tool_parser is not None
-            and enable_auto_tools
-            and self._resolved.has_tools
-            and bool(getattr(request, "tools", None))
-            and tool_choice_mode(getattr(request, "tool_choice", None)) != "none"
-        )
+        """Calls are parsed for `auto` with `--enable-auto-tool-choice`, and for forced calls
+        (`required`, named) whenever `--tool-call-parser chatparse` is selected (vLLM returns
+        forced calls without auto tool choice too)."""
+        tools = getattr(request, "tools", None)
+        if not (self._tools_selected and self._resolved.has_tools and tools):
+            return False
+        choice = getattr(request, "tool_choice", None)
+        if forces_tool_calls(choice, tools):
+            return True
+        return self._tool_parser is not None and enable_auto_tools and tool_choice_mode(choice) != "none"
+
+    def _template_for(self, request: Any, enable_auto_tools: bool) -> tuple[Any, bool]:
+        """The template this request is parsed with, and whether reasoning goes to the content."""
+        reasoning = self._reasoning_parser is not None
+        tools = self._parses_tools(request, enable_auto_tools)
+        template = self._resolved.variant(reasoning=reasoning, tools=tools)
+        if template is None:  # the field cannot be left out: parse it, and route it to content
+            template = self._resolved.variant(reasoning=True, tools=tools)
+            assert template is not None
+            return template, not reasoning
+        return template, False
 
     def _new_stream(self, request: Any, enable_auto_tools: bool) -> ChatParser:
-        reasoning = self._reasoning_parser is not None
-        template = self._resolved.variant(
-            reasoning=reasoning, tools=self._parses_tools(request, enable_auto_tools)
-        )
-        self._reasoning_as_content = False
-        if template is None:  # the field cannot be left out: parse it, and route it to content
-            self._reasoning_as_content = not reasoning
-            template = self._resolved.variant(
-                reasoning=True, tools=self._parses_tools(request, enable_auto_tools)
-            )
-            assert template is not None
+        template, self._reasoning_as_content = self._template_for(request, enable_auto_tools)
         offered = getattr(request, "tools", None)
         tools = tool_dicts(offered if offered is not None else self._tools)
         return _chat_parser(template, self._prefix, tools, self._policy)
@@ -766,6 +841,7 @@ def _install_composer() -> None:
             return owner.unified_parser(
                 reasoning=reasoning_cls is not None,
                 tools=tool_cls is not None and enable_auto_tools,
+                tools_selected=tool_cls is not None,
                 tool_strict_level=tool_strict_level,
                 enable_auto_tools=enable_auto_tools,
             )
@@ -785,7 +861,12 @@ def _install_composer() -> None:
 
 
 def _unified_parser(
-    *, reasoning: bool, tools: bool, tool_strict_level: str | None, enable_auto_tools: bool
+    *,
+    reasoning: bool,
+    tools: bool,
+    tool_strict_level: str | None,
+    enable_auto_tools: bool,
+    tools_selected: bool | None = None,
 ) -> type[Parser]:
     """A `ChatparseParser` class for the selected parsers, as `ParserManager` composes one."""
     from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
@@ -799,6 +880,7 @@ def _unified_parser(
             "tool_parser_cls": ChatparseToolParser if tools else None,
             "tool_strict_level": level,
             "_enable_auto_tools": enable_auto_tools,
+            "_tools_selected": tools if tools_selected is None else tools_selected,
             "__module__": __name__,
         },
     )
