@@ -147,6 +147,7 @@ def test_registered_through_the_sglang_plugins_entry_point() -> None:
     assert ReasoningParser.DetectorMap["chatparse"] is plugin.ChatparseReasoningDetector
     targets = {t.rsplit(".", 1)[-1] for t in HookRegistry._hooks if t.startswith(plugin._SERVING)}
     assert targets == {name for name, _ in plugin._HOOKS}
+    assert f"{plugin._PARSER}.get_structure_constraint" in HookRegistry._hooks
     plugin.register()  # idempotent
     assert sum(len(v) for k, v in HookRegistry._hooks.items() if k.startswith(plugin._SERVING)) == len(
         plugin._HOOKS
@@ -267,16 +268,133 @@ def test_stream_reasoning_false_releases_reasoning_when_the_answer_starts(tok: A
     assert "".join(o[1] for o in outs) == "Hi"
 
 
-def test_structural_tags_are_not_offered_and_required_uses_sglangs_json_schema_path(tok: Any) -> None:
+TOOLS2 = [
+    *TOOLS,
+    {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "parameters": {
+                "type": "object",
+                "properties": {"zone": {"type": "string"}},
+                "required": ["zone"],
+            },
+        },
+    },
+]
+CALL2 = '<tool_call>\n{"name": "get_time", "arguments": {"zone": "CET"}}\n</tool_call>'
+
+
+def _sglang_grammar(tok: Any, sampling_params: dict[str, Any]) -> Any:
+    """SGLang's own XGrammar backend compiling the request's `structural_tag`; an acceptor."""
+    from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+    from sglang.srt.constrained.xgrammar_backend import XGrammarGrammarBackend
+
+    backend = XGrammarGrammarBackend(tok, vocab_size=len(tok))
+    grammar = backend.dispatch_structural_tag(sampling_params["structural_tag"])
+    assert not isinstance(grammar, InvalidGrammarObject), grammar
+    xgr = pytest.importorskip("xgrammar")
+    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_grammar(
+        xgr.Grammar.from_structural_tag(sampling_params["structural_tag"])
+    )
+
+    def accepts(text: str) -> bool:
+        m = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        return all(m.accept_string(bytes([b])) for b in text.encode()) and bool(m.is_terminated())
+
+    return accepts
+
+
+@pytest.mark.parametrize("thinking", [False, True], ids=["after-reasoning", "reasoning-in-grammar"])
+@pytest.mark.parametrize(
+    "choice, name",
+    [("required", None), ({"type": "function", "function": {"name": "get_time"}}, "get_time")],
+    ids=["required", "named"],
+)
+def test_forced_tool_choice_is_the_template_constraint_as_sglangs_structural_tag(
+    tok: Any, choice: Any, name: str | None, thinking: bool
+) -> None:
+    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest, ToolChoice
+
+    sg_choice = choice if isinstance(choice, str) else ToolChoice(**choice)
+    fp = FunctionCallParser(tools(TOOLS2), "chatparse", tokenizer=tok)
+    assert fp.owns_tool_format() is True  # SGLang parses forced output with this detector
+    # As `_process_messages` asks (thinking_mode: no reasoning parser and a thinking request).
+    constraint = fp.get_structure_constraint(sg_choice, parallel_tool_calls=True, thinking_mode=thinking)
+    hooked = plugin._hook_structure_constraint(
+        FunctionCallParser.get_structure_constraint,
+        fp,
+        sg_choice,
+        parallel_tool_calls=True,
+        thinking_mode=thinking,
+    )
+    assert constraint is not None and constraint[0] == hooked[0] == "structural_tag"
+    assert constraint[1].model_dump(by_alias=True) == hooked[1].model_dump(by_alias=True)
+    req = ChatCompletionRequest(
+        model="m", messages=[{"role": "user", "content": "hi"}], tools=tools(TOOLS2), tool_choice=sg_choice
+    )
+    params = req.to_sampling_params(stop=[], model_generation_config={}, tool_call_constraint=constraint)
+    assert "json_schema" not in params and params.get("structural_tag")
+    accepts = _sglang_grammar(tok, params)
+    lead = "<think>\nThe user wants the time.\n</think>\n\n" if thinking else "\n\n"
+    assert accepts(lead + CALL2) and accepts(CALL2)
+    assert accepts(lead + CALL) is (name is None)
+    assert not accepts("Let me check.") and not accepts(CALL2.replace('"CET"', "7"))
+    if not thinking:  # the reasoning is SGLang's reasoning backend's: not in this grammar
+        assert not accepts("<think>\nx\n</think>\n\n" + CALL2)
+    # SGLang's non-streaming path for a forced call: FunctionCallParser with the tool choice.
+    parser = FunctionCallParser(tools(TOOLS2), "chatparse", tokenizer=tok, tool_choice=sg_choice)
+    assert parser.has_tool_call(lead + CALL2)
+    _, calls = parser.parse_non_stream(lead + CALL2)
+    assert [(c.name, json.loads(c.parameters)) for c in calls] == [("get_time", {"zone": "CET"})]
+
+
+def test_parallel_tool_calls_false_allows_one_forced_call(tok: Any) -> None:
+    fp = FunctionCallParser(tools(TOOLS2), "chatparse", tokenizer=tok)
+    one = fp.get_structure_constraint("required", parallel_tool_calls=False)
+    many = fp.get_structure_constraint("required", parallel_tool_calls=True)
+    params = {"structural_tag": json.dumps(one[1].model_dump(by_alias=True))}
+    assert not _sglang_grammar(tok, params)(CALL + CALL2)
+    params = {"structural_tag": json.dumps(many[1].model_dump(by_alias=True))}
+    assert _sglang_grammar(tok, params)(CALL + CALL2)
+
+
+def test_auto_is_not_constrained(tok: Any) -> None:
     fp = FunctionCallParser(tools(), "chatparse", tokenizer=tok)
-    assert fp.detector.supports_structural_tag() is False
-    assert fp.detector.get_structural_tag(tools=tools()) is None
-    assert fp.owns_tool_format() is False  # so required/named output is SGLang's JSON array
-    kind, _ = fp.get_structure_constraint("required")
-    assert kind == "json_schema"
     assert fp.get_structure_constraint("auto") is None
+    assert fp.detector.get_structural_tag(tools=tools(), tool_choice="auto") is None
     with pytest.raises(NotImplementedError, match="chatparse"):
         fp.detector.structure_info()
+
+
+def test_forced_tool_choice_the_constraints_cannot_express_is_sglangs_400(tok: Any) -> None:
+    """SGLang's `get_structure_constraint` logs a detector's error and falls back to a JSON-array
+    schema; the registered hook raises the `ValueError` SGLang's serving code answers 400."""
+    harmony = build_tokenizer(
+        ["<|start|>", "<|channel|>", "<|message|>", "<|call|>", "<|end|>"],
+        ["<|start|>assistant<|channel|>final<|message|>hi<|end|>"] * 4,
+        stop=["<|return|>"],
+        vocab_size=300,
+        name_or_path="acme/harmony-tune",
+    )
+    with environ(CHATPARSE_TEMPLATE="gpt_oss"):
+        fp = FunctionCallParser(tools(), "chatparse", tokenizer=harmony)
+        with pytest.raises(ValueError) as err:
+            plugin._hook_structure_constraint(FunctionCallParser.get_structure_constraint, fp, "required")
+    assert "gpt_oss" in str(err.value) and "tool_calls" in str(err.value) and "chatparse" in str(err.value)
+    schema = {"type": "object", "properties": {"city": {"type": "string", "pattern": "^[A-Z]"}}}
+    fp = FunctionCallParser(
+        tools([{"type": "function", "function": {"name": "f", "parameters": schema}}]),
+        "chatparse",
+        tokenizer=tok,
+    )
+    with pytest.raises(ValueError, match="'pattern'"):
+        plugin._hook_structure_constraint(FunctionCallParser.get_structure_constraint, fp, "required")
+    # Other detectors go through SGLang's own method untouched.
+    other = FunctionCallParser(tools(), "qwen25", tokenizer=tok)
+    assert plugin._hook_structure_constraint(
+        FunctionCallParser.get_structure_constraint, other, "auto"
+    ) == FunctionCallParser.get_structure_constraint(other, "auto")
 
 
 def test_has_tool_call(tok: Any) -> None:

@@ -48,10 +48,16 @@ by `max_tokens` must not be returned). Both are visible one level up, in `OpenAI
 * `OpenAIServingChat.__init__` resolves the template at startup, so a model without one fails with
   one line instead of on the first request.
 
-`tool_choice="required"` and named choices: SGLang constrains those with its generic JSON-schema
-constraint and parses the JSON array itself (`JsonArrayParser`); chatparse does not take part and
-does not offer structural tags yet (`supports_structural_tag()` is False, `get_structural_tag`
-returns None) until `chatparse.constraints` derives them from the template.
+`tool_choice="required"` and named choices: `ChatparseDetector.get_structural_tag` returns the
+constraint `chatparse.constraints` derives from the template and the tools as XGrammar's
+`StructuralTag`, which SGLang's serving code sends as the request's `structural_tag`; because the
+detector supports structural tags, SGLang parses the forced output with it (not with its
+JSON-array parser). With `--reasoning-parser`, SGLang's reasoning grammar backend applies the
+grammar once the reasoning closer is generated, so the grammar then describes only what follows.
+SGLang builds the constraint before rendering the prompt: no prefix reaches the derivation. A
+template or schema the constraints cannot express raises `ToolChoiceError`, a `ValueError` that
+SGLang answers 400 (a hook on `FunctionCallParser.get_structure_constraint`, whose own code would
+log the error and fall back to a JSON-array schema). `auto` is not constrained.
 """
 
 from __future__ import annotations
@@ -74,7 +80,16 @@ except ImportError as e:  # pragma: no cover - exercised only without SGLang
 
 from .._parser import ResponseParser
 from ..openai import ChatParser
-from ._common import PARSER_NAME, REASONING_FIELDS, Resolved, describe, resolve, tool_dicts
+from ._common import (
+    PARSER_NAME,
+    REASONING_FIELDS,
+    Resolved,
+    describe,
+    forces_tool_calls,
+    resolve,
+    tool_constraint,
+    tool_dicts,
+)
 from ._split import ReasoningSplitter
 
 __all__ = ["ChatparseDetector", "ChatparseReasoningDetector", "register", "request_context"]
@@ -399,15 +414,52 @@ class ChatparseDetector(BaseFormatDetector):
         return StreamingParseResult(normal_text=normal, calls=calls)
 
     def supports_structural_tag(self) -> bool:
-        """False: chatparse derives no structural tags yet (see the module docstring)."""
-        return False
+        """True: forced calls (`required`, named) are constrained to the template's own syntax, so
+        SGLang's serving code parses their output with this detector (`owns_tool_format`), not with
+        its JSON-array parser."""
+        return True
 
-    def get_structural_tag(self, *args: Any, **kwargs: Any) -> None:
-        """None: structural tags are not supported until `chatparse.constraints` lands."""
+    def get_structural_tag(
+        self,
+        tools: list[Any] | None = None,
+        tool_choice: Any = "auto",
+        thinking_mode: bool = False,
+        parallel_tool_calls: bool = True,
+    ) -> Any:
+        """XGrammar's `StructuralTag` for `tool_choice="required"` or a named tool, derived by
+        `chatparse.constraints` from the template and the tools; None under `auto` (chatparse does
+        not constrain free generation).
+
+        `thinking_mode` is SGLang's: True when no reasoning parser runs and the request thinks, so
+        the grammar also covers an optional reasoning block first; False when SGLang's reasoning
+        grammar backend applies the grammar after the reasoning ends (`--reasoning-parser`), or
+        thinking is off. SGLang builds the constraint before it renders the prompt, so the
+        derivation has no prefix. Raises `ToolChoiceError` (a `ValueError`: SGLang's 400) naming
+        the template and the field the constraints cannot express.
+        """
+        if not forces_tool_calls(tool_choice, tools):
+            return None
+        from xgrammar import StructuralTag
+
+        template = self._resolved.template if thinking_mode else self._template
+        c = tool_constraint(
+            self._resolved,
+            template,
+            tool_choice,
+            tools,
+            parallel_tool_calls=parallel_tool_calls,
+            reasoning=None if thinking_mode else False,
+        )
+        return StructuralTag.model_validate(c.structural_tag())
+
+    def get_auto_tool_call_structural_tag(self, *args: Any, **kwargs: Any) -> None:
+        """None: `auto` is not constrained."""
         return None
 
     def structure_info(self) -> Callable[[str], Any]:
-        raise NotImplementedError("chatparse: structural tags are not supported yet")
+        raise NotImplementedError(
+            "chatparse: legacy structure_info tags are not offered (get_structural_tag gives the whole constraint)"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -525,6 +577,29 @@ async def _hook_tool_stream(
         yield chunk
 
 
+def _hook_structure_constraint(
+    original: Callable[..., Any], self: Any, tool_choice: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """`FunctionCallParser.get_structure_constraint` for the chatparse detector and a forced call:
+    the structural tag, or the `ToolChoiceError` that SGLang answers 400. SGLang's own method logs
+    and swallows a detector's exception, then falls back to its JSON-array schema, whose output
+    this detector would not read as calls."""
+    detector = getattr(self, "detector", None)
+    if isinstance(detector, ChatparseDetector) and forces_tool_calls(tool_choice, self.tools):
+        parallel = kwargs.get("parallel_tool_calls", args[0] if args else True)
+        thinking = kwargs.get("thinking_mode", args[1] if len(args) > 1 else False)
+        tag = detector.get_structural_tag(
+            tools=self.structural_tag_tools(),
+            tool_choice=tool_choice,
+            thinking_mode=bool(thinking),
+            parallel_tool_calls=parallel is not False,
+        )
+        return ("structural_tag", tag)
+    return original(self, tool_choice, *args, **kwargs)
+
+
+_PARSER = "sglang.srt.function_call.function_call_parser.FunctionCallParser"
+
 _HOOKS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("__init__", _hook_init),
     ("_requires_response_template_detokenization", _hook_detokenization),
@@ -548,7 +623,8 @@ def register() -> None:
     registered = {
         (t, getattr(h, "__name__", "")) for t, entries in HookRegistry._hooks.items() for _, h, _ in entries
     }
-    for name, hook in _HOOKS:
-        target = f"{_SERVING}.{name}"
+    for target, hook in [(f"{_SERVING}.{name}", h) for name, h in _HOOKS] + [
+        (f"{_PARSER}.get_structure_constraint", _hook_structure_constraint)
+    ]:
         if (target, hook.__name__) not in registered:
             HookRegistry.register(target, hook, HookType.AROUND)
