@@ -641,11 +641,6 @@ def test_legacy_tool_parser_methods(tok: Any) -> None:
     assert msg["content"] == "Let me check." and [c["name"] for c in msg["tool_calls"]] == ["get_weather"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extract_content_ids finds only literal reasoning closers; the qwen3 closer is a pattern since "
-    "main's catalog round 2, so every id is returned",
-)
 def test_legacy_reasoning_parser_with_another_tool_parser(tok: Any) -> None:
     """`--reasoning-parser chatparse --tool-call-parser hermes`: vLLM's DelegatingParser runs the
     legacy reasoning methods, and the rest of the output reaches Hermes as written."""
@@ -657,3 +652,38 @@ def test_legacy_reasoning_parser_with_another_tool_parser(tok: Any) -> None:
     rp = plugin.ChatparseReasoningParser(tok)
     assert rp.extract_reasoning(OUTPUT, request()) == ("The user wants the weather.", "Let me check." + CALL)
     assert rp.extract_content_ids(ids(tok, OUTPUT)) == ids(tok, "\n\nLet me check." + CALL)
+
+
+def test_extract_content_ids_matches_vllms_own_parser_for_a_literal_closer(tok: Any) -> None:
+    """deepseek_r1_distill's closer is the literal `</think>`: the ids after it, as vLLM's own
+    DeepSeek-R1 parser returns them, for every prefix of several outputs (none, one, two closers)."""
+    from vllm.reasoning.deepseek_r1_reasoning_parser import DeepSeekR1ReasoningParser
+
+    theirs = DeepSeekR1ReasoningParser(tok)
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE="deepseek_r1_distill"):
+        ours = plugin.ChatparseReasoningParser(tok)
+    assert ours._closers == ["</think>"]
+    outputs = [OUTPUT, "abc</think>x</think>y" + CALL, "no closer here", "</think>"]
+    checked = 0
+    for text in outputs:
+        seq = ids(tok, text)
+        for n in range(len(seq) + 1):
+            assert ours.extract_content_ids(seq[:n]) == theirs.extract_content_ids(seq[:n]), (text, n)
+            checked += 1
+    assert checked > 60
+
+
+def test_extract_content_ids_for_a_pattern_closer(tok: Any) -> None:
+    """qwen3's closer is `</think>|(?=<tool_call>\\s{0,16}\\{)`: after `</think>`, or at a call that
+    implicitly ends the reasoning (the call stays in the content)."""
+    rp = plugin.ChatparseReasoningParser(tok)
+    assert rp._end_ids is None  # a pattern
+    seq = ids(tok, OUTPUT)
+    closer = seq.index(tok.convert_tokens_to_ids("</think>"))
+    assert rp.extract_content_ids(seq) == seq[closer + 1 :]
+    assert rp.extract_content_ids(seq[: closer + 1]) == []  # nothing after the closer yet
+    assert rp.extract_content_ids(seq[:closer]) == []  # still reasoning
+    implicit = ids(tok, "<think>\nThe user wants the weather.\n") + ids(tok, CALL)
+    call = implicit.index(tok.convert_tokens_to_ids("<tool_call>"))
+    assert rp.extract_content_ids(implicit) == implicit[call:]
+    assert rp.extract_content_ids(implicit[: call + 1]) == []  # `<tool_call>` alone: no `{` seen yet

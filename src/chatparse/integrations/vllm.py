@@ -255,16 +255,43 @@ class ChatparseReasoningParser(ReasoningParser):
         return False
 
     def extract_content_ids(self, input_ids: list[int]) -> list[int]:
-        if self._end_ids is None:
-            return list(input_ids)
-        best = -1
-        for end in self._end_ids:
-            k = len(end)
-            for i in range(len(input_ids) - k, -1, -1):
-                if input_ids[i : i + k] == end:
-                    best = max(best, i + k)
-                    break
-        return list(input_ids[best:]) if best >= 0 else []
+        """The ids after the first reasoning closer in `input_ids` (vLLM's convention: `[]` when no
+        closer ends before the last id).
+
+        A literal closer is matched on its token ids, as vLLM's own parsers match their end token.
+        A pattern closer (qwen3's `</think>|(?=<tool_call>...)`) is matched on the decoded text:
+        the content starts at the first token that begins at or after the match's end, so a
+        lookahead alternative leaves the `<tool_call>` it saw in the content.
+        """
+        ids = list(input_ids)
+        if self._field is None:
+            return ids
+        if self._end_ids is not None:
+            best: int | None = None
+            for end in self._end_ids:
+                k = len(end)
+                for i in range(len(ids) - k):  # a closer ending at the last id leaves no content
+                    if ids[i : i + k] == end:
+                        best = i + k if best is None else min(best, i + k)
+                        break
+            return ids[best:] if best is not None else []
+        closer = self._field.closer
+        rx = getattr(closer, "module_re", None)
+        if rx is None:
+            return []
+        starts: list[int] = []  # start offset of each token in the decoded text
+        pieces: list[str] = []
+        pos = 0
+        for i in ids:
+            starts.append(pos)
+            piece = _decode(self.model_tokenizer, [i])
+            pieces.append(piece)
+            pos += len(piece)
+        m = rx.search("".join(pieces))
+        if m is None:
+            return []
+        first = next((k for k, at in enumerate(starts) if at >= m.end()), len(ids))
+        return ids[first:]
 
     def _prefix(self) -> str:
         return _decode(self.model_tokenizer, self._prompt_ids) if self._prompt_ids else ""
