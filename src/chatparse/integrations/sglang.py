@@ -90,7 +90,7 @@ from ._common import (
     tool_constraint,
     tool_dicts,
 )
-from ._split import ReasoningSplitter
+from ._split import ReasoningSplitter, ToolsOffSplitter
 
 __all__ = ["ChatparseDetector", "ChatparseReasoningDetector", "register", "request_context"]
 
@@ -231,7 +231,7 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
         self._opener = opener
         self._verbatim = tool_call_parser_active
-        self._splitter: ReasoningSplitter | _CleanSplit | _OneParse | None = None
+        self._splitter: ReasoningSplitter | ToolsOffSplitter | _CleanSplit | _OneParse | None = None
         self._held = ""  # reasoning held back when stream_reasoning is False
 
     def _prefix(self) -> str:
@@ -242,12 +242,14 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
             prefix = anchors[0] + self._opener
         return prefix
 
-    def _new(self) -> ReasoningSplitter | _CleanSplit | _OneParse:
+    def _new(self) -> ReasoningSplitter | ToolsOffSplitter | _CleanSplit | _OneParse:
         ctx = request_context()
         if self._verbatim and ctx.get("tool_parser") == PARSER_NAME and "tools" in ctx:
             return _OneParse(self._resolved, self._prefix(), ctx["tools"])
         if self._verbatim:
             return ReasoningSplitter(self._resolved.template, prefix=self._prefix())
+        if self._resolved.has_tools:  # tools off for this turn: calls stay in the content as written
+            return ToolsOffSplitter(self._resolved.template, prefix=self._prefix())
         return _CleanSplit(self._resolved, self._prefix())
 
     def detect_and_parse(self, text: str) -> ReasoningResult:
@@ -273,7 +275,7 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
             return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
         self._held += reasoning
         assert self._splitter is not None
-        if end or not self._splitter.in_reasoning:
+        if end or (normal and not self._splitter.in_reasoning):  # the answer started
             reasoning, self._held = self._held, ""
             return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
         return ReasoningResult(normal_text=normal)

@@ -93,7 +93,7 @@ from ._common import (
     tool_constraint,
     tool_dicts,
 )
-from ._split import ReasoningSplitter
+from ._split import PassthroughChat, ReasoningSplitter
 
 __all__ = [
     "ChatparseParser",
@@ -623,7 +623,7 @@ class ChatparseParser(Parser):
         self._tools = tools  # converted to dicts once, when the stream starts (`model_dump` is costly)
         self._prompt_ids: list[int] | None = None
         self._prefix = ""
-        self._stream: ChatParser | None = None
+        self._stream: ChatParser | PassthroughChat | None = None
         self._reasoning_as_content = False
         self._generated = 0
         self._last_ids: list[int] = []
@@ -718,7 +718,13 @@ class ChatparseParser(Parser):
             return template, not reasoning
         return template, False
 
-    def _new_stream(self, request: Any, enable_auto_tools: bool) -> ChatParser:
+    def _new_stream(self, request: Any, enable_auto_tools: bool) -> ChatParser | PassthroughChat:
+        if self._resolved.has_tools and not self._parses_tools(request, enable_auto_tools):
+            # Tools off for this turn: calls stay in the content as written (`ToolsOffSplitter`).
+            self._reasoning_as_content = False
+            return PassthroughChat(
+                self._resolved.template, self._prefix, split_reasoning=self._reasoning_parser is not None
+            )
         template, self._reasoning_as_content = self._template_for(request, enable_auto_tools)
         offered = getattr(request, "tools", None)
         tools = tool_dicts(offered if offered is not None else self._tools)
