@@ -31,7 +31,7 @@ import contextlib
 import json
 import os
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -466,3 +466,86 @@ def timed(fn: Any, *args: Any) -> tuple[Any, float]:
 
 def dump(result: ParseResult) -> str:
     return json.dumps(result.to_dict(), ensure_ascii=False)[:400]
+
+
+# --------------------------------------------------------------------------------------------------
+# the corpus driver both engines' corpus tests share
+
+
+@dataclass
+class CorpusRun:
+    """Verdicts per family for the plugin and for the engine's built-in parsers, in one run."""
+
+    plugin: dict[str, list[Verdict]] = field(default_factory=lambda: defaultdict(list))
+    builtin: dict[str, list[Verdict]] = field(default_factory=lambda: defaultdict(list))
+    builtin_names: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    deltas: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    """The plugin's stream output per (fixture id, chunking), where the engine test keeps it."""
+
+
+def run_corpus(
+    plugin: Any,
+    builtin: Any,
+) -> CorpusRun:
+    """Every supported corpus fixture through the plugin (`plugin(su, run)` returns the non-streamed
+    result and the streams by chunking, under the fixture's template) and through the engine's
+    built-in parsers for the family (`builtin(su)` returns `(label, non-streamed, streams)` or None
+    where the engine has none that loads here). The built-in parsers' warnings are silenced: they
+    log every malformed call."""
+    import logging
+
+    out = CorpusRun()
+    logging.disable(logging.WARNING)
+    try:
+        for fx in corpus():
+            su = setup_for(fx)
+            assert su is not None, fx.id
+            with plugin_env(su):
+                ns, streams = plugin(su, out)
+            out.plugin[fx.family].append(verdict(fx, ns, streams))
+            found = builtin(su)
+            if found is None:
+                continue
+            label, ns, streams = found
+            out.builtin_names[fx.family].add(label)
+            out.builtin[fx.family].append(verdict(fx, ns, streams))
+    finally:
+        logging.disable(logging.NOTSET)
+    return out
+
+
+def score_table(run: CorpusRun, engine: str) -> tuple[list[str], list[Verdict]]:
+    """The side-by-side table (markdown lines) and the plugin's verdicts."""
+    lines = [
+        f"| family | fixtures | chatparse plugin p/s/f | {engine} built-in | built-in p/s/f |",
+        "|---|---:|---:|---|---:|",
+    ]
+    for fam in sorted(run.plugin):
+        p, s, f = tally(run.plugin[fam])
+        b = run.builtin.get(fam, [])
+        bp, bs, bf = tally(b)
+        names = ", ".join(sorted(run.builtin_names.get(fam, ()))) or "-"
+        lines.append(
+            f"| {fam} | {len(run.plugin[fam])} | {p}/{s}/{f} | {names} | {bp}/{bs}/{bf} ({len(b)} run) |"
+        )
+    everything = [v for vs in run.plugin.values() for v in vs]
+    builtin = [v for vs in run.builtin.values() for v in vs]
+    p, s, f = tally(everything)
+    bp, bs, bf = tally(builtin)
+    lines.append(f"| total | {len(everything)} | {p}/{s}/{f} | | {bp}/{bs}/{bf} ({len(builtin)} run) |")
+    return lines, everything
+
+
+def assert_library_scores(run: CorpusRun, engine: str, capsys: Any) -> None:
+    """Print the table; the plugin must score what the library scores (`tests/conformance`)."""
+    from tests.conformance import canitoolcall_baseline as B
+
+    lines, everything = score_table(run, engine)
+    with capsys.disabled():
+        print(f"\ncanitoolcall corpus through {engine}'s parser API (deltas: {', '.join(STRATEGIES)})")
+        print("\n".join(lines))
+    failing = [f"{v.fixture.id}: {v.failing[:2]}" for v in everything if v.failing]
+    assert not failing, "\n".join(failing)
+    p, s, f = tally(everything)
+    assert len(everything) == B.MEASURED_SUPPORTED
+    assert p >= B.MEASURED_STRICT["all"] and p + s >= B.MEASURED_PASS_OR_SOFT["all"] and f == 0

@@ -17,6 +17,17 @@ from typing import Any
 
 import pytest
 
+from .cases import (
+    CALL,
+    CALL2,
+    OUTPUT,
+    PROMPT,
+    TOOLS,
+    TOOLS2,
+    harmony_tokenizer,
+    qwen3_tokenizer,
+    xgr_acceptor,
+)
 from .conftest import engine_module
 from .localtok import build_tokenizer
 from .replay import environ
@@ -31,34 +42,11 @@ from sglang.srt.parser.reasoning_parser import ReasoningParser  # noqa: E402
 import chatparse.integrations.sglang as plugin  # noqa: E402
 from chatparse.integrations._common import IntegrationError  # noqa: E402
 
-PROMPT = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-OUTPUT = "<think>\nThe user wants the weather.\n</think>\n\nLet me check." + CALL
-
 
 @pytest.fixture(scope="module")
 def tok() -> Any:
     plugin.register()
-    return build_tokenizer(
-        ["<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_start|>"],
-        [OUTPUT, PROMPT, "Hello, how are you today?"] * 4,
-        stop=["<|im_end|>", "<|endoftext|>"],
-        vocab_size=400,
-        name_or_path="Qwen/Qwen3-8B",
-    )
+    return qwen3_tokenizer()
 
 
 def tools(specs: list[dict[str, Any]] = TOOLS) -> list[Any]:
@@ -240,6 +228,32 @@ def test_without_tools_call_markup_is_content(tok: Any) -> None:
     assert msg["content"] == "Let me check." + CALL and msg["calls"] == []
 
 
+@pytest.mark.parametrize(
+    "template, prompt, body",
+    [
+        (
+            "kimi_k2",
+            "<|im_assistant|>assistant<|im_middle|>",
+            "Let me check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+            '<|tool_call_argument_begin|>{"city":"Paris"}<|tool_call_end|><|tool_calls_section_end|>',
+        ),
+        (
+            "deepseek_v31",
+            "<｜Assistant｜>",
+            "Let me check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+            '{"city":"Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+        ),
+    ],
+)
+def test_without_tools_call_section_markers_stay_in_the_content(
+    tok: Any, template: str, prompt: str, body: str
+) -> None:
+    """The families whose content closes on call-section markers keep them (and the whole call)."""
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE=template):
+        msg = pipeline(tok, "<think>hm</think>" + body, prompt=prompt, offered=None)
+    assert msg["reasoning"] == "hm" and msg["content"] == body
+
+
 def test_a_call_cut_off_by_max_tokens_is_never_returned(tok: Any) -> None:
     cut = 'Checking.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
     for chunk in (1, 5, 10_000):
@@ -268,23 +282,6 @@ def test_stream_reasoning_false_releases_reasoning_when_the_answer_starts(tok: A
     assert "".join(o[1] for o in outs) == "Hi"
 
 
-TOOLS2 = [
-    *TOOLS,
-    {
-        "type": "function",
-        "function": {
-            "name": "get_time",
-            "parameters": {
-                "type": "object",
-                "properties": {"zone": {"type": "string"}},
-                "required": ["zone"],
-            },
-        },
-    },
-]
-CALL2 = '<tool_call>\n{"name": "get_time", "arguments": {"zone": "CET"}}\n</tool_call>'
-
-
 def _sglang_grammar(tok: Any, sampling_params: dict[str, Any]) -> Any:
     """SGLang's own XGrammar backend compiling the request's `structural_tag`; an acceptor."""
     from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
@@ -293,16 +290,7 @@ def _sglang_grammar(tok: Any, sampling_params: dict[str, Any]) -> Any:
     backend = XGrammarGrammarBackend(tok, vocab_size=len(tok))
     grammar = backend.dispatch_structural_tag(sampling_params["structural_tag"])
     assert not isinstance(grammar, InvalidGrammarObject), grammar
-    xgr = pytest.importorskip("xgrammar")
-    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_grammar(
-        xgr.Grammar.from_structural_tag(sampling_params["structural_tag"])
-    )
-
-    def accepts(text: str) -> bool:
-        m = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
-        return all(m.accept_string(bytes([b])) for b in text.encode()) and bool(m.is_terminated())
-
-    return accepts
+    return xgr_acceptor(sampling_params["structural_tag"])
 
 
 @pytest.mark.parametrize("thinking", [False, True], ids=["after-reasoning", "reasoning-in-grammar"])
@@ -370,13 +358,7 @@ def test_auto_is_not_constrained(tok: Any) -> None:
 def test_forced_tool_choice_the_constraints_cannot_express_is_sglangs_400(tok: Any) -> None:
     """SGLang's `get_structure_constraint` logs a detector's error and falls back to a JSON-array
     schema; the registered hook raises the `ValueError` SGLang's serving code answers 400."""
-    harmony = build_tokenizer(
-        ["<|start|>", "<|channel|>", "<|message|>", "<|call|>", "<|end|>"],
-        ["<|start|>assistant<|channel|>final<|message|>hi<|end|>"] * 4,
-        stop=["<|return|>"],
-        vocab_size=300,
-        name_or_path="acme/harmony-tune",
-    )
+    harmony = harmony_tokenizer()
     with environ(CHATPARSE_TEMPLATE="gpt_oss"):
         fp = FunctionCallParser(tools(), "chatparse", tokenizer=harmony)
         with pytest.raises(ValueError) as err:

@@ -15,6 +15,17 @@ from typing import Any
 
 import pytest
 
+from .cases import (
+    CALL,
+    CALL2,
+    OUTPUT,
+    PROMPT,
+    TOOLS,
+    TOOLS2,
+    harmony_tokenizer,
+    qwen3_tokenizer,
+    xgr_acceptor,
+)
 from .conftest import engine_module
 from .localtok import build_tokenizer
 from .replay import environ
@@ -31,34 +42,10 @@ from vllm.tool_parsers import ToolParserManager  # noqa: E402
 
 import chatparse.integrations.vllm as plugin  # noqa: E402
 
-PROMPT = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-OUTPUT = "<think>\nThe user wants the weather.\n</think>\n\nLet me check." + CALL
-
 
 @pytest.fixture(scope="module")
 def tok() -> Any:
-    corpus = [OUTPUT, PROMPT, "Hello, how are you today? The weather in Paris is nice.", json.dumps(TOOLS)]
-    return build_tokenizer(
-        ["<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_start|>"],
-        corpus * 4,
-        stop=["<|im_end|>", "<|endoftext|>"],
-        vocab_size=400,
-        name_or_path="Qwen/Qwen3-8B",
-    )
+    return qwen3_tokenizer(json.dumps(TOOLS))
 
 
 def ids(tok: Any, text: str) -> list[int]:
@@ -288,23 +275,6 @@ def test_adjust_request_keeps_special_tokens_and_their_spacing(tok: Any) -> None
     assert req.skip_special_tokens is False and req.spaces_between_special_tokens is False
 
 
-TOOLS2 = [
-    *TOOLS,
-    {
-        "type": "function",
-        "function": {
-            "name": "get_time",
-            "parameters": {
-                "type": "object",
-                "properties": {"zone": {"type": "string"}},
-                "required": ["zone"],
-            },
-        },
-    },
-]
-CALL2 = '<tool_call>\n{"name": "get_time", "arguments": {"zone": "CET"}}\n</tool_call>'
-
-
 def forced(tok: Any, choice: Any, *, prompt: str = PROMPT, auto: bool = True, **kw: Any) -> tuple[Any, Any]:
     """A forced-call request through the parser as vLLM's renderer runs it: the prompt's ids first
     (`set_prompt_token_ids`), then `adjust_request`. Returns (parser, adjusted request)."""
@@ -312,20 +282,6 @@ def forced(tok: Any, choice: Any, *, prompt: str = PROMPT, auto: bool = True, **
     parser = parser_cls(tok, auto=auto)(tok, req.tools, chat_template_kwargs={}, model_config=None)
     parser.set_prompt_token_ids(ids(tok, prompt))
     return parser, parser.adjust_request(req)
-
-
-def xgr_matcher(tag: str) -> Any:
-    """XGrammar (vLLM's default structured-output backend) compiling the attached structural tag."""
-    xgr = pytest.importorskip("xgrammar")
-    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_grammar(
-        xgr.Grammar.from_structural_tag(tag)
-    )
-
-    def accepts(text: str) -> bool:
-        m = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
-        return all(m.accept_string(bytes([b])) for b in text.encode()) and bool(m.is_terminated())
-
-    return accepts
 
 
 @pytest.mark.parametrize(
@@ -353,7 +309,7 @@ def test_forced_tool_choice_attaches_the_template_constraint_as_vllms_structural
         and params.structured_outputs.structural_tag == so.structural_tag
     )
     validate_xgrammar_grammar(params)
-    accepts = xgr_matcher(so.structural_tag)
+    accepts = xgr_acceptor(so.structural_tag)
     think = "<think>\nThe user wants the time.\n</think>\n\n"
     assert accepts(think + CALL2) and accepts(CALL2)
     assert accepts(CALL) is (name is None) and accepts(think + CALL) is (name is None)
@@ -377,7 +333,7 @@ def test_forced_tool_choice_attaches_the_template_constraint_as_vllms_structural
 
 def test_forced_tool_choice_continues_the_prompts_open_reasoning(tok: Any) -> None:
     _, req = forced(tok, "required", prompt=PROMPT + "<think>\n")
-    accepts = xgr_matcher(req.structured_outputs.structural_tag)
+    accepts = xgr_acceptor(req.structured_outputs.structural_tag)
     assert accepts("The user wants the time.\n</think>\n\n" + CALL2)
     assert not accepts(CALL2)  # the reasoning the prompt opened is closed before the call
 
@@ -385,8 +341,8 @@ def test_forced_tool_choice_continues_the_prompts_open_reasoning(tok: Any) -> No
 def test_parallel_tool_calls_false_allows_one_forced_call(tok: Any) -> None:
     _, many = forced(tok, "required")
     _, one = forced(tok, "required", parallel_tool_calls=False)
-    assert xgr_matcher(many.structured_outputs.structural_tag)(CALL + CALL2)
-    assert not xgr_matcher(one.structured_outputs.structural_tag)(CALL + CALL2)
+    assert xgr_acceptor(many.structured_outputs.structural_tag)(CALL + CALL2)
+    assert not xgr_acceptor(one.structured_outputs.structural_tag)(CALL + CALL2)
 
 
 def test_forced_tool_choice_the_constraints_cannot_express_is_vllms_400_naming_template_and_field(
@@ -397,13 +353,7 @@ def test_forced_tool_choice_the_constraints_cannot_express_is_vllms_400_naming_t
         forced(tok, "required", tools=[{"type": "function", "function": {"name": "f", "parameters": schema}}])
     assert err.value.parameter == "tools"
     assert "qwen3" in str(err.value) and "'pattern'" in str(err.value) and "chatparse" in str(err.value)
-    harmony = build_tokenizer(
-        ["<|start|>", "<|channel|>", "<|message|>", "<|call|>", "<|end|>"],
-        ["<|start|>assistant<|channel|>final<|message|>hi<|end|>"] * 4,
-        stop=["<|return|>"],
-        vocab_size=300,
-        name_or_path="acme/harmony-tune",
-    )
+    harmony = harmony_tokenizer()
     with environ(CHATPARSE_TEMPLATE="gpt_oss"), pytest.raises(VLLMValidationError) as err:
         forced(harmony, "required")
     assert err.value.parameter == "tool_choice"

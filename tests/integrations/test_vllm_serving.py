@@ -49,6 +49,7 @@ from chatparse import catalog  # noqa: E402
 from chatparse.openai import ChatParser  # noqa: E402
 
 from . import replay as R  # noqa: E402
+from .cases import xgr_acceptor  # noqa: E402
 
 # One reference model per family (the model directory's name selects the template by model id),
 # and the fixtures of that model sent through the server (at most PER_FAMILY of them: every
@@ -499,21 +500,12 @@ def _call_fixture(served: Any) -> R.Setup:
     pytest.skip(f"{served.family}: no selected fixture ends with a call")  # every family has one
 
 
-# `tool_choice="none"` parses with the template's `tool_calls` field left out (as the library's
-# `ChatParser(parse_tool_calls=False)`, chatparse.openai), and `without_fields` also takes the
-# removed field's paired closers (`</tool_call>`, `</think>`) out of the content's close pattern.
-# Measured here, that is not enough where the content field closes on other call markers, which
-# then vanish: DeepSeek V3.1 and Kimi K2 drop the call-section markers (`<｜tool▁calls▁begin｜>`,
-# `<|tool_calls_section_begin|>`), gpt-oss the whole commentary call, Gemma 4, GLM and Qwen3 XML
-# the call markers their patterns name. Qwen3 (Hermes), Llama and Mistral keep the markup verbatim.
-NONE_LOSES_MARKUP = {"deepseek", "gemma4", "glm", "gpt-oss", "kimi", "qwen3-xml"}
+# `tool_choice="none"`: the plugin parses with the whole template and writes every call region back
+# into the content verbatim (`chatparse.integrations._split.ToolsOffSplitter`), call-section
+# markers included; only the reasoning is taken out.
 
 
-def test_tool_choice_none_passes_call_markup_through_as_content(
-    served: Any, request: pytest.FixtureRequest
-) -> None:
-    if served.family in NONE_LOSES_MARKUP:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="parse_tool_calls=False loses markup"))
+def test_tool_choice_none_passes_call_markup_through_as_content(served: Any) -> None:
     su = _call_fixture(served)
     tok = su.tokenizer
     served.server.engine.script = (list(su.ids), [list(su.ids)])
@@ -531,17 +523,6 @@ def test_tool_choice_none_passes_call_markup_through_as_content(
     assert m.content and text.rstrip().endswith(m.content.strip())
     name = su.fixture.expected.tool_calls[0].name
     assert name in m.content
-
-
-def _xgr_accepts(tag: str, text: str) -> bool:
-    """XGrammar (vLLM's structured-output backend here) compiles the attached structural tag and
-    accepts `text` under it, byte by byte, to its end."""
-    xgr = pytest.importorskip("xgrammar")
-    compiled = xgr.GrammarCompiler(xgr.TokenizerInfo([]), cache_enabled=False).compile_grammar(
-        xgr.Grammar.from_structural_tag(tag)
-    )
-    m = xgr.GrammarMatcher(compiled, terminate_without_stop_token=True)
-    return all(m.accept_string(bytes([b])) for b in text.encode()) and bool(m.is_terminated())
 
 
 @pytest.mark.parametrize("choice", ["required", "named"])
@@ -620,7 +601,7 @@ def test_forced_tool_choice_gets_the_template_constraint_and_a_call(served: Any,
     c = derive(catalog.get(su.template), tools, tool_choice=tool_choice, prefix=su.prefix, stop=stop)
     offered = [t["function"]["name"] for t in tools] if choice == "required" else [name]
     sample = c.sample_lead + c.sample_calls[offered.index(name)]
-    assert _xgr_accepts(so.structural_tag, sample), (
+    assert xgr_acceptor(so.structural_tag)(sample), (
         f"{su.fixture.id}: the attached grammar rejects {sample!r}"
     )
     tok = su.tokenizer
