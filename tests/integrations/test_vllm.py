@@ -637,3 +637,34 @@ def test_extract_content_ids_for_a_pattern_closer(tok: Any) -> None:
     call = implicit.index(tok.convert_tokens_to_ids("<tool_call>"))
     assert rp.extract_content_ids(implicit) == implicit[call:]
     assert rp.extract_content_ids(implicit[: call + 1]) == []  # `<tool_call>` alone: no `{` seen yet
+
+
+def test_a_long_prompt_is_decoded_from_its_tail(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parser reads only what follows the prompt's last start anchor: of a long prompt only
+    the last `_TAIL_IDS` ids are decoded when that anchor lies inside them (counted), with the same
+    result as the short prompt; an anchor further back (a long pre-written answer) decodes it all."""
+    decoded: list[int] = []
+    real = plugin._decode
+
+    def counting(tokenizer: Any, seq: Sequence[int]) -> str:
+        decoded.append(len(seq))
+        return real(tokenizer, seq)
+
+    monkeypatch.setattr(plugin, "_decode", counting)
+    system = "<|im_start|>system\n" + "You are a helpful assistant. " * 200 + "<|im_end|>\n"
+    long_ids = ids(tok, system + PROMPT)
+    assert len(long_ids) > 4 * plugin._TAIL_IDS
+    short_msg = stream(tok, parser_cls(tok), OUTPUT, prompt=PROMPT)[1]
+    decoded.clear()
+    long_msg = stream(tok, parser_cls(tok), OUTPUT, prompt=system + PROMPT)[1]
+    for m in (short_msg, long_msg):
+        for c in m["tool_calls"]:
+            c.pop("id")  # minted per call
+    assert long_msg == short_msg
+    assert decoded and max(decoded) <= plugin._TAIL_IDS
+    # The prompt pre-wrote a long answer after the anchor: the whole prompt is decoded.
+    prewritten = PROMPT + "<think>\n" + "step. " * 400
+    decoded.clear()
+    msg = stream(tok, parser_cls(tok), "done\n</think>\n\nHi", prompt=prewritten)[1]
+    assert msg["reasoning"].startswith("step.") and msg["reasoning"].endswith("done")
+    assert msg["content"] == "Hi" and max(decoded) == len(ids(tok, prewritten))

@@ -116,6 +116,34 @@ def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
         return cast(str, tokenizer.decode(list(ids), skip_special_tokens=False))
 
 
+_TAIL_IDS = 256  # prompt ids decoded first: the parser reads only the text after the last start anchor
+_TAIL_MARGIN = 128  # characters of context the anchor match must leave before it (lookbehinds)
+
+
+def _prompt_text(tokenizer: Any, template: Any, ids: Sequence[int]) -> str:
+    """The prompt as the parser needs it: its text from a little before the last start-anchor match.
+
+    The parser reads only what follows the last match of the template's start anchor, so for a
+    long prompt (a system prompt with many tools is thousands of ids) only its last `_TAIL_IDS` ids
+    are decoded, when the last anchor match lies well inside them (`_TAIL_MARGIN` characters of
+    context before it, so a lookbehind and a match cut at the tail's start cannot differ from the
+    whole prompt's); otherwise, or for a template without an anchor, the whole prompt.
+    """
+    if len(ids) > _TAIL_IDS:
+        rx = getattr(template, "anchor_re", None)
+        if rx is not None:
+            tail = _decode(tokenizer, ids[len(ids) - _TAIL_IDS :])
+            last = None
+            try:
+                for m in rx.finditer(tail, timeout=1.0):
+                    last = m
+            except TimeoutError:
+                last = None
+            if last is not None and last.start() >= _TAIL_MARGIN:
+                return tail[last.start() - _TAIL_MARGIN :]
+    return _decode(tokenizer, ids)
+
+
 def _model_name(model_config: Any) -> str | None:
     name = getattr(model_config, "model", None) if model_config is not None else None
     return name if isinstance(name, str) else None
@@ -220,7 +248,8 @@ class ChatparseReasoningParser(ReasoningParser):
             return True
         try:
             splitter = ReasoningSplitter(
-                self._resolved.template, prefix=_decode(self.model_tokenizer, input_ids)
+                self._resolved.template,
+                prefix=_prompt_text(self.model_tokenizer, self._resolved.template, input_ids),
             )
         except Exception:
             return False
@@ -294,7 +323,9 @@ class ChatparseReasoningParser(ReasoningParser):
         return ids[first:]
 
     def _prefix(self) -> str:
-        return _decode(self.model_tokenizer, self._prompt_ids) if self._prompt_ids else ""
+        if not self._prompt_ids:
+            return ""
+        return _prompt_text(self.model_tokenizer, self._resolved.template, self._prompt_ids)
 
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
         splitter = ReasoningSplitter(self._resolved.template, prefix=self._prefix())
@@ -672,7 +703,7 @@ class ChatparseParser(Parser):
         if ids == self._prompt_ids:
             return
         self._prompt_ids = ids
-        self._prefix = _decode(self.model_tokenizer, ids)
+        self._prefix = _prompt_text(self.model_tokenizer, self._resolved.template, ids)
         self._stream = None
         self._counter = None
         if self._reasoning_parser is not None:
