@@ -352,27 +352,35 @@ def sglang_stream(su: Setup, tool: str | None, reasoning: str | None, strategy: 
 
 
 def reasoning_context(su: Setup, tool: str | None, tools: list[Any], finish: Any) -> None:
-    """What `chatparse.integrations.sglang._hook_reasoning_stream` publishes for one step."""
-    from chatparse.integrations.sglang import _REQUEST
+    """Run `chatparse.integrations.sglang._hook_reasoning_stream` itself for one step, around a
+    no-op `_process_reasoning_stream`, with a stand-in server and request: the context it publishes
+    is production's, and so is its cost (the benchmark times it with the plugin)."""
+    from chatparse.integrations.sglang import _hook_reasoning_stream
 
-    previous = _REQUEST.get() or {}
-    _REQUEST.set(
-        {
-            "prefix": su.prefix,
-            "finish_reason": finish,
-            "tool_parser": tool,
-            "tools": tools,
-            "handoff": previous.get("handoff"),
-        }
-    )
+    fake = getattr(su, "_sglang_serving", None)
+    if fake is None or fake[0].tool_call_parser != tool or fake[2] is not tools:
+        serving = SimpleNamespace(
+            tool_call_parser=tool,
+            _tool_call_parsing_active=lambda request: bool(tools),
+            _effective_tools=lambda request: tools,
+        )
+        fake = (serving, SimpleNamespace(_response_parser_prefix=su.prefix), tools)
+        su._sglang_serving = fake  # type: ignore[attr-defined]
+    kind = finish.get("type") if isinstance(finish, dict) else finish
+    _hook_reasoning_stream(_no_op, fake[0], 0, "", {}, {}, fake[1], kind)
+
+
+def _no_op(*args: Any, **kwargs: Any) -> None:
+    return None
 
 
 def tool_context(su: Setup, finish: Any) -> None:
-    """What `chatparse.integrations.sglang._hook_tool_stream` publishes for one step."""
+    """What `chatparse.integrations.sglang._hook_tool_stream` publishes for one step (its body;
+    the hook itself is an async generator around SGLang's)."""
     from chatparse.integrations.sglang import _REQUEST
 
     previous = _REQUEST.get() or {}
-    _REQUEST.set({"prefix": su.prefix, "finish_reason": finish, "handoff": previous.get("handoff")})
+    _REQUEST.set({**previous, "prefix": su.prefix, "finish_reason": finish})
 
 
 def _unstreamed_args(detector: Any) -> tuple[int, str] | None:

@@ -439,9 +439,24 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
     finish = {"type": "length", "length": 9}
     plugin._hook_tool_calls(original, None, "text", [], finish, "auto", 0, PROMPT)
     assert seen[-1] == {"prefix": PROMPT, "finish_reason": finish}
-    plugin._hook_reasoning_stream(original, None, 0, "x", {}, {}, req)
-    assert seen[-1]["prefix"] == PROMPT + "<think>\n"
     assert plugin.request_context() == {}  # reset after each synchronous hook
+    plugin._hook_reasoning_stream(original, None, 0, "x", {}, {}, req)
+    assert seen[-1]["prefix"] == PROMPT + "<think>\n" and "tools" not in seen[-1]
+    # With the chatparse tool parser active, the reasoning step publishes it and the tools (read
+    # once per request), and the final step's finish reason; the context stays for the tool step.
+    asked: list[Any] = []
+    serving = SimpleNamespace(
+        tool_call_parser="chatparse",
+        _tool_call_parsing_active=lambda r: True,
+        _effective_tools=lambda r: asked.append(r) or TOOLS,
+    )
+    plugin._hook_reasoning_stream(original, serving, 0, "x", {}, {}, req)
+    plugin._hook_reasoning_stream(original, serving, 0, "y", {}, {}, req, "length")
+    assert seen[-1]["tool_parser"] == "chatparse" and seen[-1]["tools"] == TOOLS and len(asked) == 1
+    assert (
+        seen[-1]["finish_reason"] == "length" and plugin._finish_type(seen[-1]["finish_reason"]) == "length"
+    )
+    plugin.request_context()["handoff"] = ("normal", [])  # what _OneParse hands over
 
     async def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(plugin.request_context())
@@ -457,6 +472,7 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
         ]
 
     assert asyncio.run(drain(False)) == ["chunk"] and seen[-1]["finish_reason"] is None
+    assert seen[-1]["handoff"] == ("normal", [])  # the tool step still sees the reasoning step's hand-off
     assert asyncio.run(drain(True)) == ["chunk"] and seen[-1]["finish_reason"] == finish
 
 

@@ -543,18 +543,33 @@ def _hook_reasoning_stream(
     *args: Any,
     **kwargs: Any,
 ) -> Any:
-    return _run_with(
-        {"prefix": _prefix_of(request)},
-        original,
-        self,
-        index,
-        delta,
-        parsers,
-        content,
-        request,
-        *args,
-        **kwargs,
-    )
+    """Publish the prompt, the finish reason (`finish_reason_type` on the final step) and, when the
+    chatparse tool parser follows for this request, its name and tools: the reasoning detector then
+    parses once for both (`_OneParse`) and hands each step's content and calls to the tool-call
+    detector through the context. Set for the whole step, not reset: the hand-off is read by
+    `_process_tool_call_stream` right after, in the same task (one request)."""
+    finish = kwargs.get("finish_reason_type", args[0] if args else None)
+    previous = _REQUEST.get() or {}
+    context: dict[str, Any] = {
+        "prefix": _prefix_of(request),
+        "finish_reason": finish,
+        "handoff": previous.get("handoff"),
+        "request": request,
+    }
+    if getattr(self, "tool_call_parser", None) == PARSER_NAME:
+        if previous.get("request") is request and "tools" in previous:
+            context["tool_parser"], context["tools"] = PARSER_NAME, previous["tools"]  # once per request
+        elif _tool_parsing_active(self, request):
+            context["tool_parser"], context["tools"] = PARSER_NAME, self._effective_tools(request)
+    _REQUEST.set(context)
+    return original(self, index, delta, parsers, content, request, *args, **kwargs)
+
+
+def _tool_parsing_active(serving: Any, request: Any) -> bool:
+    active = getattr(serving, "_tool_call_parsing_active", None)
+    if active is not None:
+        return bool(active(request))
+    return getattr(request, "tool_choice", None) != "none" and bool(serving._effective_tools(request))
 
 
 async def _hook_tool_stream(
@@ -572,8 +587,13 @@ async def _hook_tool_stream(
     meta = content.get("meta_info", {}) if isinstance(content, dict) else {}
     # Set for this step only (no reset: an async generator may be finalised in another context);
     # every step of this request sets it afresh, and a context variable is per task.
+    previous = _REQUEST.get() or {}
     _REQUEST.set(
-        {"prefix": _prefix_of(request), "finish_reason": meta.get("finish_reason") if flush else None}
+        {
+            **previous,  # the reasoning step's hand-off and tools, when it ran first
+            "prefix": _prefix_of(request),
+            "finish_reason": meta.get("finish_reason") if flush else None,
+        }
     )
     async for chunk in original(self, index, delta, parsers, content, request, *args, **kwargs):
         yield chunk
