@@ -375,12 +375,15 @@ def _no_op(*args: Any, **kwargs: Any) -> None:
 
 
 def tool_context(su: Setup, finish: Any) -> None:
-    """What `chatparse.integrations.sglang._hook_tool_stream` publishes for one step (its body;
-    the hook itself is an async generator around SGLang's)."""
-    from chatparse.integrations.sglang import _REQUEST
+    """What `chatparse.integrations.sglang._hook_tool_stream` publishes for one step (its
+    synchronous part, `_publish_tool_step`; the hook itself is an async generator around SGLang's)."""
+    from chatparse.integrations.sglang import _publish_tool_step
 
-    previous = _REQUEST.get() or {}
-    _REQUEST.set({**previous, "prefix": su.prefix, "finish_reason": finish})
+    fake = getattr(su, "_sglang_serving", None)
+    request = fake[1] if fake is not None else SimpleNamespace(_response_parser_prefix=su.prefix)
+    if fake is None:
+        su._sglang_serving = (SimpleNamespace(tool_call_parser=None), request, None)  # type: ignore[attr-defined]
+    _publish_tool_step(request, finish)
 
 
 def _unstreamed_args(detector: Any) -> tuple[int, str] | None:

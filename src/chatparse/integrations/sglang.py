@@ -550,6 +550,9 @@ def _hook_reasoning_stream(
     `_process_tool_call_stream` right after, in the same task (one request)."""
     finish = kwargs.get("finish_reason_type", args[0] if args else None)
     previous = _REQUEST.get() or {}
+    if finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+        # A step like the last one of this request: the context is already what it should be.
+        return original(self, index, delta, parsers, content, request, *args, **kwargs)
     context: dict[str, Any] = {
         "prefix": _prefix_of(request),
         "finish_reason": finish,
@@ -572,6 +575,15 @@ def _tool_parsing_active(serving: Any, request: Any) -> bool:
     return getattr(request, "tool_choice", None) != "none" and bool(serving._effective_tools(request))
 
 
+def _publish_tool_step(request: Any, finish: Any) -> None:
+    """What `_process_tool_call_stream`'s hook publishes for one step: the prompt and the finish
+    reason (None before the flushing step), over the reasoning step's hand-off and tools."""
+    previous = _REQUEST.get() or {}
+    if finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+        return  # already this request's context for a step before the last
+    _REQUEST.set({**previous, "prefix": _prefix_of(request), "finish_reason": finish, "request": request})
+
+
 async def _hook_tool_stream(
     original: Callable[..., Any],
     self: Any,
@@ -587,14 +599,7 @@ async def _hook_tool_stream(
     meta = content.get("meta_info", {}) if isinstance(content, dict) else {}
     # Set for this step only (no reset: an async generator may be finalised in another context);
     # every step of this request sets it afresh, and a context variable is per task.
-    previous = _REQUEST.get() or {}
-    _REQUEST.set(
-        {
-            **previous,  # the reasoning step's hand-off and tools, when it ran first
-            "prefix": _prefix_of(request),
-            "finish_reason": meta.get("finish_reason") if flush else None,
-        }
-    )
+    _publish_tool_step(request, meta.get("finish_reason") if flush else None)
     async for chunk in original(self, index, delta, parsers, content, request, *args, **kwargs):
         yield chunk
 
