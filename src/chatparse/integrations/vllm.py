@@ -35,8 +35,8 @@ What runs
 Field routing: reasoning goes to `delta.reasoning` and, by default, also `delta.reasoning_content`
 (`CHATPARSE_REASONING_KEY`); vLLM builds the non-streamed message itself, under `reasoning`. With
 no reasoning parser selected, reasoning markup stays in the content verbatim; with tool parsing
-off for the request (`tool_choice="none"`, no tools, or no `--enable-auto-tool-choice`) so does
-call markup.
+off for the request (`tool_choice="none"`, no tools, or no `--enable-auto-tool-choice`) every call
+is written back into the content as the model wrote it (`_split.ToolsOffSplitter`).
 
 Deltas: for steps of one token, each `DeltaMessage` carries one kind (reasoning, content, or one
 call; what a token completes beyond that goes out with the next step); a step of several tokens,
