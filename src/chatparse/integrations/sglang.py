@@ -303,6 +303,11 @@ def _items(deltas: list[dict[str, Any]]) -> tuple[str, list[ToolCallItem]]:
     return "".join(text), calls
 
 
+_NOTHING = StreamingParseResult()
+"""The result of a step that releases nothing, shared (SGLang only reads a step's result; building
+one costs about 2 µs, and most steps of a call release nothing)."""
+
+
 class ChatparseDetector(BaseFormatDetector):
     """SGLang tool-call detector driven by a chatparse `ChatParser` (one per request and choice)."""
 
@@ -396,13 +401,16 @@ class ChatparseDetector(BaseFormatDetector):
             return StreamingParseResult()
         handed = self._handed_over(new_text) if (self._handoff_mode or self._stream is None) else None
         if handed is not None:
-            normal, calls = _items(handed)
-            return StreamingParseResult(normal_text=normal, calls=calls)
-        if self._handoff_mode:
-            return StreamingParseResult()  # the reasoning parser parsed this output already
-        if self._stream is None:
-            self._stream = self._parser(tools)
-        normal, calls = _items(self._stream.feed(new_text))
+            deltas = handed
+        elif self._handoff_mode:
+            return _NOTHING  # the reasoning parser parsed this output already
+        else:
+            if self._stream is None:
+                self._stream = self._parser(tools)
+            deltas = self._stream.feed(new_text)
+        if not deltas:  # most steps: text held, or a call being written
+            return _NOTHING
+        normal, calls = _items(deltas)
         return StreamingParseResult(normal_text=normal, calls=calls)
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
