@@ -1,7 +1,7 @@
 """OpenAI wire formats for parsed model output: Chat Completions deltas and messages, Responses items.
 
-No HTTP here and no parsing of its own: `ChatParser` drives the core `ResponseParser` and turns its
-region events into `choices[0].delta` dicts (`reasoning_content`, `content`, `tool_calls` fragments
+No HTTP here and no parsing of its own: `ChatParser` drives the core `ResponseParser` (or, with
+`auto=True`, `chatparse.detect.AutoParser`) and turns its region events into `choices[0].delta` dicts (`reasoning_content`, `content`, `tool_calls` fragments
 with stable indices), and `finish` gives the final message and `finish_reason`. The policies
 (cut-off calls, malformed calls, unknown tools, early or complete call streaming) are documented in
 `chatparse.openai._chat` and on `ChatParser`.
