@@ -58,13 +58,25 @@ def vllm_turn(parser_cls: Any) -> Callable[[R.Setup, list[str], list[list[int]]]
 
 
 def sglang_turn(tool: str, reasoning: str | None) -> Callable[[R.Setup, list[str], list[list[int]]], float]:
+    from types import SimpleNamespace
+
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
     from sglang.srt.parser.reasoning_parser import ReasoningParser
 
-    from chatparse.integrations.sglang import _REQUEST
+    from chatparse.integrations.sglang import _REQUEST, _hook_reasoning_stream, _publish_tool_step
+
+    def no_op(*args: Any, **kwargs: Any) -> None:
+        return None
 
     def turn(su: R.Setup, texts: list[str], groups: list[list[int]]) -> float:
         tools = su.bench_tools  # type: ignore[attr-defined]
+        # The server and the request exist before the first step; the serving hooks run per step.
+        serving = SimpleNamespace(
+            tool_call_parser=tool,
+            _tool_call_parsing_active=lambda request: bool(tools),
+            _effective_tools=lambda request: tools,
+        )
+        request = SimpleNamespace(_response_parser_prefix=su.prefix)
         token = _REQUEST.set(None)
         try:
             t0 = CLOCK()
@@ -73,8 +85,8 @@ def sglang_turn(tool: str, reasoning: str | None) -> Callable[[R.Setup, list[str
             for i, text in enumerate(texts):
                 finish = {"type": "stop"} if i == last else None
                 normal = text
-                if reasoning:
-                    R.reasoning_context(su, tool, tools, finish)  # what the serving hooks publish
+                if reasoning:  # the serving hook of `_process_reasoning_stream`, around nothing
+                    _hook_reasoning_stream(no_op, serving, 0, "", {}, {}, request, "stop" if finish else None)
                     if rp is None:
                         rp = ReasoningParser(
                             reasoning,
@@ -90,7 +102,7 @@ def sglang_turn(tool: str, reasoning: str | None) -> Callable[[R.Setup, list[str
                         if end:
                             normal = (normal or "") + end
                 if tools:
-                    R.tool_context(su, finish)
+                    _publish_tool_step(request, finish)  # the serving hook of `_process_tool_call_stream`
                     if fp is None:
                         fp = FunctionCallParser(tools, tool, tokenizer=su.tokenizer)
                     fp.parse_stream_chunk(normal or "")

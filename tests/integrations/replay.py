@@ -31,7 +31,7 @@ import contextlib
 import json
 import os
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -352,27 +352,38 @@ def sglang_stream(su: Setup, tool: str | None, reasoning: str | None, strategy: 
 
 
 def reasoning_context(su: Setup, tool: str | None, tools: list[Any], finish: Any) -> None:
-    """What `chatparse.integrations.sglang._hook_reasoning_stream` publishes for one step."""
-    from chatparse.integrations.sglang import _REQUEST
+    """Run `chatparse.integrations.sglang._hook_reasoning_stream` itself for one step, around a
+    no-op `_process_reasoning_stream`, with a stand-in server and request: the context it publishes
+    is production's, and so is its cost (the benchmark times it with the plugin)."""
+    from chatparse.integrations.sglang import _hook_reasoning_stream
 
-    previous = _REQUEST.get() or {}
-    _REQUEST.set(
-        {
-            "prefix": su.prefix,
-            "finish_reason": finish,
-            "tool_parser": tool,
-            "tools": tools,
-            "handoff": previous.get("handoff"),
-        }
-    )
+    fake = getattr(su, "_sglang_serving", None)
+    if fake is None or fake[0].tool_call_parser != tool or fake[2] is not tools:
+        serving = SimpleNamespace(
+            tool_call_parser=tool,
+            _tool_call_parsing_active=lambda request: bool(tools),
+            _effective_tools=lambda request: tools,
+        )
+        fake = (serving, SimpleNamespace(_response_parser_prefix=su.prefix), tools)
+        su._sglang_serving = fake  # type: ignore[attr-defined]
+    kind = finish.get("type") if isinstance(finish, dict) else finish
+    _hook_reasoning_stream(_no_op, fake[0], 0, "", {}, {}, fake[1], kind)
+
+
+def _no_op(*args: Any, **kwargs: Any) -> None:
+    return None
 
 
 def tool_context(su: Setup, finish: Any) -> None:
-    """What `chatparse.integrations.sglang._hook_tool_stream` publishes for one step."""
-    from chatparse.integrations.sglang import _REQUEST
+    """What `chatparse.integrations.sglang._hook_tool_stream` publishes for one step (its
+    synchronous part, `_publish_tool_step`; the hook itself is an async generator around SGLang's)."""
+    from chatparse.integrations.sglang import _publish_tool_step
 
-    previous = _REQUEST.get() or {}
-    _REQUEST.set({"prefix": su.prefix, "finish_reason": finish, "handoff": previous.get("handoff")})
+    fake = getattr(su, "_sglang_serving", None)
+    request = fake[1] if fake is not None else SimpleNamespace(_response_parser_prefix=su.prefix)
+    if fake is None:
+        su._sglang_serving = (SimpleNamespace(tool_call_parser=None), request, None)  # type: ignore[attr-defined]
+    _publish_tool_step(request, finish)
 
 
 def _unstreamed_args(detector: Any) -> tuple[int, str] | None:
@@ -466,3 +477,86 @@ def timed(fn: Any, *args: Any) -> tuple[Any, float]:
 
 def dump(result: ParseResult) -> str:
     return json.dumps(result.to_dict(), ensure_ascii=False)[:400]
+
+
+# --------------------------------------------------------------------------------------------------
+# the corpus driver both engines' corpus tests share
+
+
+@dataclass
+class CorpusRun:
+    """Verdicts per family for the plugin and for the engine's built-in parsers, in one run."""
+
+    plugin: dict[str, list[Verdict]] = field(default_factory=lambda: defaultdict(list))
+    builtin: dict[str, list[Verdict]] = field(default_factory=lambda: defaultdict(list))
+    builtin_names: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    deltas: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    """The plugin's stream output per (fixture id, chunking), where the engine test keeps it."""
+
+
+def run_corpus(
+    plugin: Any,
+    builtin: Any,
+) -> CorpusRun:
+    """Every supported corpus fixture through the plugin (`plugin(su, run)` returns the non-streamed
+    result and the streams by chunking, under the fixture's template) and through the engine's
+    built-in parsers for the family (`builtin(su)` returns `(label, non-streamed, streams)` or None
+    where the engine has none that loads here). The built-in parsers' warnings are silenced: they
+    log every malformed call."""
+    import logging
+
+    out = CorpusRun()
+    logging.disable(logging.WARNING)
+    try:
+        for fx in corpus():
+            su = setup_for(fx)
+            assert su is not None, fx.id
+            with plugin_env(su):
+                ns, streams = plugin(su, out)
+            out.plugin[fx.family].append(verdict(fx, ns, streams))
+            found = builtin(su)
+            if found is None:
+                continue
+            label, ns, streams = found
+            out.builtin_names[fx.family].add(label)
+            out.builtin[fx.family].append(verdict(fx, ns, streams))
+    finally:
+        logging.disable(logging.NOTSET)
+    return out
+
+
+def score_table(run: CorpusRun, engine: str) -> tuple[list[str], list[Verdict]]:
+    """The side-by-side table (markdown lines) and the plugin's verdicts."""
+    lines = [
+        f"| family | fixtures | chatparse plugin p/s/f | {engine} built-in | built-in p/s/f |",
+        "|---|---:|---:|---|---:|",
+    ]
+    for fam in sorted(run.plugin):
+        p, s, f = tally(run.plugin[fam])
+        b = run.builtin.get(fam, [])
+        bp, bs, bf = tally(b)
+        names = ", ".join(sorted(run.builtin_names.get(fam, ()))) or "-"
+        lines.append(
+            f"| {fam} | {len(run.plugin[fam])} | {p}/{s}/{f} | {names} | {bp}/{bs}/{bf} ({len(b)} run) |"
+        )
+    everything = [v for vs in run.plugin.values() for v in vs]
+    builtin = [v for vs in run.builtin.values() for v in vs]
+    p, s, f = tally(everything)
+    bp, bs, bf = tally(builtin)
+    lines.append(f"| total | {len(everything)} | {p}/{s}/{f} | | {bp}/{bs}/{bf} ({len(builtin)} run) |")
+    return lines, everything
+
+
+def assert_library_scores(run: CorpusRun, engine: str, capsys: Any) -> None:
+    """Print the table; the plugin must score what the library scores (`tests/conformance`)."""
+    from tests.conformance import canitoolcall_baseline as B
+
+    lines, everything = score_table(run, engine)
+    with capsys.disabled():
+        print(f"\ncanitoolcall corpus through {engine}'s parser API (deltas: {', '.join(STRATEGIES)})")
+        print("\n".join(lines))
+    failing = [f"{v.fixture.id}: {v.failing[:2]}" for v in everything if v.failing]
+    assert not failing, "\n".join(failing)
+    p, s, f = tally(everything)
+    assert len(everything) == B.MEASURED_SUPPORTED
+    assert p >= B.MEASURED_STRICT["all"] and p + s >= B.MEASURED_PASS_OR_SOFT["all"] and f == 0

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatparse import catalog
+from chatparse.errors import RequiredFieldsMissing
 from chatparse.integrations import _common as C
-from chatparse.integrations._split import ReasoningSplitter
+from chatparse.integrations._split import ReasoningSplitter, ToolsOffSplitter
 
 QWEN_PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
@@ -145,11 +146,31 @@ def test_policies() -> None:
 )
 def test_tool_choice(choice: Any, mode: str) -> None:
     assert C.tool_choice_mode(choice) == mode
-    problem = C.unsupported_tool_guarantee(choice, [{"type": "function", "function": {"name": "f"}}])
-    assert (problem is not None) == (mode in ("required", "named"))
-    if problem:
-        assert "chatparse" in problem and "tool_choice='auto'" in problem
-    assert C.unsupported_tool_guarantee(choice, None) is None  # nothing to choose from
+    offered = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    assert C.forces_tool_calls(choice, offered) == (mode in ("required", "named"))
+    assert not C.forces_tool_calls(choice, None)  # nothing to choose from
+    resolved = C.Resolved(catalog.get("qwen3"), "qwen3", "override", ("<|im_end|>",))
+    c = C.tool_constraint(resolved, resolved.template, choice, offered)
+    assert (c is not None) == (mode in ("required", "named"))
+    if c is not None:
+        assert c.tool_choice == ("required" if mode == "required" else "f")
+        assert "<|im_end|>" not in c.gbnf()  # the engine stops there: never written
+    assert C.tool_constraint(resolved, resolved.template, choice, None) is None
+
+
+def test_tool_constraint_names_the_template_and_field_it_cannot_express() -> None:
+    gpt = C.Resolved(catalog.get("gpt_oss"), "gpt_oss", "override")
+    offered = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    with pytest.raises(C.ToolChoiceError) as err:
+        C.tool_constraint(gpt, gpt.template, "required", offered)
+    assert err.value.parameter == "tool_choice"
+    assert "gpt_oss" in str(err.value) and "tool_calls" in str(err.value)
+    qwen = C.Resolved(catalog.get("qwen3"), "qwen3", "override")
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}
+    pattern = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+    with pytest.raises(C.ToolChoiceError) as err:
+        C.tool_constraint(qwen, qwen.template, {"type": "function", "function": {"name": "f"}}, pattern)
+    assert err.value.parameter == "tools" and "'pattern'" in str(err.value) and "qwen3" in str(err.value)
 
 
 def test_tool_dicts() -> None:
@@ -200,8 +221,11 @@ def qwen3() -> Any:
     return catalog.load("qwen3")
 
 
-def split_all(template: Any, prefix: str, pieces: list[str]) -> tuple[str, str]:
-    s = ReasoningSplitter(template, prefix=prefix)
+def split_all(
+    template: Any, prefix: str, pieces: list[str], cls: Any = ReasoningSplitter, **kw: Any
+) -> tuple[str, str]:
+    """`(reasoning, normal text)` of a splitter fed `pieces`, then finished."""
+    s = cls(template, prefix=prefix, **kw)
     r, n = [], []
     for p in pieces:
         a, b = s.feed(p)
@@ -258,3 +282,130 @@ def test_splitter_takes_any_text(pieces: list[str], name: str) -> None:
     reasoning, normal = split_all(template, prompt, pieces)
     assert isinstance(reasoning, str) and isinstance(normal, str)
     assert (reasoning, normal) == split_all(template, prompt, ["".join(pieces)])
+
+
+# --------------------------------------------------------------------------------------------------
+# tools off: calls stay in the content verbatim
+
+
+def off_all(template: Any, prefix: str, pieces: list[str], split_reasoning: bool = True) -> tuple[str, str]:
+    return split_all(template, prefix, pieces, ToolsOffSplitter, split_reasoning=split_reasoning)
+
+
+def _call_spans(template: Any, prefix: str, text: str) -> list[str]:
+    """The raw text of each tool-call region (delimiters included), as the parser delimits them."""
+    from chatparse._parser import ResponseParser
+
+    p = ResponseParser(template, prefix=prefix)
+    events = p.feed(text)
+    try:
+        events += p.finalize()[1]
+    except RequiredFieldsMissing as e:
+        events += e.events
+    buf, out, start = p.input_text, [], None
+    for e in events:
+        if e["field"] != C.TOOL_FIELD or e["type"] == "region_chunk":
+            continue
+        if e["type"] == "region_open":
+            start = e["start"]
+        elif start is not None:
+            out.append(buf[start : e["end"]])
+            start = None
+    if start is not None:
+        out.append(buf[start:])
+    return out
+
+
+def _corpus_cases() -> list[tuple[str, str, str]]:
+    pytest.importorskip("canitoolcall")
+    from canitoolcall.fixtures import load_families, load_fixtures
+
+    from tests.conformance import harness as H
+
+    fams, layer, out = load_families(), H.load_layer(), []
+    for fx in load_fixtures():
+        try:
+            cfg = H.config_for(fx, layer, fams)
+        except H.Unsupported:
+            continue
+        if catalog.load(cfg.template_name).fields.get(C.TOOL_FIELD) is not None:
+            out.append((fx.id, cfg.template_name, cfg.kwargs["prefix"]))
+    return out
+
+
+def test_tools_off_keeps_every_call_verbatim_on_the_corpus() -> None:
+    """Every canitoolcall output of a template with calls: each call region the parser delimits is
+    in the content, verbatim and in order; the reasoning is what `ReasoningSplitter` takes out;
+    streamed in 7-character pieces equals one-shot; without a reasoning parser, the reasoning stays
+    in the content too."""
+    from canitoolcall.fixtures import load_fixtures
+
+    texts = {fx.id: fx.raw_output for fx in load_fixtures()}
+    cases = _corpus_cases()
+    calls = 0
+    for fid, name, prefix in cases:
+        template, text = catalog.load(name), texts[fid]
+        reasoning, content = off_all(template, prefix, [text])
+        pos = 0
+        for span in _call_spans(template, prefix, text):
+            found = content.find(span.strip(), pos)
+            assert found >= 0, (fid, span, content)
+            pos = found + len(span.strip())
+            calls += 1
+        assert reasoning == split_all(template, prefix, [text])[0], fid
+        pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+        assert off_all(template, prefix, pieces) == (reasoning, content), fid
+        raw_r, raw_c = off_all(template, prefix, [text], split_reasoning=False)
+        assert raw_r == "" and text.strip().endswith(raw_c.strip()), fid
+    assert len(cases) > 300 and calls > 300
+
+
+def test_tools_off_drops_only_content_framing() -> None:
+    gpt = catalog.load("gpt_oss")
+    text = (
+        "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|message|>Paris is nice."
+    )
+    assert off_all(gpt, "<|start|>assistant", [text]) == ("hm", "Paris is nice.")
+    call = "<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|call|>"
+    assert off_all(gpt, "<|start|>assistant", ["<|channel|>analysis<|message|>hm<|end|>" + call]) == (
+        "hm",
+        call,
+    )
+    kimi = catalog.load("kimi_k2")
+    body = (
+        "Let me check.<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0"
+        "<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"
+    )
+    assert off_all(kimi, "<|im_assistant|>assistant<|im_middle|>", ["<think>hm</think>" + body]) == (
+        "hm",
+        body,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "<think>",
+                "</think>",
+                "<tool_call>",
+                "</tool_call>",
+                "<|tool_call_begin|>",
+                "\n",
+                " ",
+                "x",
+                "{",
+                "}",
+            ]
+        ),
+        max_size=40,
+    ),
+    st.sampled_from([n for n in catalog.names() if catalog.load(n).fields.get(C.TOOL_FIELD) is not None]),
+    st.booleans(),
+)
+def test_tools_off_takes_any_text(pieces: list[str], name: str, split_reasoning: bool) -> None:
+    template = catalog.load(name)
+    prompt = (catalog.describe(name).get("generation_prompt") or "") if name != "inkling" else ""
+    got = off_all(template, prompt, pieces, split_reasoning)
+    assert got == off_all(template, prompt, ["".join(pieces)], split_reasoning)

@@ -17,6 +17,17 @@ from typing import Any
 
 import pytest
 
+from .cases import (
+    CALL,
+    CALL2,
+    OUTPUT,
+    PROMPT,
+    TOOLS,
+    TOOLS2,
+    harmony_tokenizer,
+    qwen3_tokenizer,
+    xgr_acceptor,
+)
 from .conftest import engine_module
 from .localtok import build_tokenizer
 from .replay import environ
@@ -31,34 +42,11 @@ from sglang.srt.parser.reasoning_parser import ReasoningParser  # noqa: E402
 import chatparse.integrations.sglang as plugin  # noqa: E402
 from chatparse.integrations._common import IntegrationError  # noqa: E402
 
-PROMPT = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-OUTPUT = "<think>\nThe user wants the weather.\n</think>\n\nLet me check." + CALL
-
 
 @pytest.fixture(scope="module")
 def tok() -> Any:
     plugin.register()
-    return build_tokenizer(
-        ["<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_start|>"],
-        [OUTPUT, PROMPT, "Hello, how are you today?"] * 4,
-        stop=["<|im_end|>", "<|endoftext|>"],
-        vocab_size=400,
-        name_or_path="Qwen/Qwen3-8B",
-    )
+    return qwen3_tokenizer()
 
 
 def tools(specs: list[dict[str, Any]] = TOOLS) -> list[Any]:
@@ -147,6 +135,7 @@ def test_registered_through_the_sglang_plugins_entry_point() -> None:
     assert ReasoningParser.DetectorMap["chatparse"] is plugin.ChatparseReasoningDetector
     targets = {t.rsplit(".", 1)[-1] for t in HookRegistry._hooks if t.startswith(plugin._SERVING)}
     assert targets == {name for name, _ in plugin._HOOKS}
+    assert f"{plugin._PARSER}.get_structure_constraint" in HookRegistry._hooks
     plugin.register()  # idempotent
     assert sum(len(v) for k, v in HookRegistry._hooks.items() if k.startswith(plugin._SERVING)) == len(
         plugin._HOOKS
@@ -239,6 +228,32 @@ def test_without_tools_call_markup_is_content(tok: Any) -> None:
     assert msg["content"] == "Let me check." + CALL and msg["calls"] == []
 
 
+@pytest.mark.parametrize(
+    "template, prompt, body",
+    [
+        (
+            "kimi_k2",
+            "<|im_assistant|>assistant<|im_middle|>",
+            "Let me check.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+            '<|tool_call_argument_begin|>{"city":"Paris"}<|tool_call_end|><|tool_calls_section_end|>',
+        ),
+        (
+            "deepseek_v31",
+            "<｜Assistant｜>",
+            "Let me check.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+            '{"city":"Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+        ),
+    ],
+)
+def test_without_tools_call_section_markers_stay_in_the_content(
+    tok: Any, template: str, prompt: str, body: str
+) -> None:
+    """The families whose content closes on call-section markers keep them (and the whole call)."""
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE=template):
+        msg = pipeline(tok, "<think>hm</think>" + body, prompt=prompt, offered=None)
+    assert msg["reasoning"] == "hm" and msg["content"] == body
+
+
 def test_a_call_cut_off_by_max_tokens_is_never_returned(tok: Any) -> None:
     cut = 'Checking.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
     for chunk in (1, 5, 10_000):
@@ -267,16 +282,101 @@ def test_stream_reasoning_false_releases_reasoning_when_the_answer_starts(tok: A
     assert "".join(o[1] for o in outs) == "Hi"
 
 
-def test_structural_tags_are_not_offered_and_required_uses_sglangs_json_schema_path(tok: Any) -> None:
+def _sglang_grammar(tok: Any, sampling_params: dict[str, Any]) -> Any:
+    """SGLang's own XGrammar backend compiling the request's `structural_tag`; an acceptor."""
+    from sglang.srt.constrained.base_grammar_backend import InvalidGrammarObject
+    from sglang.srt.constrained.xgrammar_backend import XGrammarGrammarBackend
+
+    backend = XGrammarGrammarBackend(tok, vocab_size=len(tok))
+    grammar = backend.dispatch_structural_tag(sampling_params["structural_tag"])
+    assert not isinstance(grammar, InvalidGrammarObject), grammar
+    return xgr_acceptor(sampling_params["structural_tag"])
+
+
+@pytest.mark.parametrize("thinking", [False, True], ids=["after-reasoning", "reasoning-in-grammar"])
+@pytest.mark.parametrize(
+    "choice, name",
+    [("required", None), ({"type": "function", "function": {"name": "get_time"}}, "get_time")],
+    ids=["required", "named"],
+)
+def test_forced_tool_choice_is_the_template_constraint_as_sglangs_structural_tag(
+    tok: Any, choice: Any, name: str | None, thinking: bool
+) -> None:
+    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest, ToolChoice
+
+    sg_choice = choice if isinstance(choice, str) else ToolChoice(**choice)
+    fp = FunctionCallParser(tools(TOOLS2), "chatparse", tokenizer=tok)
+    assert fp.owns_tool_format() is True  # SGLang parses forced output with this detector
+    # As `_process_messages` asks (thinking_mode: no reasoning parser and a thinking request).
+    constraint = fp.get_structure_constraint(sg_choice, parallel_tool_calls=True, thinking_mode=thinking)
+    hooked = plugin._hook_structure_constraint(
+        FunctionCallParser.get_structure_constraint,
+        fp,
+        sg_choice,
+        parallel_tool_calls=True,
+        thinking_mode=thinking,
+    )
+    assert constraint is not None and constraint[0] == hooked[0] == "structural_tag"
+    assert constraint[1].model_dump(by_alias=True) == hooked[1].model_dump(by_alias=True)
+    req = ChatCompletionRequest(
+        model="m", messages=[{"role": "user", "content": "hi"}], tools=tools(TOOLS2), tool_choice=sg_choice
+    )
+    params = req.to_sampling_params(stop=[], model_generation_config={}, tool_call_constraint=constraint)
+    assert "json_schema" not in params and params.get("structural_tag")
+    accepts = _sglang_grammar(tok, params)
+    lead = "<think>\nThe user wants the time.\n</think>\n\n" if thinking else "\n\n"
+    assert accepts(lead + CALL2) and accepts(CALL2)
+    assert accepts(lead + CALL) is (name is None)
+    assert not accepts("Let me check.") and not accepts(CALL2.replace('"CET"', "7"))
+    if not thinking:  # the reasoning is SGLang's reasoning backend's: not in this grammar
+        assert not accepts("<think>\nx\n</think>\n\n" + CALL2)
+    # SGLang's non-streaming path for a forced call: FunctionCallParser with the tool choice.
+    parser = FunctionCallParser(tools(TOOLS2), "chatparse", tokenizer=tok, tool_choice=sg_choice)
+    assert parser.has_tool_call(lead + CALL2)
+    _, calls = parser.parse_non_stream(lead + CALL2)
+    assert [(c.name, json.loads(c.parameters)) for c in calls] == [("get_time", {"zone": "CET"})]
+
+
+def test_parallel_tool_calls_false_allows_one_forced_call(tok: Any) -> None:
+    fp = FunctionCallParser(tools(TOOLS2), "chatparse", tokenizer=tok)
+    one = fp.get_structure_constraint("required", parallel_tool_calls=False)
+    many = fp.get_structure_constraint("required", parallel_tool_calls=True)
+    params = {"structural_tag": json.dumps(one[1].model_dump(by_alias=True))}
+    assert not _sglang_grammar(tok, params)(CALL + CALL2)
+    params = {"structural_tag": json.dumps(many[1].model_dump(by_alias=True))}
+    assert _sglang_grammar(tok, params)(CALL + CALL2)
+
+
+def test_auto_is_not_constrained(tok: Any) -> None:
     fp = FunctionCallParser(tools(), "chatparse", tokenizer=tok)
-    assert fp.detector.supports_structural_tag() is False
-    assert fp.detector.get_structural_tag(tools=tools()) is None
-    assert fp.owns_tool_format() is False  # so required/named output is SGLang's JSON array
-    kind, _ = fp.get_structure_constraint("required")
-    assert kind == "json_schema"
     assert fp.get_structure_constraint("auto") is None
+    assert fp.detector.get_structural_tag(tools=tools(), tool_choice="auto") is None
     with pytest.raises(NotImplementedError, match="chatparse"):
         fp.detector.structure_info()
+
+
+def test_forced_tool_choice_the_constraints_cannot_express_is_sglangs_400(tok: Any) -> None:
+    """SGLang's `get_structure_constraint` logs a detector's error and falls back to a JSON-array
+    schema; the registered hook raises the `ValueError` SGLang's serving code answers 400."""
+    harmony = harmony_tokenizer()
+    with environ(CHATPARSE_TEMPLATE="gpt_oss"):
+        fp = FunctionCallParser(tools(), "chatparse", tokenizer=harmony)
+        with pytest.raises(ValueError) as err:
+            plugin._hook_structure_constraint(FunctionCallParser.get_structure_constraint, fp, "required")
+    assert "gpt_oss" in str(err.value) and "tool_calls" in str(err.value) and "chatparse" in str(err.value)
+    schema = {"type": "object", "properties": {"city": {"type": "string", "pattern": "^[A-Z]"}}}
+    fp = FunctionCallParser(
+        tools([{"type": "function", "function": {"name": "f", "parameters": schema}}]),
+        "chatparse",
+        tokenizer=tok,
+    )
+    with pytest.raises(ValueError, match="'pattern'"):
+        plugin._hook_structure_constraint(FunctionCallParser.get_structure_constraint, fp, "required")
+    # Other detectors go through SGLang's own method untouched.
+    other = FunctionCallParser(tools(), "qwen25", tokenizer=tok)
+    assert plugin._hook_structure_constraint(
+        FunctionCallParser.get_structure_constraint, other, "auto"
+    ) == FunctionCallParser.get_structure_constraint(other, "auto")
 
 
 def test_has_tool_call(tok: Any) -> None:
@@ -339,9 +439,24 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
     finish = {"type": "length", "length": 9}
     plugin._hook_tool_calls(original, None, "text", [], finish, "auto", 0, PROMPT)
     assert seen[-1] == {"prefix": PROMPT, "finish_reason": finish}
-    plugin._hook_reasoning_stream(original, None, 0, "x", {}, {}, req)
-    assert seen[-1]["prefix"] == PROMPT + "<think>\n"
     assert plugin.request_context() == {}  # reset after each synchronous hook
+    plugin._hook_reasoning_stream(original, None, 0, "x", {}, {}, req)
+    assert seen[-1]["prefix"] == PROMPT + "<think>\n" and "tools" not in seen[-1]
+    # With the chatparse tool parser active, the reasoning step publishes it and the tools (read
+    # once per request), and the final step's finish reason; the context stays for the tool step.
+    asked: list[Any] = []
+    serving = SimpleNamespace(
+        tool_call_parser="chatparse",
+        _tool_call_parsing_active=lambda r: True,
+        _effective_tools=lambda r: asked.append(r) or TOOLS,
+    )
+    plugin._hook_reasoning_stream(original, serving, 0, "x", {}, {}, req)
+    plugin._hook_reasoning_stream(original, serving, 0, "y", {}, {}, req, "length")
+    assert seen[-1]["tool_parser"] == "chatparse" and seen[-1]["tools"] == TOOLS and len(asked) == 1
+    assert (
+        seen[-1]["finish_reason"] == "length" and plugin._finish_type(seen[-1]["finish_reason"]) == "length"
+    )
+    plugin.request_context()["handoff"] = ("normal", [])  # what _OneParse hands over
 
     async def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(plugin.request_context())
@@ -357,6 +472,7 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
         ]
 
     assert asyncio.run(drain(False)) == ["chunk"] and seen[-1]["finish_reason"] is None
+    assert seen[-1]["handoff"] == ("normal", [])  # the tool step still sees the reasoning step's hand-off
     assert asyncio.run(drain(True)) == ["chunk"] and seen[-1]["finish_reason"] == finish
 
 

@@ -15,6 +15,17 @@ from typing import Any
 
 import pytest
 
+from .cases import (
+    CALL,
+    CALL2,
+    OUTPUT,
+    PROMPT,
+    TOOLS,
+    TOOLS2,
+    harmony_tokenizer,
+    qwen3_tokenizer,
+    xgr_acceptor,
+)
 from .conftest import engine_module
 from .localtok import build_tokenizer
 from .replay import environ
@@ -31,34 +42,10 @@ from vllm.tool_parsers import ToolParserManager  # noqa: E402
 
 import chatparse.integrations.vllm as plugin  # noqa: E402
 
-PROMPT = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-OUTPUT = "<think>\nThe user wants the weather.\n</think>\n\nLet me check." + CALL
-
 
 @pytest.fixture(scope="module")
 def tok() -> Any:
-    corpus = [OUTPUT, PROMPT, "Hello, how are you today? The weather in Paris is nice.", json.dumps(TOOLS)]
-    return build_tokenizer(
-        ["<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_start|>"],
-        corpus * 4,
-        stop=["<|im_end|>", "<|endoftext|>"],
-        vocab_size=400,
-        name_or_path="Qwen/Qwen3-8B",
-    )
+    return qwen3_tokenizer(json.dumps(TOOLS))
 
 
 def ids(tok: Any, text: str) -> list[int]:
@@ -288,21 +275,100 @@ def test_adjust_request_keeps_special_tokens_and_their_spacing(tok: Any) -> None
     assert req.skip_special_tokens is False and req.spaces_between_special_tokens is False
 
 
+def forced(tok: Any, choice: Any, *, prompt: str = PROMPT, auto: bool = True, **kw: Any) -> tuple[Any, Any]:
+    """A forced-call request through the parser as vLLM's renderer runs it: the prompt's ids first
+    (`set_prompt_token_ids`), then `adjust_request`. Returns (parser, adjusted request)."""
+    req = request(tool_choice=choice, tools=kw.pop("tools", TOOLS2), **kw)
+    parser = parser_cls(tok, auto=auto)(tok, req.tools, chat_template_kwargs={}, model_config=None)
+    parser.set_prompt_token_ids(ids(tok, prompt))
+    return parser, parser.adjust_request(req)
+
+
 @pytest.mark.parametrize(
-    "choice",
-    ["required", {"type": "function", "function": {"name": "get_weather"}}],
+    "choice, name",
+    [("required", None), ({"type": "function", "function": {"name": "get_time"}}, "get_time")],
     ids=["required", "named"],
 )
-def test_required_and_named_tool_choice_are_refused_with_vllms_validation_error(
-    tok: Any, choice: Any
+@pytest.mark.parametrize("auto", [True, False], ids=["auto-tool-choice", "no-auto-tool-choice"])
+def test_forced_tool_choice_attaches_the_template_constraint_as_vllms_structural_tag(
+    tok: Any, choice: Any, name: str | None, auto: bool
 ) -> None:
-    req = request(tool_choice=choice)
-    parser = parser_cls(tok)(tok, req.tools)
+    from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
+
+    parser, req = forced(tok, choice, auto=auto, response_format={"type": "json_object"})
+    so = req.structured_outputs
+    assert so is not None and so.structural_tag is not None and so.json is None
+    assert req.response_format is None  # a forced call overrides it, as in vLLM
+    assert req._grammar_from_parser is True
+    # The engine applies it from the first token: the grammar holds the reasoning too.
+    assert req.resolve_reasoning_ended(parser, ids(tok, PROMPT)) is True
+    # What vLLM sends to the engine core carries it, and vLLM's own XGrammar validation takes it.
+    params = req.to_sampling_params(64, {})
+    assert (
+        params.structured_outputs is not None
+        and params.structured_outputs.structural_tag == so.structural_tag
+    )
+    validate_xgrammar_grammar(params)
+    accepts = xgr_acceptor(so.structural_tag)
+    think = "<think>\nThe user wants the time.\n</think>\n\n"
+    assert accepts(think + CALL2) and accepts(CALL2)
+    assert accepts(CALL) is (name is None) and accepts(think + CALL) is (name is None)
+    assert not accepts("Let me check.")  # no call: refused under required / named
+    assert not accepts(CALL2.replace('"CET"', "7"))  # arguments outside the schema
+    # The parser reads what the grammar admits (streamed and one-shot).
+    _, msg = stream(
+        tok, type(parser), think + CALL2, req=request(tool_choice=choice, tools=TOOLS2, stream=True)
+    )
+    reasoning, content, calls = one_shot(
+        tok, type(parser), think + CALL2, req=request(tool_choice=choice, tools=TOOLS2)
+    )
+    assert [(c["name"], json.loads(c["arguments"])) for c in msg["tool_calls"]] == [
+        ("get_time", {"zone": "CET"})
+    ]
+    assert calls is not None and [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_time", {"zone": "CET"})
+    ]
+    assert msg["reasoning"] == reasoning == "The user wants the time."
+
+
+def test_forced_tool_choice_continues_the_prompts_open_reasoning(tok: Any) -> None:
+    _, req = forced(tok, "required", prompt=PROMPT + "<think>\n")
+    accepts = xgr_acceptor(req.structured_outputs.structural_tag)
+    assert accepts("The user wants the time.\n</think>\n\n" + CALL2)
+    assert not accepts(CALL2)  # the reasoning the prompt opened is closed before the call
+
+
+def test_parallel_tool_calls_false_allows_one_forced_call(tok: Any) -> None:
+    _, many = forced(tok, "required")
+    _, one = forced(tok, "required", parallel_tool_calls=False)
+    assert xgr_acceptor(many.structured_outputs.structural_tag)(CALL + CALL2)
+    assert not xgr_acceptor(one.structured_outputs.structural_tag)(CALL + CALL2)
+
+
+def test_forced_tool_choice_the_constraints_cannot_express_is_vllms_400_naming_template_and_field(
+    tok: Any,
+) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string", "pattern": "^[A-Z]"}}}
     with pytest.raises(VLLMValidationError) as err:
-        parser.adjust_request(req)
-    assert "chatparse" in str(err.value) and err.value.parameter == "tool_choice"
-    parser.adjust_request(request(tool_choice="none"))  # no error
-    parser.adjust_request(request(tool_choice="auto"))
+        forced(tok, "required", tools=[{"type": "function", "function": {"name": "f", "parameters": schema}}])
+    assert err.value.parameter == "tools"
+    assert "qwen3" in str(err.value) and "'pattern'" in str(err.value) and "chatparse" in str(err.value)
+    harmony = harmony_tokenizer()
+    with environ(CHATPARSE_TEMPLATE="gpt_oss"), pytest.raises(VLLMValidationError) as err:
+        forced(harmony, "required")
+    assert err.value.parameter == "tool_choice"
+    assert "gpt_oss" in str(err.value) and "tool_calls" in str(err.value)
+    parser, req = forced(tok, "auto")
+    assert req.structured_outputs is None  # auto and none: nothing attached
+    assert forced(tok, "none")[1].structured_outputs is None
+
+
+def test_forced_tool_choice_without_the_chatparse_tool_parser_is_refused(tok: Any) -> None:
+    cls = parser_cls(tok, tool=None)
+    req = request(tool_choice="required")
+    with pytest.raises(VLLMValidationError) as err:
+        cls(tok, req.tools, chat_template_kwargs={}, model_config=None).adjust_request(req)
+    assert "--tool-call-parser chatparse" in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -525,11 +591,6 @@ def test_legacy_tool_parser_methods(tok: Any) -> None:
     assert msg["content"] == "Let me check." and [c["name"] for c in msg["tool_calls"]] == ["get_weather"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="extract_content_ids finds only literal reasoning closers; the qwen3 closer is a pattern since "
-    "main's catalog round 2, so every id is returned",
-)
 def test_legacy_reasoning_parser_with_another_tool_parser(tok: Any) -> None:
     """`--reasoning-parser chatparse --tool-call-parser hermes`: vLLM's DelegatingParser runs the
     legacy reasoning methods, and the rest of the output reaches Hermes as written."""
@@ -541,3 +602,69 @@ def test_legacy_reasoning_parser_with_another_tool_parser(tok: Any) -> None:
     rp = plugin.ChatparseReasoningParser(tok)
     assert rp.extract_reasoning(OUTPUT, request()) == ("The user wants the weather.", "Let me check." + CALL)
     assert rp.extract_content_ids(ids(tok, OUTPUT)) == ids(tok, "\n\nLet me check." + CALL)
+
+
+def test_extract_content_ids_matches_vllms_own_parser_for_a_literal_closer(tok: Any) -> None:
+    """deepseek_r1_distill's closer is the literal `</think>`: the ids after it, as vLLM's own
+    DeepSeek-R1 parser returns them, for every prefix of several outputs (none, one, two closers)."""
+    from vllm.reasoning.deepseek_r1_reasoning_parser import DeepSeekR1ReasoningParser
+
+    theirs = DeepSeekR1ReasoningParser(tok)
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE="deepseek_r1_distill"):
+        ours = plugin.ChatparseReasoningParser(tok)
+    assert ours._closers == ["</think>"]
+    outputs = [OUTPUT, "abc</think>x</think>y" + CALL, "no closer here", "</think>"]
+    checked = 0
+    for text in outputs:
+        seq = ids(tok, text)
+        for n in range(len(seq) + 1):
+            assert ours.extract_content_ids(seq[:n]) == theirs.extract_content_ids(seq[:n]), (text, n)
+            checked += 1
+    assert checked > 60
+
+
+def test_extract_content_ids_for_a_pattern_closer(tok: Any) -> None:
+    """qwen3's closer is `</think>|(?=<tool_call>\\s{0,16}\\{)`: after `</think>`, or at a call that
+    implicitly ends the reasoning (the call stays in the content)."""
+    rp = plugin.ChatparseReasoningParser(tok)
+    assert rp._end_ids is None  # a pattern
+    seq = ids(tok, OUTPUT)
+    closer = seq.index(tok.convert_tokens_to_ids("</think>"))
+    assert rp.extract_content_ids(seq) == seq[closer + 1 :]
+    assert rp.extract_content_ids(seq[: closer + 1]) == []  # nothing after the closer yet
+    assert rp.extract_content_ids(seq[:closer]) == []  # still reasoning
+    implicit = ids(tok, "<think>\nThe user wants the weather.\n") + ids(tok, CALL)
+    call = implicit.index(tok.convert_tokens_to_ids("<tool_call>"))
+    assert rp.extract_content_ids(implicit) == implicit[call:]
+    assert rp.extract_content_ids(implicit[: call + 1]) == []  # `<tool_call>` alone: no `{` seen yet
+
+
+def test_a_long_prompt_is_decoded_from_its_tail(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parser reads only what follows the prompt's last start anchor: of a long prompt only
+    the last `_TAIL_IDS` ids are decoded when that anchor lies inside them (counted), with the same
+    result as the short prompt; an anchor further back (a long pre-written answer) decodes it all."""
+    decoded: list[int] = []
+    real = plugin._decode
+
+    def counting(tokenizer: Any, seq: Sequence[int]) -> str:
+        decoded.append(len(seq))
+        return real(tokenizer, seq)
+
+    monkeypatch.setattr(plugin, "_decode", counting)
+    system = "<|im_start|>system\n" + "You are a helpful assistant. " * 200 + "<|im_end|>\n"
+    long_ids = ids(tok, system + PROMPT)
+    assert len(long_ids) > 4 * plugin._TAIL_IDS
+    short_msg = stream(tok, parser_cls(tok), OUTPUT, prompt=PROMPT)[1]
+    decoded.clear()
+    long_msg = stream(tok, parser_cls(tok), OUTPUT, prompt=system + PROMPT)[1]
+    for m in (short_msg, long_msg):
+        for c in m["tool_calls"]:
+            c.pop("id")  # minted per call
+    assert long_msg == short_msg
+    assert decoded and max(decoded) <= plugin._TAIL_IDS
+    # The prompt pre-wrote a long answer after the anchor: the whole prompt is decoded.
+    prewritten = PROMPT + "<think>\n" + "step. " * 400
+    decoded.clear()
+    msg = stream(tok, parser_cls(tok), "done\n</think>\n\nHi", prompt=prewritten)[1]
+    assert msg["reasoning"].startswith("step.") and msg["reasoning"].endswith("done")
+    assert msg["content"] == "Hi" and max(decoded) == len(ids(tok, prewritten))

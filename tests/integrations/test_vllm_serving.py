@@ -49,6 +49,7 @@ from chatparse import catalog  # noqa: E402
 from chatparse.openai import ChatParser  # noqa: E402
 
 from . import replay as R  # noqa: E402
+from .cases import xgr_acceptor  # noqa: E402
 
 # One reference model per family (the model directory's name selects the template by model id),
 # and the fixtures of that model sent through the server (at most PER_FAMILY of them: every
@@ -499,21 +500,12 @@ def _call_fixture(served: Any) -> R.Setup:
     pytest.skip(f"{served.family}: no selected fixture ends with a call")  # every family has one
 
 
-# `tool_choice="none"` parses with the template's `tool_calls` field left out (as the library's
-# `ChatParser(parse_tool_calls=False)`, chatparse.openai), and `without_fields` also takes the
-# removed field's paired closers (`</tool_call>`, `</think>`) out of the content's close pattern.
-# Measured here, that is not enough where the content field closes on other call markers, which
-# then vanish: DeepSeek V3.1 and Kimi K2 drop the call-section markers (`<｜tool▁calls▁begin｜>`,
-# `<|tool_calls_section_begin|>`), gpt-oss the whole commentary call, Gemma 4, GLM and Qwen3 XML
-# the call markers their patterns name. Qwen3 (Hermes), Llama and Mistral keep the markup verbatim.
-NONE_LOSES_MARKUP = {"deepseek", "gemma4", "glm", "gpt-oss", "kimi", "qwen3-xml"}
+# `tool_choice="none"`: the plugin parses with the whole template and writes every call region back
+# into the content verbatim (`chatparse.integrations._split.ToolsOffSplitter`), call-section
+# markers included; only the reasoning is taken out.
 
 
-def test_tool_choice_none_passes_call_markup_through_as_content(
-    served: Any, request: pytest.FixtureRequest
-) -> None:
-    if served.family in NONE_LOSES_MARKUP:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="parse_tool_calls=False loses markup"))
+def test_tool_choice_none_passes_call_markup_through_as_content(served: Any) -> None:
     su = _call_fixture(served)
     tok = su.tokenizer
     served.server.engine.script = (list(su.ids), [list(su.ids)])
@@ -533,18 +525,90 @@ def test_tool_choice_none_passes_call_markup_through_as_content(
     assert name in m.content
 
 
-def test_required_tool_choice_is_refused_with_vllms_400_naming_chatparse(served: Any) -> None:
+@pytest.mark.parametrize("choice", ["required", "named"])
+def test_forced_tool_choice_gets_the_template_constraint_and_a_call(served: Any, choice: str) -> None:
+    """`required` / a named tool through the server: the engine is asked for the structural tag
+    chatparse derives (vLLM's XGrammar validation takes it; it admits the replayed output), and the
+    recorded call comes back parsed by chatparse, streamed and not. gpt-oss's call opener cannot
+    be written by a grammar: 400 naming the template and the field."""
     import openai
+    from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
 
     su = _call_fixture(served)
-    served.server.engine.script = (list(su.ids), [list(su.ids)])
-    with pytest.raises(openai.BadRequestError) as info:
-        _client(served.server).chat.completions.create(
-            model=MODELS[served.family],
-            messages=[{"role": "user", "content": R.USER}],
-            tools=su.tools,
-            tool_choice="required",
-            extra_body={"chat_template_kwargs": {"generation_prompt": su.prefix}},
+    want, _ = _library(su)
+    name = want["tool_calls"][0][0]
+    tool_choice: Any = (
+        "required" if choice == "required" else {"type": "function", "function": {"name": name}}
+    )
+    tools = (
+        su.tools
+        if choice == "required"
+        else [t for t in su.tools if t["function"]["name"] == name]
+        + [t for t in su.tools if t["function"]["name"] != name]
+    )
+    client = _client(served.server)
+    kwargs: dict[str, Any] = {
+        "model": MODELS[served.family],
+        "messages": [{"role": "user", "content": R.USER}],
+        "tools": tools,
+        "tool_choice": tool_choice,
+        "extra_body": {"chat_template_kwargs": {"generation_prompt": su.prefix}},
+    }
+    served.server.engine.seen.clear()
+    if served.family == "gpt-oss":
+        served.server.engine.script = (list(su.ids), [list(su.ids)])
+        with pytest.raises(openai.BadRequestError) as info:
+            client.chat.completions.create(**kwargs)
+        assert (
+            "gpt_oss" in str(info.value)
+            and "tool_calls" in str(info.value)
+            and "chatparse" in str(info.value)
         )
-    assert "chatparse" in str(info.value) and "tool_choice" in str(info.value)
+        assert not served.server.engine.seen  # refused before the engine
+        served.server.engine.script = None
+        return
+    for stream in (None, "rand:1:8"):
+        served.server.engine.script = (
+            list(su.ids),
+            [list(su.ids)] if stream is None else R.groups(su.ids, stream),
+        )
+        if stream is None:
+            r = client.chat.completions.create(**kwargs)
+            calls = [(c.function.name, c.function.arguments) for c in r.choices[0].message.tool_calls or ()]
+            finish = r.choices[0].finish_reason
+        else:
+            acc: dict[int, list[str]] = {}
+            finish = None
+            for ch in client.chat.completions.create(stream=True, **kwargs):
+                for c in ch.choices:
+                    for tc in c.delta.tool_calls or ():
+                        entry = acc.setdefault(tc.index, ["", ""])
+                        entry[0] += (tc.function.name or "") if tc.function else ""
+                        entry[1] += (tc.function.arguments or "") if tc.function else ""
+                    finish = c.finish_reason or finish
+            calls = [(n, a) for n, a in (acc[i] for i in sorted(acc))]
+        assert [(n, json.loads(a)) for n, a in calls] == [(n, json.loads(a)) for n, a in want["tool_calls"]]
+        assert finish == ("tool_calls" if choice == "required" else "stop")  # OpenAI: "stop" for a named tool
+    params = served.server.engine.seen[-1]["sampling_params"]
+    so = params.structured_outputs
+    assert so is not None and so.structural_tag is not None
+    validate_xgrammar_grammar(params)
+    # An output the constraint admits (the derivation's own sample call for the tool, after what
+    # the prompt left open), replayed: the attached grammar accepts it and it comes back as the call.
+    from chatparse.constraints import derive
+
+    stop = list(catalog.describe(su.template).get("stop") or ())  # never written: the engine stops there
+    c = derive(catalog.get(su.template), tools, tool_choice=tool_choice, prefix=su.prefix, stop=stop)
+    offered = [t["function"]["name"] for t in tools] if choice == "required" else [name]
+    sample = c.sample_lead + c.sample_calls[offered.index(name)]
+    assert xgr_acceptor(so.structural_tag)(sample), (
+        f"{su.fixture.id}: the attached grammar rejects {sample!r}"
+    )
+    tok = su.tokenizer
+    ids = [int(i) for i in tok.encode(sample, add_special_tokens=False)] + [su.ids[-1]]
+    served.server.engine.script = (ids, R.groups(ids, "rand:1:8"))
+    r = client.chat.completions.create(**kwargs)
+    (call,) = r.choices[0].message.tool_calls or ()
+    assert call.function.name == name and isinstance(json.loads(call.function.arguments), dict)
+    assert r.choices[0].finish_reason == ("tool_calls" if choice == "required" else "stop")
     served.server.engine.script = None

@@ -382,23 +382,86 @@ def tool_choice_mode(tool_choice: Any) -> str:
     return "named"
 
 
-def unsupported_tool_guarantee(tool_choice: Any, tools: Sequence[Any] | None) -> str | None:
-    """What a request asks chatparse to guarantee that needs generation constraints, or None.
+class ToolChoiceError(ValueError):
+    """A request's `tool_choice` cannot be guaranteed with this template (answered 400).
 
-    The single place where `tool_choice="required"` and named choices are decided. They need the
-    template-derived generation constraints of `chatparse.constraints`, which are not available
-    yet, so they are refused (each engine raises its own validation error with this text).
+    `parameter` is the request field at fault (`tool_choice`, or `tools` for a schema keyword)."""
+
+    def __init__(self, message: str, parameter: str = "tool_choice") -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
+def forces_tool_calls(tool_choice: Any, tools: Sequence[Any] | None) -> bool:
+    """Whether a request asks for at least one call (`required` or a named tool) among offered tools."""
+    return bool(tools) and tool_choice_mode(tool_choice) in ("required", "named")
+
+
+def _choice_dict(tool_choice: Any) -> Any:
+    """`tool_choice` as `chatparse.constraints.derive` reads it (engines pass pydantic models)."""
+    if isinstance(tool_choice, str) or tool_choice is None:
+        return tool_choice or "auto"
+    if isinstance(tool_choice, Mapping):
+        fn = tool_choice.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else tool_choice.get("name")
+    else:
+        fn = getattr(tool_choice, "function", None)
+        name = getattr(fn, "name", None) if fn is not None else getattr(tool_choice, "name", None)
+    return {"type": "function", "function": {"name": name}}
+
+
+def tool_constraint(
+    resolved: Resolved,
+    template: Template,
+    tool_choice: Any,
+    tools: Sequence[Any] | None,
+    *,
+    parallel_tool_calls: bool | None = True,
+    prefix: str | None = None,
+    reasoning: bool | None = None,
+) -> Any:
+    """The `chatparse.constraints.Constraint` that makes `tool_choice` hold, or None when the request
+    needs none (`auto`, `none`, no tools).
+
+    The single place where `tool_choice="required"` and named choices are decided for both plugins.
+    `template` is the one the plugin parses this request with (so whatever the constraint admits,
+    the plugin reads back into calls); `prefix` the rendered prompt where the engine knows it
+    (a `<think>` the prompt opened is continued); `reasoning`: False when the engine applies the
+    grammar only after the reasoning (SGLang with a reasoning parser), None when it may come first.
+    The catalog entry's end-of-turn markers are never written (the engine stops on them).
+    Derivations are cached by `chatparse.constraints.derive` (same template object, tools and
+    options: one derivation per process).
+
+    Raises `ToolChoiceError` naming the template and the field or schema keyword that cannot be
+    expressed (each engine answers it with its own 400).
     """
-    if not tools:
+    if not forces_tool_calls(tool_choice, tools):
         return None
+    from ..constraints import ConstraintError, derive
+
     mode = tool_choice_mode(tool_choice)
-    if mode in ("required", "named"):
-        what = "tool_choice='required'" if mode == "required" else "a named tool_choice"
-        return (
-            f"the chatparse parser cannot guarantee {what} yet: it needs template-derived generation "
-            "constraints (chatparse.constraints), which are not available; use tool_choice='auto'"
+    choice = _choice_dict(tool_choice)
+    what = (
+        "tool_choice='required'"
+        if mode == "required"
+        else f"tool_choice naming {choice['function']['name']!r}"
+    )
+    try:
+        return derive(
+            template,
+            tool_dicts(tools),
+            tool_choice=choice,
+            parallel_tool_calls=parallel_tool_calls is not False,
+            reasoning=reasoning,
+            prefix=prefix,
+            stop=list(resolved.stop),
         )
-    return None
+    except ConstraintError as e:
+        parameter = "tools" if str(e).startswith(("tool '", "tools[")) else "tool_choice"
+        raise ToolChoiceError(
+            f"the chatparse parser cannot guarantee {what} with response template {resolved.name}: {e}",
+            parameter,
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -48,10 +48,16 @@ by `max_tokens` must not be returned). Both are visible one level up, in `OpenAI
 * `OpenAIServingChat.__init__` resolves the template at startup, so a model without one fails with
   one line instead of on the first request.
 
-`tool_choice="required"` and named choices: SGLang constrains those with its generic JSON-schema
-constraint and parses the JSON array itself (`JsonArrayParser`); chatparse does not take part and
-does not offer structural tags yet (`supports_structural_tag()` is False, `get_structural_tag`
-returns None) until `chatparse.constraints` derives them from the template.
+`tool_choice="required"` and named choices: `ChatparseDetector.get_structural_tag` returns the
+constraint `chatparse.constraints` derives from the template and the tools as XGrammar's
+`StructuralTag`, which SGLang's serving code sends as the request's `structural_tag`; because the
+detector supports structural tags, SGLang parses the forced output with it (not with its
+JSON-array parser). With `--reasoning-parser`, SGLang's reasoning grammar backend applies the
+grammar once the reasoning closer is generated, so the grammar then describes only what follows.
+SGLang builds the constraint before rendering the prompt: no prefix reaches the derivation. A
+template or schema the constraints cannot express raises `ToolChoiceError`, a `ValueError` that
+SGLang answers 400 (a hook on `FunctionCallParser.get_structure_constraint`, whose own code would
+log the error and fall back to a JSON-array schema). `auto` is not constrained.
 """
 
 from __future__ import annotations
@@ -74,8 +80,17 @@ except ImportError as e:  # pragma: no cover - exercised only without SGLang
 
 from .._parser import ResponseParser
 from ..openai import ChatParser
-from ._common import PARSER_NAME, REASONING_FIELDS, Resolved, describe, resolve, tool_dicts
-from ._split import ReasoningSplitter
+from ._common import (
+    PARSER_NAME,
+    REASONING_FIELDS,
+    Resolved,
+    describe,
+    forces_tool_calls,
+    resolve,
+    tool_constraint,
+    tool_dicts,
+)
+from ._split import ReasoningSplitter, ToolsOffSplitter
 
 __all__ = ["ChatparseDetector", "ChatparseReasoningDetector", "register", "request_context"]
 
@@ -216,7 +231,7 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
         self._opener = opener
         self._verbatim = tool_call_parser_active
-        self._splitter: ReasoningSplitter | _CleanSplit | _OneParse | None = None
+        self._splitter: ReasoningSplitter | ToolsOffSplitter | _CleanSplit | _OneParse | None = None
         self._held = ""  # reasoning held back when stream_reasoning is False
 
     def _prefix(self) -> str:
@@ -227,12 +242,14 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
             prefix = anchors[0] + self._opener
         return prefix
 
-    def _new(self) -> ReasoningSplitter | _CleanSplit | _OneParse:
+    def _new(self) -> ReasoningSplitter | ToolsOffSplitter | _CleanSplit | _OneParse:
         ctx = request_context()
         if self._verbatim and ctx.get("tool_parser") == PARSER_NAME and "tools" in ctx:
             return _OneParse(self._resolved, self._prefix(), ctx["tools"])
         if self._verbatim:
             return ReasoningSplitter(self._resolved.template, prefix=self._prefix())
+        if self._resolved.has_tools:  # tools off for this turn: calls stay in the content as written
+            return ToolsOffSplitter(self._resolved.template, prefix=self._prefix())
         return _CleanSplit(self._resolved, self._prefix())
 
     def detect_and_parse(self, text: str) -> ReasoningResult:
@@ -258,7 +275,7 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
             return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
         self._held += reasoning
         assert self._splitter is not None
-        if end or not self._splitter.in_reasoning:
+        if end or (normal and not self._splitter.in_reasoning):  # the answer started
             reasoning, self._held = self._held, ""
             return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
         return ReasoningResult(normal_text=normal)
@@ -284,6 +301,11 @@ def _items(deltas: list[dict[str, Any]]) -> tuple[str, list[ToolCallItem]]:
                 )
             )
     return "".join(text), calls
+
+
+_NOTHING = StreamingParseResult()
+"""The result of a step that releases nothing, shared (SGLang only reads a step's result; building
+one costs about 2 µs, and most steps of a call release nothing)."""
 
 
 class ChatparseDetector(BaseFormatDetector):
@@ -379,13 +401,16 @@ class ChatparseDetector(BaseFormatDetector):
             return StreamingParseResult()
         handed = self._handed_over(new_text) if (self._handoff_mode or self._stream is None) else None
         if handed is not None:
-            normal, calls = _items(handed)
-            return StreamingParseResult(normal_text=normal, calls=calls)
-        if self._handoff_mode:
-            return StreamingParseResult()  # the reasoning parser parsed this output already
-        if self._stream is None:
-            self._stream = self._parser(tools)
-        normal, calls = _items(self._stream.feed(new_text))
+            deltas = handed
+        elif self._handoff_mode:
+            return _NOTHING  # the reasoning parser parsed this output already
+        else:
+            if self._stream is None:
+                self._stream = self._parser(tools)
+            deltas = self._stream.feed(new_text)
+        if not deltas:  # most steps: text held, or a call being written
+            return _NOTHING
+        normal, calls = _items(deltas)
         return StreamingParseResult(normal_text=normal, calls=calls)
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
@@ -399,15 +424,52 @@ class ChatparseDetector(BaseFormatDetector):
         return StreamingParseResult(normal_text=normal, calls=calls)
 
     def supports_structural_tag(self) -> bool:
-        """False: chatparse derives no structural tags yet (see the module docstring)."""
-        return False
+        """True: forced calls (`required`, named) are constrained to the template's own syntax, so
+        SGLang's serving code parses their output with this detector (`owns_tool_format`), not with
+        its JSON-array parser."""
+        return True
 
-    def get_structural_tag(self, *args: Any, **kwargs: Any) -> None:
-        """None: structural tags are not supported until `chatparse.constraints` lands."""
+    def get_structural_tag(
+        self,
+        tools: list[Any] | None = None,
+        tool_choice: Any = "auto",
+        thinking_mode: bool = False,
+        parallel_tool_calls: bool = True,
+    ) -> Any:
+        """XGrammar's `StructuralTag` for `tool_choice="required"` or a named tool, derived by
+        `chatparse.constraints` from the template and the tools; None under `auto` (chatparse does
+        not constrain free generation).
+
+        `thinking_mode` is SGLang's: True when no reasoning parser runs and the request thinks, so
+        the grammar also covers an optional reasoning block first; False when SGLang's reasoning
+        grammar backend applies the grammar after the reasoning ends (`--reasoning-parser`), or
+        thinking is off. SGLang builds the constraint before it renders the prompt, so the
+        derivation has no prefix. Raises `ToolChoiceError` (a `ValueError`: SGLang's 400) naming
+        the template and the field the constraints cannot express.
+        """
+        if not forces_tool_calls(tool_choice, tools):
+            return None
+        from xgrammar import StructuralTag
+
+        template = self._resolved.template if thinking_mode else self._template
+        c = tool_constraint(
+            self._resolved,
+            template,
+            tool_choice,
+            tools,
+            parallel_tool_calls=parallel_tool_calls,
+            reasoning=None if thinking_mode else False,
+        )
+        return StructuralTag.model_validate(c.structural_tag())
+
+    def get_auto_tool_call_structural_tag(self, *args: Any, **kwargs: Any) -> None:
+        """None: `auto` is not constrained."""
         return None
 
     def structure_info(self) -> Callable[[str], Any]:
-        raise NotImplementedError("chatparse: structural tags are not supported yet")
+        raise NotImplementedError(
+            "chatparse: legacy structure_info tags are not offered (get_structural_tag gives the whole constraint)"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -489,18 +551,45 @@ def _hook_reasoning_stream(
     *args: Any,
     **kwargs: Any,
 ) -> Any:
-    return _run_with(
-        {"prefix": _prefix_of(request)},
-        original,
-        self,
-        index,
-        delta,
-        parsers,
-        content,
-        request,
-        *args,
-        **kwargs,
-    )
+    """Publish the prompt, the finish reason (`finish_reason_type` on the final step) and, when the
+    chatparse tool parser follows for this request, its name and tools: the reasoning detector then
+    parses once for both (`_OneParse`) and hands each step's content and calls to the tool-call
+    detector through the context. Set for the whole step, not reset: the hand-off is read by
+    `_process_tool_call_stream` right after, in the same task (one request)."""
+    finish = kwargs.get("finish_reason_type", args[0] if args else None)
+    previous = _REQUEST.get() or {}
+    if finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+        # A step like the last one of this request: the context is already what it should be.
+        return original(self, index, delta, parsers, content, request, *args, **kwargs)
+    context: dict[str, Any] = {
+        "prefix": _prefix_of(request),
+        "finish_reason": finish,
+        "handoff": previous.get("handoff"),
+        "request": request,
+    }
+    if getattr(self, "tool_call_parser", None) == PARSER_NAME:
+        if previous.get("request") is request and "tools" in previous:
+            context["tool_parser"], context["tools"] = PARSER_NAME, previous["tools"]  # once per request
+        elif _tool_parsing_active(self, request):
+            context["tool_parser"], context["tools"] = PARSER_NAME, self._effective_tools(request)
+    _REQUEST.set(context)
+    return original(self, index, delta, parsers, content, request, *args, **kwargs)
+
+
+def _tool_parsing_active(serving: Any, request: Any) -> bool:
+    active = getattr(serving, "_tool_call_parsing_active", None)
+    if active is not None:
+        return bool(active(request))
+    return getattr(request, "tool_choice", None) != "none" and bool(serving._effective_tools(request))
+
+
+def _publish_tool_step(request: Any, finish: Any) -> None:
+    """What `_process_tool_call_stream`'s hook publishes for one step: the prompt and the finish
+    reason (None before the flushing step), over the reasoning step's hand-off and tools."""
+    previous = _REQUEST.get() or {}
+    if finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+        return  # already this request's context for a step before the last
+    _REQUEST.set({**previous, "prefix": _prefix_of(request), "finish_reason": finish, "request": request})
 
 
 async def _hook_tool_stream(
@@ -518,12 +607,33 @@ async def _hook_tool_stream(
     meta = content.get("meta_info", {}) if isinstance(content, dict) else {}
     # Set for this step only (no reset: an async generator may be finalised in another context);
     # every step of this request sets it afresh, and a context variable is per task.
-    _REQUEST.set(
-        {"prefix": _prefix_of(request), "finish_reason": meta.get("finish_reason") if flush else None}
-    )
+    _publish_tool_step(request, meta.get("finish_reason") if flush else None)
     async for chunk in original(self, index, delta, parsers, content, request, *args, **kwargs):
         yield chunk
 
+
+def _hook_structure_constraint(
+    original: Callable[..., Any], self: Any, tool_choice: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """`FunctionCallParser.get_structure_constraint` for the chatparse detector and a forced call:
+    the structural tag, or the `ToolChoiceError` that SGLang answers 400. SGLang's own method logs
+    and swallows a detector's exception, then falls back to its JSON-array schema, whose output
+    this detector would not read as calls."""
+    detector = getattr(self, "detector", None)
+    if isinstance(detector, ChatparseDetector) and forces_tool_calls(tool_choice, self.tools):
+        parallel = kwargs.get("parallel_tool_calls", args[0] if args else True)
+        thinking = kwargs.get("thinking_mode", args[1] if len(args) > 1 else False)
+        tag = detector.get_structural_tag(
+            tools=self.structural_tag_tools(),
+            tool_choice=tool_choice,
+            thinking_mode=bool(thinking),
+            parallel_tool_calls=parallel is not False,
+        )
+        return ("structural_tag", tag)
+    return original(self, tool_choice, *args, **kwargs)
+
+
+_PARSER = "sglang.srt.function_call.function_call_parser.FunctionCallParser"
 
 _HOOKS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("__init__", _hook_init),
@@ -548,7 +658,8 @@ def register() -> None:
     registered = {
         (t, getattr(h, "__name__", "")) for t, entries in HookRegistry._hooks.items() for _, h, _ in entries
     }
-    for name, hook in _HOOKS:
-        target = f"{_SERVING}.{name}"
+    for target, hook in [(f"{_SERVING}.{name}", h) for name, h in _HOOKS] + [
+        (f"{_PARSER}.get_structure_constraint", _hook_structure_constraint)
+    ]:
         if (target, hook.__name__) not in registered:
             HookRegistry.register(target, hook, HookType.AROUND)

@@ -17,8 +17,11 @@ What runs
   `<think>` or a call the prompt opened is seen; `parse_delta` feeds each delta's text and, when
   `finished`, recovers the finish reason (below) and finishes the message. `parse` does the same
   in one go. `adjust_request` keeps special tokens and their spacing (the markers must reach the
-  parser) and refuses `tool_choice="required"` or a named tool (`VLLMValidationError`, a 400) until
-  chatparse derives generation constraints (`_common.unsupported_tool_guarantee`).
+  parser) and, for `tool_choice="required"` or a named tool, attaches the constraint
+  `chatparse.constraints` derives from the template, the tools and the rendered prompt as vLLM's
+  structural tag (`structured_outputs.structural_tag`, applied from the first token); the output is
+  still parsed here. What the constraints cannot express (gpt-oss's call opener, a schema keyword
+  such as `pattern`) is a `VLLMValidationError` (400) naming the template and the field.
 * `ChatparseReasoningParser` and `ChatparseToolParser`, the legacy classes the registries hold.
   vLLM composes a parser class from the names on the command line; for `chatparse` that is
   `ChatparseParser` (registration wraps `ParserManager._compose_parser` for this one name, because
@@ -32,8 +35,8 @@ What runs
 Field routing: reasoning goes to `delta.reasoning` and, by default, also `delta.reasoning_content`
 (`CHATPARSE_REASONING_KEY`); vLLM builds the non-streamed message itself, under `reasoning`. With
 no reasoning parser selected, reasoning markup stays in the content verbatim; with tool parsing
-off for the request (`tool_choice="none"`, no tools, or no `--enable-auto-tool-choice`) so does
-call markup.
+off for the request (`tool_choice="none"`, no tools, or no `--enable-auto-tool-choice`) every call
+is written back into the content as the model wrote it (`_split.ToolsOffSplitter`).
 
 Deltas: for steps of one token, each `DeltaMessage` carries one kind (reasoning, content, or one
 call; what a token completes beyond that goes out with the next step); a step of several tokens,
@@ -47,6 +50,7 @@ context length) reached means `"length"`; anything else (a stop string) counts a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Iterable, Sequence
@@ -79,15 +83,17 @@ from ._common import (
     REASONING_FIELDS,
     Policy,
     Resolved,
+    ToolChoiceError,
     describe,
+    forces_tool_calls,
     recover_finish_reason,
     resolve,
     stop_token_ids,
     tool_choice_mode,
+    tool_constraint,
     tool_dicts,
-    unsupported_tool_guarantee,
 )
-from ._split import ReasoningSplitter
+from ._split import PassthroughChat, ReasoningSplitter
 
 __all__ = [
     "ChatparseParser",
@@ -108,6 +114,34 @@ def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
         )
     except TypeError:
         return cast(str, tokenizer.decode(list(ids), skip_special_tokens=False))
+
+
+_TAIL_IDS = 256  # prompt ids decoded first: the parser reads only the text after the last start anchor
+_TAIL_MARGIN = 128  # characters of context the anchor match must leave before it (lookbehinds)
+
+
+def _prompt_text(tokenizer: Any, template: Any, ids: Sequence[int]) -> str:
+    """The prompt as the parser needs it: its text from a little before the last start-anchor match.
+
+    The parser reads only what follows the last match of the template's start anchor, so for a
+    long prompt (a system prompt with many tools is thousands of ids) only its last `_TAIL_IDS` ids
+    are decoded, when the last anchor match lies well inside them (`_TAIL_MARGIN` characters of
+    context before it, so a lookbehind and a match cut at the tail's start cannot differ from the
+    whole prompt's); otherwise, or for a template without an anchor, the whole prompt.
+    """
+    if len(ids) > _TAIL_IDS:
+        rx = getattr(template, "anchor_re", None)
+        if rx is not None:
+            tail = _decode(tokenizer, ids[len(ids) - _TAIL_IDS :])
+            last = None
+            try:
+                for m in rx.finditer(tail, timeout=1.0):
+                    last = m
+            except TimeoutError:
+                last = None
+            if last is not None and last.start() >= _TAIL_MARGIN:
+                return tail[last.start() - _TAIL_MARGIN :]
+    return _decode(tokenizer, ids)
 
 
 def _model_name(model_config: Any) -> str | None:
@@ -214,7 +248,8 @@ class ChatparseReasoningParser(ReasoningParser):
             return True
         try:
             splitter = ReasoningSplitter(
-                self._resolved.template, prefix=_decode(self.model_tokenizer, input_ids)
+                self._resolved.template,
+                prefix=_prompt_text(self.model_tokenizer, self._resolved.template, input_ids),
             )
         except Exception:
             return False
@@ -249,19 +284,48 @@ class ChatparseReasoningParser(ReasoningParser):
         return False
 
     def extract_content_ids(self, input_ids: list[int]) -> list[int]:
-        if self._end_ids is None:
-            return list(input_ids)
-        best = -1
-        for end in self._end_ids:
-            k = len(end)
-            for i in range(len(input_ids) - k, -1, -1):
-                if input_ids[i : i + k] == end:
-                    best = max(best, i + k)
-                    break
-        return list(input_ids[best:]) if best >= 0 else []
+        """The ids after the first reasoning closer in `input_ids` (vLLM's convention: `[]` when no
+        closer ends before the last id).
+
+        A literal closer is matched on its token ids, as vLLM's own parsers match their end token.
+        A pattern closer (qwen3's `</think>|(?=<tool_call>...)`) is matched on the decoded text:
+        the content starts at the first token that begins at or after the match's end, so a
+        lookahead alternative leaves the `<tool_call>` it saw in the content.
+        """
+        ids = list(input_ids)
+        if self._field is None:
+            return ids
+        if self._end_ids is not None:
+            best: int | None = None
+            for end in self._end_ids:
+                k = len(end)
+                for i in range(len(ids) - k):  # a closer ending at the last id leaves no content
+                    if ids[i : i + k] == end:
+                        best = i + k if best is None else min(best, i + k)
+                        break
+            return ids[best:] if best is not None else []
+        closer = self._field.closer
+        rx = getattr(closer, "module_re", None)
+        if rx is None:
+            return []
+        starts: list[int] = []  # start offset of each token in the decoded text
+        pieces: list[str] = []
+        pos = 0
+        for i in ids:
+            starts.append(pos)
+            piece = _decode(self.model_tokenizer, [i])
+            pieces.append(piece)
+            pos += len(piece)
+        m = rx.search("".join(pieces))
+        if m is None:
+            return []
+        first = next((k for k, at in enumerate(starts) if at >= m.end()), len(ids))
+        return ids[first:]
 
     def _prefix(self) -> str:
-        return _decode(self.model_tokenizer, self._prompt_ids) if self._prompt_ids else ""
+        if not self._prompt_ids:
+            return ""
+        return _prompt_text(self.model_tokenizer, self._resolved.template, self._prompt_ids)
 
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
         splitter = ReasoningSplitter(self._resolved.template, prefix=self._prefix())
@@ -299,7 +363,9 @@ class ChatparseToolParser(ToolParser):
     of the output (no closer) is returned by `extract_tool_calls` but not streamed here.
     """
 
-    supports_required_and_named = False  # required/named are refused, never parsed as plain JSON
+    # Forced calls are constrained to the template's own syntax (`adjust_request`) and parsed by
+    # chatparse, never by vLLM's JSON-array path (`DelegatingParser`, for parsers that say True).
+    supports_required_and_named = False
     chatparse_plugin = True
 
     @staticmethod
@@ -327,7 +393,11 @@ class ChatparseToolParser(ToolParser):
         return tool_dicts(self._raw_tools)
 
     def adjust_request(self, request: Any) -> Any:
-        return _adjust_request(request)
+        _keep_markers(request)
+        if forces_tool_calls(getattr(request, "tool_choice", None), getattr(request, "tools", None)):
+            template = self._resolved.variant(reasoning=False, tools=True) or self._resolved.template
+            _attach(request, _constraint_for(self._resolved, template, request, prefix=None))
+        return request
 
     def _parser(self) -> ChatParser:
         template = self._resolved.variant(reasoning=False, tools=True) or self._resolved.template
@@ -367,18 +437,46 @@ class ChatparseToolParser(ToolParser):
 # the unified parser (what the serving layer runs)
 
 
-def _adjust_request(request: Any) -> Any:
-    """Keep the markers in the text; refuse guarantees chatparse cannot give yet."""
+def _keep_markers(request: Any) -> None:
+    """Keep special tokens and their spacing in the detokenized text: the markers must reach the parser."""
     if hasattr(request, "skip_special_tokens"):
         request.skip_special_tokens = False
     if hasattr(request, "spaces_between_special_tokens"):
         request.spaces_between_special_tokens = False
-    problem = unsupported_tool_guarantee(
-        getattr(request, "tool_choice", None), getattr(request, "tools", None)
-    )
-    if problem is not None:
-        raise VLLMValidationError(problem, parameter="tool_choice", value=str(request.tool_choice))
-    return request
+
+
+def _constraint_for(resolved: Resolved, template: Any, request: Any, *, prefix: str | None) -> Any:
+    """The constraint for a `required` / named request, or vLLM's 400 naming what cannot be expressed."""
+    try:
+        return tool_constraint(
+            resolved,
+            template,
+            request.tool_choice,
+            request.tools,
+            parallel_tool_calls=getattr(request, "parallel_tool_calls", True),
+            prefix=prefix,
+        )
+    except ToolChoiceError as e:
+        value = request.tool_choice if e.parameter == "tool_choice" else None
+        raise VLLMValidationError(str(e), parameter=e.parameter, value=str(value)) from None
+
+
+def _attach(request: Any, constraint: Any) -> None:
+    """Hand the constraint to vLLM's structured-output path as its own tool parsers do
+    (`DelegatingParser._apply_structural_tag`): `structured_outputs.structural_tag`, replacing any
+    `response_format` (a forced call overrides it, as in vLLM)."""
+    import json
+
+    from vllm.sampling_params import StructuredOutputsParams
+
+    tag = json.dumps(constraint.structural_tag(), ensure_ascii=False)
+    if getattr(request, "structured_outputs", None) is not None or getattr(request, "response_format", None):
+        log.warning("structured outputs are ignored because tool_choice forces a tool call")
+    request.structured_outputs = StructuredOutputsParams(structural_tag=tag)
+    if hasattr(request, "response_format"):
+        request.response_format = None
+    elif hasattr(request, "text"):  # ResponsesRequest
+        request.text = None
 
 
 def _chat_parser(template: Any, prefix: str, tools: list[dict[str, Any]], policy: Policy) -> ChatParser:
@@ -535,6 +633,7 @@ class ChatparseParser(Parser):
     tool_parser_cls: type[ToolParser] | None = ChatparseToolParser
     always_adjust_request = True
     _enable_auto_tools = True  # the composed class (see `register`) sets the server's flag
+    _tools_selected = True  # `--tool-call-parser chatparse` (forced calls parse even without auto)
 
     def __init__(
         self,
@@ -555,7 +654,7 @@ class ChatparseParser(Parser):
         self._tools = tools  # converted to dicts once, when the stream starts (`model_dump` is costly)
         self._prompt_ids: list[int] | None = None
         self._prefix = ""
-        self._stream: ChatParser | None = None
+        self._stream: ChatParser | PassthroughChat | None = None
         self._reasoning_as_content = False
         self._generated = 0
         self._last_ids: list[int] = []
@@ -567,14 +666,44 @@ class ChatparseParser(Parser):
     # -- request ---------------------------------------------------------------------------------
 
     def adjust_request(self, request: Any) -> Any:
-        return _adjust_request(request)
+        """Keep the markers in the text; for `tool_choice="required"` or a named tool, attach the
+        constraint `chatparse.constraints` derives from the template, the request's tools and the
+        rendered prompt (vLLM calls `set_prompt_token_ids` first) as vLLM's structural tag.
+
+        The grammar covers the whole output, reasoning included (the prompt's open `<think>` is
+        continued), so the engine applies it from the first token (`_grammar_from_parser`, as
+        vLLM's Mistral parser does). vLLM's serving code leaves parsing to this parser's own
+        `parse` / `parse_delta` for forced calls too (only `DelegatingParser` has a JSON path).
+        A template or schema the constraints cannot express is vLLM's 400 naming the template
+        and the field; so is a forced call without `--tool-call-parser chatparse`.
+        """
+        _keep_markers(request)
+        tools = getattr(request, "tools", None)
+        if not forces_tool_calls(getattr(request, "tool_choice", None), tools):
+            return request
+        if not self._tools_selected or not self._resolved.has_tools:
+            why = (
+                "--tool-call-parser chatparse is not selected"
+                if not self._tools_selected
+                else f"response template {self._resolved.name} has no tool_calls field"
+            )
+            raise VLLMValidationError(
+                f"the chatparse parser cannot guarantee a forced tool call: {why}",
+                parameter="tool_choice",
+                value=str(request.tool_choice),
+            )
+        template, _ = self._template_for(request, self._enable_auto_tools)
+        _attach(request, _constraint_for(self._resolved, template, request, prefix=self._prefix))
+        with contextlib.suppress(AttributeError, ValueError):  # a request type without the attribute
+            request._grammar_from_parser = True
+        return request
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         ids = list(prompt_token_ids)
         if ids == self._prompt_ids:
             return
         self._prompt_ids = ids
-        self._prefix = _decode(self.model_tokenizer, ids)
+        self._prefix = _prompt_text(self.model_tokenizer, self._resolved.template, ids)
         self._stream = None
         self._counter = None
         if self._reasoning_parser is not None:
@@ -598,26 +727,36 @@ class ChatparseParser(Parser):
     # -- parsing ---------------------------------------------------------------------------------
 
     def _parses_tools(self, request: Any, enable_auto_tools: bool) -> bool:
-        return (
-            self._tool_parser is not None
-            and enable_auto_tools
-            and self._resolved.has_tools
-            and bool(getattr(request, "tools", None))
-            and tool_choice_mode(getattr(request, "tool_choice", None)) != "none"
-        )
+        """Calls are parsed for `auto` with `--enable-auto-tool-choice`, and for forced calls
+        (`required`, named) whenever `--tool-call-parser chatparse` is selected (vLLM returns
+        forced calls without auto tool choice too)."""
+        tools = getattr(request, "tools", None)
+        if not (self._tools_selected and self._resolved.has_tools and tools):
+            return False
+        choice = getattr(request, "tool_choice", None)
+        if forces_tool_calls(choice, tools):
+            return True
+        return self._tool_parser is not None and enable_auto_tools and tool_choice_mode(choice) != "none"
 
-    def _new_stream(self, request: Any, enable_auto_tools: bool) -> ChatParser:
+    def _template_for(self, request: Any, enable_auto_tools: bool) -> tuple[Any, bool]:
+        """The template this request is parsed with, and whether reasoning goes to the content."""
         reasoning = self._reasoning_parser is not None
-        template = self._resolved.variant(
-            reasoning=reasoning, tools=self._parses_tools(request, enable_auto_tools)
-        )
-        self._reasoning_as_content = False
+        tools = self._parses_tools(request, enable_auto_tools)
+        template = self._resolved.variant(reasoning=reasoning, tools=tools)
         if template is None:  # the field cannot be left out: parse it, and route it to content
-            self._reasoning_as_content = not reasoning
-            template = self._resolved.variant(
-                reasoning=True, tools=self._parses_tools(request, enable_auto_tools)
-            )
+            template = self._resolved.variant(reasoning=True, tools=tools)
             assert template is not None
+            return template, not reasoning
+        return template, False
+
+    def _new_stream(self, request: Any, enable_auto_tools: bool) -> ChatParser | PassthroughChat:
+        if self._resolved.has_tools and not self._parses_tools(request, enable_auto_tools):
+            # Tools off for this turn: calls stay in the content as written (`ToolsOffSplitter`).
+            self._reasoning_as_content = False
+            return PassthroughChat(
+                self._resolved.template, self._prefix, split_reasoning=self._reasoning_parser is not None
+            )
+        template, self._reasoning_as_content = self._template_for(request, enable_auto_tools)
         offered = getattr(request, "tools", None)
         tools = tool_dicts(offered if offered is not None else self._tools)
         return _chat_parser(template, self._prefix, tools, self._policy)
@@ -766,6 +905,7 @@ def _install_composer() -> None:
             return owner.unified_parser(
                 reasoning=reasoning_cls is not None,
                 tools=tool_cls is not None and enable_auto_tools,
+                tools_selected=tool_cls is not None,
                 tool_strict_level=tool_strict_level,
                 enable_auto_tools=enable_auto_tools,
             )
@@ -785,7 +925,12 @@ def _install_composer() -> None:
 
 
 def _unified_parser(
-    *, reasoning: bool, tools: bool, tool_strict_level: str | None, enable_auto_tools: bool
+    *,
+    reasoning: bool,
+    tools: bool,
+    tool_strict_level: str | None,
+    enable_auto_tools: bool,
+    tools_selected: bool | None = None,
 ) -> type[Parser]:
     """A `ChatparseParser` class for the selected parsers, as `ParserManager` composes one."""
     from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
@@ -799,6 +944,7 @@ def _unified_parser(
             "tool_parser_cls": ChatparseToolParser if tools else None,
             "tool_strict_level": level,
             "_enable_auto_tools": enable_auto_tools,
+            "_tools_selected": tools if tools_selected is None else tools_selected,
             "__module__": __name__,
         },
     )

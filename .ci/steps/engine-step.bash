@@ -1,0 +1,31 @@
+# Shared by vllm.sh and sglang.sh (sourced, not run): one engine's venv, installed the same way,
+# and its tests, with per-phase times.
+#
+# engine_step NAME LOCKFILE REQUIRE_VAR TEST...
+#   CPU torch 2.13.0 first (anything else resolves a multi-GB CUDA build), then everything else
+#   with --no-deps from the exact pins of LOCKFILE (no resolver run, nothing unpinned), then
+#   chatparse itself (--no-deps: its runtime dependency, regex, is pinned in LOCKFILE); then the
+#   TESTs with REQUIRE_VAR=1, so that a skip is a failure (tests/integrations/conftest.py).
+# Regenerate a lock from a working venv: pip freeze --exclude-editable | grep -v '^torch=='
+engine_step() {
+    local name=$1 lock=$2 require=$3
+    shift 3
+    local start=$SECONDS phase=$SECONDS
+    lap() {
+        echo "$name step: $1 in $((SECONDS - phase)) s"
+        phase=$SECONDS
+    }
+    local venv="$PWD/.venv-$name"
+    python3.11 -m venv "$venv"
+    local pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
+    "${pip[@]}" torch==2.13.0
+    lap "torch installed"
+    "${pip[@]}" --no-deps -r "$lock"
+    lap "$name and pinned dependencies installed"
+    "${pip[@]}" --no-deps -e .
+    lap "chatparse installed"
+    echo "$name step: installed in $((SECONDS - start)) s"
+    env "$require=1" "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+    lap "tests ran"
+    echo "$name step: done in $((SECONDS - start)) s"
+}
