@@ -22,10 +22,9 @@ from .strings import grammar_strings
 
 # Templates whose call syntax the derivation cannot express exactly (checked below: they raise).
 UNSUPPORTED: dict[str, str] = {
-    "gpt_oss": "the call opener names the tool inside a lookahead in the middle of the pattern "
-    "(Harmony's recipient may sit in the role or the channel part of the header)",
-    "muse_glimmer": "the call opener has a negative lookahead in the middle of the pattern "
-    "(the recipient may be anything but self, user, commentary or developer)",
+    "muse_glimmer": "the argument tag_pattern uses word-boundary assertions (`\\b`) between its "
+    "parts, which the grammar does not write (the opener's negative lookahead on the recipient is "
+    "written as a word exclusion)",
     # catalog round 3 (landed 16:15): content features the derivation does not write yet
     "apertus": "the call list holds single-key objects (`content_args.single_key_objects`: "
     "`{NAME: ARGS}`), which the JSON call body does not write",
@@ -486,7 +485,13 @@ BARE_FUNCTION = (
     "`</function></tool_call>`"
 )
 MARKER_IN_REASONING = "reasoning text quoting a call marker: free text excludes every marker"
+PAST_STOP = (
+    "text after a call closed by `<|call|>`, a stop string the engine ends generation on: the "
+    "constraint ends the output there"
+)
 NOT_ADMITTED: dict[str, str] = {
+    "gpt-oss/vllm-sequential-calls": PAST_STOP,
+    "gpt-oss/vllm-call-then-final": PAST_STOP,
     "mimo/markers-in-arguments": MARKER_IN_VALUE,
     "hunyuan-a13b/call-quoted-in-reasoning": MARKER_IN_REASONING,
     **dict.fromkeys(

@@ -50,7 +50,17 @@ from ._grammar import (
     violates_prefix,
     violates_suffix,
 )
-from ._regex import Emitter, Node, _has_look, _literal_text, cat, literal_tree, necessary, parse
+from ._regex import (
+    Emitter,
+    Node,
+    _has_look,
+    _literal_text,
+    cat,
+    leading_negative_lookbehinds,
+    literal_tree,
+    necessary,
+    parse,
+)
 from ._schema import PY_NAME, ConstraintError, SchemaCompiler, _disjoint_by_type, members_rule
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
@@ -217,7 +227,23 @@ class Deriver:
             return None
         if d.literals is not None:
             return literal_tree(d.literals)
-        return parse(d.source)
+        return leading_negative_lookbehinds(parse(d.source))[0]
+
+    def _not_behind(self, f: Field) -> set[str]:
+        """Literals free text must not contain so that no leading `(?<!B)` of f's opener fails."""
+        d = f.opener
+        if d is None or d.literals is not None:
+            return set()
+        out: set[str] = set()
+        for body in leading_negative_lookbehinds(parse(d.source))[1]:
+            lits = necessary(body)
+            if not lits:
+                raise ConstraintError(
+                    f"{self._where(f, 'open')}: a negative lookbehind that can match text without a "
+                    "fixed marker, so free text before the opener cannot be kept from satisfying it"
+                )
+            out |= lits
+        return out
 
     def _where(self, f: Field, which: str) -> str:
         d = f.opener if which == "open" else f.closer
@@ -314,7 +340,7 @@ class Deriver:
         lits: set[str] = set()
         for f in self.t.fields.values():
             if f.opener is not None:
-                lits |= self._necessary(f, "open")
+                lits |= self._necessary(f, "open") | self._not_behind(f)
         if self.t.implicit is not None:
             lits |= self._necessary(self.t.fields[self.t.implicit], "close")
         return tuple(sorted(lits))
@@ -327,7 +353,7 @@ class Deriver:
         for f in self.t.fields.values():
             if f.opener is None or f.opener.literals is not None:
                 continue
-            tree = parse(f.opener.source)
+            tree = leading_negative_lookbehinds(parse(f.opener.source))[0]
             em = Emitter(self.g, self._where(f, "open"), at_start=True, peek=True)
             with_start = em.emit(tree)
             em2 = Emitter(self.g, self._where(f, "open"), at_start=False, peek=True)
