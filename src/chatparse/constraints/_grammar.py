@@ -16,6 +16,7 @@ follow cannot complete a forbidden string across the boundary.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Union
 
@@ -667,7 +668,7 @@ class Grammar:
                 assert isinstance(choice, Seq) and len(choice.items) == 2, choice
                 edge, target = choice.items
                 assert isinstance(target, Ref), choice
-                incoming[target.name].append(f"{_lark_name(st)}_l {_lark_atom(edge, self.root)}")
+                incoming[target.name].append(f"{_lark_name(st)}_l {_render_atom(edge, self.root, _LARK)}")
         out = []
         for st in self.automata[start]:
             alts = incoming[st] + (['""'] if st == start else [])
@@ -758,35 +759,63 @@ def _gbnf_class(ranges: tuple[tuple[int, int], ...]) -> str:
     return "[" + "".join(parts) + "]"
 
 
-def _gbnf(e: Expr, root: str | None) -> str:
+@dataclass(frozen=True)
+class _Syntax:
+    """How one grammar language writes the IR's atoms; `_render` writes the structure for both."""
+
+    lit: Callable[[str], str]
+    chars: Callable[[tuple[tuple[int, int], ...]], str]
+    nothing: str  # a class no character matches
+    root: str  # the name of the start rule
+    name: Callable[[str], str]
+    bounded: Callable[[str, int, int | None], str]  # inner{lo,hi} (hi None: at least lo)
+    group: Callable[[str], str]  # a parenthesised sequence or alternation
+
+
+def _render(e: Expr, root: str | None, syn: _Syntax) -> str:
     if isinstance(e, Lit):
-        return '"' + "".join(_esc_cp(ord(c), False) for c in e.text) + '"'
+        return syn.lit(e.text)
     if isinstance(e, Chars):
-        return _gbnf_class(e.ranges) if e.ranges else "( )"
+        return syn.chars(e.ranges)
     if isinstance(e, Seq):
-        return " ".join(_gbnf_atom(i, root) for i in e.items)
+        return " ".join(_render_atom(i, root, syn) for i in e.items)
     if isinstance(e, Alt):
         if not e.items:
-            return "[^\\x00-\\U0010FFFF]"  # matches nothing
-        return " | ".join(_gbnf(i, root) for i in e.items)
+            return syn.nothing
+        return " | ".join(_render(i, root, syn) for i in e.items)
     if isinstance(e, Rep):
-        inner = _gbnf_atom(e.item, root)
-        if (e.lo, e.hi) == (0, None):
-            return inner + "*"
-        if (e.lo, e.hi) == (1, None):
-            return inner + "+"
-        if (e.lo, e.hi) == (0, 1):
-            return inner + "?"
-        hi = "" if e.hi is None else str(e.hi)
-        return f"{inner}{{{e.lo},{hi}}}"
-    return "root" if e.name == root else e.name
+        inner = _render_atom(e.item, root, syn)
+        suffix = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((e.lo, e.hi))
+        return inner + suffix if suffix else syn.bounded(inner, e.lo, e.hi)
+    return syn.root if e.name == root else syn.name(e.name)
 
 
-def _gbnf_atom(e: Expr, root: str | None) -> str:
-    s = _gbnf(e, root)
-    if isinstance(e, (Seq, Alt)) and (not isinstance(e, Alt) or e.items):
-        return f"( {s} )"
-    return s
+def _render_atom(e: Expr, root: str | None, syn: _Syntax) -> str:
+    s = _render(e, root, syn)
+    return syn.group(s) if _grouped(e) else s
+
+
+def _grouped(e: Expr) -> bool:
+    return isinstance(e, (Seq, Alt)) and (not isinstance(e, Alt) or bool(e.items))
+
+
+def _gbnf_lit(text: str) -> str:
+    return '"' + "".join(_esc_cp(ord(c), False) for c in text) + '"'
+
+
+_GBNF = _Syntax(
+    lit=_gbnf_lit,
+    chars=lambda r: _gbnf_class(r) if r else "( )",
+    nothing="[^\\x00-\\U0010FFFF]",  # matches nothing
+    root="root",
+    name=lambda n: n,
+    bounded=lambda inner, lo, hi: f"{inner}{{{lo},{'' if hi is None else hi}}}",
+    group=lambda s: f"( {s} )",
+)
+
+
+def _gbnf(e: Expr, root: str | None) -> str:
+    return _render(e, root, _GBNF)
 
 
 def _lark_name(n: str) -> str:
@@ -831,42 +860,29 @@ def _lark_lit(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def _lark_text(text: str) -> str:
+    # One lexeme per character: llguidance's lexer takes the longest lexeme the parser allows,
+    # so a multi-character literal would win over a one-character one that the correct parse
+    # needs (`"<"` then `"｜DSML｜"` versus `"<｜DSML｜"`). Single characters never compete.
+    if not text:
+        return '""'
+    parts = [_lark_lit(c) for c in text]
+    return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
+
+
+_LARK = _Syntax(
+    lit=_lark_text,
+    chars=_lark_class,
+    nothing="/[^\\x00-\\x{10FFFF}]/",
+    root="start",
+    name=_lark_name,
+    bounded=lambda inner, lo, hi: f"{inner}~{lo} {inner}*" if hi is None else f"{inner}~{lo}..{hi}",
+    group=lambda s: f"({s})",
+)
+
+
 def _lark(e: Expr, root: str | None) -> str:
-    if isinstance(e, Lit):
-        # One lexeme per character: llguidance's lexer takes the longest lexeme the parser allows,
-        # so a multi-character literal would win over a one-character one that the correct parse
-        # needs (`"<"` then `"｜DSML｜"` versus `"<｜DSML｜"`). Single characters never compete.
-        if not e.text:
-            return '""'
-        parts = [_lark_lit(c) for c in e.text]
-        return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
-    if isinstance(e, Chars):
-        return _lark_class(e.ranges)
-    if isinstance(e, Seq):
-        return " ".join(_lark_atom(i, root) for i in e.items)
-    if isinstance(e, Alt):
-        if not e.items:
-            return "/[^\\x00-\\x{10FFFF}]/"
-        return " | ".join(_lark(i, root) for i in e.items)
-    if isinstance(e, Rep):
-        inner = _lark_atom(e.item, root)
-        if (e.lo, e.hi) == (0, None):
-            return inner + "*"
-        if (e.lo, e.hi) == (1, None):
-            return inner + "+"
-        if (e.lo, e.hi) == (0, 1):
-            return inner + "?"
-        if e.hi is None:
-            return f"{inner}~{e.lo}" + " " + f"{inner}*"
-        return f"{inner}~{e.lo}..{e.hi}"
-    return "start" if e.name == root else _lark_name(e.name)
-
-
-def _lark_atom(e: Expr, root: str | None) -> str:
-    s = _lark(e, root)
-    if isinstance(e, (Seq, Alt)) and (not isinstance(e, Alt) or e.items):
-        return f"({s})"
-    return s
+    return _render(e, root, _LARK)
 
 
 # --------------------------------------------------------------------------------------------------
