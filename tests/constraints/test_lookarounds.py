@@ -140,3 +140,18 @@ def test_negative_lookahead_that_is_not_a_word_exclusion_is_refused() -> None:
     }
     with pytest.raises(ConstraintError, match="negative lookahead"):
         constraints.derive(t, [WEATHER], tool_choice="required", prefix="<a>")
+
+
+# ------------------------------------------------------------------ the time budget
+
+
+def test_a_derivation_past_its_time_budget_raises_and_is_not_cached() -> None:
+    tools = [
+        {**WEATHER, "function": {**WEATHER["function"], "name": f"tool_{i}"}} for i in range(100)
+    ]
+    with pytest.raises(constraints.ConstraintTimeout, match="time budget of 0.001 s"):
+        constraints.derive("glm", tools, tool_choice="required", time_budget=0.001)
+    assert issubclass(constraints.ConstraintTimeout, ConstraintError)
+    # not cached: with room, the same request derives
+    small = constraints.derive("glm", tools[:2], tool_choice="required", time_budget=600)
+    assert "tool_1" in small.gbnf()

@@ -12,6 +12,7 @@ from typing import Any
 from .._parser import parse_response
 from .._template import Template, load_response_template
 from ..tools import build_tool_table
+from . import _budget
 from ._derive import REASONING_FIELDS, CallForms, Deriver, Request, normalise_request
 from ._grammar import (
     EMPTY,
@@ -136,6 +137,7 @@ def derive(
     stop: list[str] | tuple[str, ...] | None = None,
     max_whitespace: int | None = None,
     key_order: str = "any",
+    time_budget: float | None = None,
 ) -> Constraint:
     """Derive the constraint for one request.
 
@@ -150,9 +152,10 @@ def derive(
     `key_order`: `"any"` (default) lets object members and call keys come in any order, each at
     most once with every required one present, for objects of up to
     `ANY_ORDER_MAX_MEMBERS` (6) members; `"schema"` keeps the schema's order everywhere (the
-    smallest grammar).
+    smallest grammar). `time_budget`: seconds the derivation may take (checked as it builds each
+    rule and automaton step); past it `ConstraintTimeout` is raised and nothing is cached.
 
-    Results are cached by all arguments. Raises `ConstraintError` naming the template field or
+    Results are cached by all arguments but `time_budget`. Raises `ConstraintError` naming the template field or
     schema keyword that cannot be expressed exactly.
 
     >>> c = derive("qwen3", [{"type": "function", "function": {"name": "ping", "parameters": {}}}],
@@ -187,18 +190,19 @@ def derive(
                 return hit
     if key_order not in KEY_ORDERS:
         raise ConstraintError(f"key_order must be one of {list(KEY_ORDERS)}, got {key_order!r}")
-    c = _derive(
-        template,
-        tools,
-        tool_choice,
-        parallel_tool_calls,
-        reasoning,
-        strict,
-        prefix,
-        stop,
-        max_whitespace,
-        key_order,
-    )
+    with _budget.within(time_budget):
+        c = _derive(
+            template,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            reasoning,
+            strict,
+            prefix,
+            stop,
+            max_whitespace,
+            key_order,
+        )
     if key is not None:
         with _LOCK:
             _CACHE[key] = c

@@ -22,6 +22,8 @@ from typing import Union
 
 import regex
 
+from . import _budget
+
 MAX_CODEPOINT = 0x10FFFF
 _SURROGATES = (0xD800, 0xDFFF)
 
@@ -312,6 +314,7 @@ class Grammar:
 
     def rule(self, hint: str, expr: Expr) -> Ref:
         """A reference to a rule for `expr` (an equal expression reuses its rule)."""
+        _budget.check()
         if isinstance(expr, Ref):
             return expr
         name = self._by_expr.get(expr)
@@ -1006,6 +1009,7 @@ def violates_prefix(g: Grammar, expr: Expr, prefix: Expr) -> bool:
             acc: set[frozenset[int]] = set(cur) if e.lo == 0 else set()
             i = 0
             while e.hi is None or i < e.hi:
+                _budget.check()
                 i += 1
                 cur = frozenset(x for c in cur for x in go(e.item, c))
                 if i >= e.lo:
@@ -1030,6 +1034,7 @@ def violates_prefix(g: Grammar, expr: Expr, prefix: Expr) -> bool:
     rounds = 0
     result: frozenset[frozenset[int]] = frozenset()
     while changed:
+        _budget.check()
         changed = False
         rounds += 1
         result = go(expr, start)

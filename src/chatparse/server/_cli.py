@@ -143,6 +143,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"time budget for rendering one prompt with the chat template (default: {d.render_timeout:g})",
     )
+    for flag, kind, meta, what in (
+        ("--constraint-timeout", float, "SECONDS", "seconds a request waits for its generation constraint"),
+        ("--constraint-workers", int, "N", "threads deriving generation constraints"),
+        ("--constraint-max-tools", int, "N", "most tools of a request that needs a generation constraint"),
+        ("--constraint-max-tools-bytes", int, "BYTES", "most bytes of tool JSON such a request may bring"),
+    ):
+        dest = flag[2:].replace("-", "_")
+        limits.add_argument(
+            flag,
+            type=kind,
+            default=getattr(d, dest),
+            metavar=meta,
+            help=f"{what} (default: {getattr(d, dest):g})",
+        )
     limits.add_argument(
         "--render-workers",
         type=int,
@@ -196,6 +210,10 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_connections=args.max_connections,
         render_workers=args.render_workers,
         render_timeout=args.render_timeout,
+        constraint_timeout=args.constraint_timeout,
+        constraint_workers=args.constraint_workers,
+        constraint_max_tools=args.constraint_max_tools,
+        constraint_max_tools_bytes=args.constraint_max_tools_bytes,
         shutdown_timeout=args.shutdown_timeout,
         passthrough=list(args.passthrough),
         default_max_tokens=args.default_max_tokens or None,
