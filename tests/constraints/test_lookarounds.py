@@ -146,12 +146,45 @@ def test_negative_lookahead_that_is_not_a_word_exclusion_is_refused() -> None:
 
 
 def test_a_derivation_past_its_time_budget_raises_and_is_not_cached() -> None:
-    tools = [
-        {**WEATHER, "function": {**WEATHER["function"], "name": f"tool_{i}"}} for i in range(100)
-    ]
+    tools = [{**WEATHER, "function": {**WEATHER["function"], "name": f"tool_{i}"}} for i in range(100)]
     with pytest.raises(constraints.ConstraintTimeout, match="time budget of 0.001 s"):
         constraints.derive("glm", tools, tool_choice="required", time_budget=0.001)
     assert issubclass(constraints.ConstraintTimeout, ConstraintError)
     # not cached: with room, the same request derives
     small = constraints.derive("glm", tools[:2], tool_choice="required", time_budget=600)
     assert "tool_1" in small.gbnf()
+
+
+# ------------------------------------------------------------------ the whitespace cap
+
+
+@pytest.mark.parametrize(
+    ("name", "call"),
+    [
+        ("qwen3", '<tool_call>\n{"name": "get_weather",WS"arguments": {"city": "Paris"}}\n</tool_call>'),
+        ("gemma4", '<|tool_call>call:get_weather{city:WS<|"|>Paris<|"|>}<tool_call|>'),
+        ("lfm2", '<|tool_call_start|>[get_weather(city=WS"Paris")]<|tool_call_end|>'),
+    ],
+)
+@pytest.mark.parametrize("cap", [None, 4])
+def test_whitespace_runs_inside_calls_are_capped(name: str, call: str, cap: int | None) -> None:
+    """The default cap (`DEFAULT_MAX_WHITESPACE`) and a configured one: a run of that length is
+    accepted, one longer is rejected, in every rendering."""
+    E.need("xgrammar")
+    E.need("llguidance")
+    prompt = str(catalog.describe(name)["generation_prompt"])
+    kw = {} if cap is None else {"max_whitespace": cap}
+    c = constraints.derive(name, [WEATHER], tool_choice="required", prefix=prompt, **kw)
+    limit = constraints.DEFAULT_MAX_WHITESPACE if cap is None else cap
+    ok, long = call.replace("WS", " " * limit), call.replace("WS", " " * (limit + 1))
+    assert _names(ok, catalog.get(name), prompt) == ["get_weather"]
+    for label, accepts in _forms(c):
+        assert accepts(c.sample_lead + ok), (label, ok)
+        assert not accepts(c.sample_lead + long), (label, long)
+
+
+def test_max_whitespace_none_is_unbounded() -> None:
+    E.need("xgrammar")
+    c = constraints.derive("qwen3", [WEATHER], tool_choice="required", max_whitespace=None)
+    text = '<tool_call>\n{"name": "get_weather",' + " " * 200 + '"arguments": {"city": "P"}}\n</tool_call>'
+    assert E.xg_accepts(E.xg_compile(c, "gbnf"), c.sample_lead + text)

@@ -292,27 +292,6 @@ def test_too_many_tools_or_too_much_schema_is_413(engine: TestEngine, qwen_dir: 
 # ------------------------------------------------------------------------------------------------
 # llama.cpp: the engine generates under the grammar the server attached
 
-LLAMA_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "set_alarm",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "hour": {"type": "integer"},
-                    "repeat": {"type": "boolean"},
-                    "tone": {"type": "string", "enum": ["bell", "chime"]},
-                },
-                "required": ["hour", "tone"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {"name": "stop_all", "parameters": {"type": "object", "properties": {}}},
-    },
-]
 EOT = "<|eot_id|>"
 LLAMA_CHAT = (
     "{%- for m in messages -%}"
@@ -363,7 +342,7 @@ def test_llamacpp_answers_a_required_request_with_a_valid_call(tmp_path: Path) -
             r = c.chat.completions.create(
                 model="tiny",
                 messages=[{"role": "user", "content": "wake me"}],
-                tools=LLAMA_TOOLS,  # type: ignore[arg-type]
+                tools=L.ALARM_TOOLS,  # type: ignore[arg-type]
                 tool_choice=choice,
                 parallel_tool_calls=False,  # one call: a random model would otherwise add calls
                 max_tokens=300,
@@ -377,10 +356,6 @@ def test_llamacpp_answers_a_required_request_with_a_valid_call(tmp_path: Path) -
                 args = json.loads(fn.arguments)
                 if choice != "required":
                     assert fn.name == "set_alarm"
-                if fn.name == "set_alarm":
-                    assert isinstance(args["hour"], int) and args["tone"] in ("bell", "chime"), args
-                    assert set(args) <= {"hour", "repeat", "tone"}
-                else:
-                    assert fn.name == "stop_all" and args == {}
+                L.check_alarm_call(fn.name, args)
                 names.add(fn.arguments)
         assert len(names) > 2  # the seeds really sample different calls

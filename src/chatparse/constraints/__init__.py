@@ -20,7 +20,7 @@ naming the field or schema keyword; see docs/constraints.md for what each family
 """
 
 from ._budget import ConstraintTimeout
-from ._constraint import Constraint, derive
+from ._constraint import DEFAULT_MAX_WHITESPACE, Constraint, derive
 from ._schema import ConstraintError
 
-__all__ = ["Constraint", "ConstraintError", "ConstraintTimeout", "derive"]
+__all__ = ["DEFAULT_MAX_WHITESPACE", "Constraint", "ConstraintError", "ConstraintTimeout", "derive"]

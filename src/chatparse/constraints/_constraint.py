@@ -125,6 +125,10 @@ _CACHE_SIZE = 256
 _LOCK = threading.Lock()
 
 
+DEFAULT_MAX_WHITESPACE = 32
+"""`derive`'s default cap on a whitespace run inside a call (between tokens and in delimiters)."""
+
+
 def derive(
     template: Any,
     tools: list[Any] | None = None,
@@ -135,7 +139,7 @@ def derive(
     strict: bool | None = None,
     prefix: str | None = None,
     stop: list[str] | tuple[str, ...] | None = None,
-    max_whitespace: int | None = None,
+    max_whitespace: int | None = DEFAULT_MAX_WHITESPACE,
     key_order: str = "any",
     time_budget: float | None = None,
 ) -> Constraint:
@@ -148,7 +152,10 @@ def derive(
     starts with reasoning, `False` it has none, `None` it may. `strict`: accepted for the request's
     semantics (schemas are always enforced). `prefix`: the rendered prompt, so that a region the
     prompt opened (a pre-written `<think>`) is continued. `stop`: strings the engine stops on,
-    never written (default: the catalog entry's). `max_whitespace`: cap on whitespace runs.
+    never written (default: the catalog entry's). `max_whitespace`: the longest run of whitespace
+    written between the tokens of a call (JSON, Python literals, tags) and inside delimiters
+    (`DEFAULT_MAX_WHITESPACE`, 32: room for pretty-printed JSON; None: unbounded), so a model under
+    the grammar cannot spin on whitespace; free text and raw string values are not capped.
     `key_order`: `"any"` (default) lets object members and call keys come in any order, each at
     most once with every required one present, for objects of up to
     `ANY_ORDER_MAX_MEMBERS` (6) members; `"schema"` keeps the schema's order everywhere (the
