@@ -184,7 +184,9 @@ def ranges_contain(s: tuple[tuple[int, int], ...], cp: int) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _all_chars() -> str:
-    return "".join(chr(c) for c in range(MAX_CODEPOINT + 1) if not _SURROGATES[0] <= c <= _SURROGATES[1])
+    return "".join(map(chr, range(_SURROGATES[0]))) + "".join(
+        map(chr, range(_SURROGATES[1] + 1, MAX_CODEPOINT + 1))
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -311,6 +313,11 @@ class Grammar:
         self._shortest: tuple[int, dict[str, str | None]] | None = None
         # free-text automata: start rule -> all its state rules (right-linear: `s ::= c t | ""`)
         self.automata: dict[str, list[str]] = {}
+        # lookahead/lookbehind checks: automata by expression and reversed rules, reused across
+        # tools (emptied when a rule is redefined, since both read rules as they are)
+        self._nfas: dict[Expr, _Nfa] = {}
+        self._suffixes: dict[str, int] = {}
+        self._reversed: dict[str, str] = {}
 
     def rule(self, hint: str, expr: Expr) -> Ref:
         """A reference to a rule for `expr` (an equal expression reuses its rule)."""
@@ -335,16 +342,22 @@ class Grammar:
     def define(self, name: str, expr: Expr) -> Ref:
         self.rules[name] = expr
         self._version += 1
+        if not name.startswith("rev-"):
+            self._nfas.clear()
+            self._reversed.clear()
         return Ref(name)
 
     def _fresh(self, hint: str) -> str:
         base = regex.sub(r"[^a-z0-9]+", "-", hint.lower()).strip("-") or "r"
         if base[0].isdigit():
             base = "r-" + base
-        name, i = base, 1
+        name, i = base, self._suffixes.get(base, 1)
+        if i > 1:
+            name = f"{base}-{i}"
         while name in self.rules or name == "root":
             i += 1
             name = f"{base}-{i}"
+        self._suffixes[base] = i  # the next fresh name of this base starts here (linear, not quadratic)
         return name
 
     # -- free text ---------------------------------------------------------------------------
@@ -898,6 +911,7 @@ class _Nfa:
     def __init__(self, g: Grammar, expr: Expr) -> None:
         self.g = g
         self.trans: list[list[tuple[tuple[tuple[int, int], ...] | None, int]]] = []
+        self._steps: dict[tuple[frozenset[int], tuple[tuple[int, int], ...]], frozenset[frozenset[int]]] = {}
         self.start = self._new()
         self.final = self._build(expr, self.start, frozenset())
 
@@ -955,6 +969,13 @@ class _Nfa:
 
     def step(self, d: frozenset[int], ranges: tuple[tuple[int, int], ...]) -> set[frozenset[int]]:
         """The DFA states reached from `d` on each character of `ranges` (one per class of them)."""
+        key = (d, ranges)
+        hit = self._steps.get(key)
+        if hit is None:
+            hit = self._steps[key] = frozenset(self._step(d, ranges))
+        return set(hit)
+
+    def _step(self, d: frozenset[int], ranges: tuple[tuple[int, int], ...]) -> set[frozenset[int]]:
         labels = [(lab, t) for s in d for lab, t in self.trans[s] if lab is not None]
         cuts = {lo for lo, _ in ranges} | {hi + 1 for _, hi in ranges}
         for lab, _ in labels:
@@ -976,7 +997,9 @@ def violates_prefix(g: Grammar, expr: Expr, prefix: Expr) -> bool:
     rule, to a fixed point. A string of `expr` that ends before `prefix` is complete counts as a
     violation (what follows is not known here).
     """
-    nfa = _Nfa(g, prefix)
+    nfa = g._nfas.get(prefix)
+    if nfa is None:
+        nfa = g._nfas[prefix] = _Nfa(g, prefix)
     start = nfa.closure({nfa.start})
     done = nfa.final
     table: dict[tuple[str, frozenset[int]], frozenset[frozenset[int]]] = {}
@@ -1062,4 +1085,4 @@ def reversed_expr(g: Grammar, expr: Expr, memo: dict[str, str] | None = None) ->
 
 def violates_suffix(g: Grammar, expr: Expr, suffix: Expr) -> bool:
     """True if some string of `expr` does not end with a string of the regular `suffix`."""
-    return violates_prefix(g, reversed_expr(g, expr), reversed_expr(g, suffix))
+    return violates_prefix(g, reversed_expr(g, expr, g._reversed), reversed_expr(g, suffix, g._reversed))
