@@ -30,11 +30,6 @@ UNSUPPORTED: dict[str, str] = {
     "`{NAME: ARGS}`), which the JSON call body does not write",
     "step3": "argument values are read by a `value_parser` (`text`), which the grammar does not write",
     "xlam": "the JSON content has `content_args.prefix` '[' (the opener writes the list's bracket)",
-    # the value's parser is chosen by a `type` group (`string="true|false"`) the grammar does not tie
-    # to the schema's type: a string parameter written with string="false" parsed as JSON (found by
-    # test_strings_of_the_grammar_parse_into_valid_calls)
-    "gigachat35": "argument values read by `content_args.type_parsers`, chosen by the tag's `type` group",
-    "k2_horizon": "argument values read by `content_args.type_parsers`, chosen by the tag's `type` group",
 }
 NO_TOOLS = {"deepseek_r1_distill", "lfm2_math"}  # templates without a tool_calls field
 
@@ -489,7 +484,18 @@ PAST_STOP = (
     "text after a call closed by `<|call|>`, a stop string the engine ends generation on: the "
     "constraint ends the output there"
 )
+ONE_CALL_PER_SECTION = (
+    "a second call inside the same call section: the closer the constraint writes ends the section "
+    "after each call (its lookahead form, which leaves the section open for the next call, is not "
+    "written), so a second call opens a section of its own"
+)
 NOT_ADMITTED: dict[str, str] = {
+    "gigachat35/parallel-calls": ONE_CALL_PER_SECTION,
+    "k2-horizon/parallel-calls": ONE_CALL_PER_SECTION,
+    "gigachat35/markers-in-arguments": MARKER_IN_VALUE,
+    "k2-horizon/markers-in-arguments": MARKER_IN_VALUE,
+    "gigachat35/gcml-opened-in-reasoning": INSIDE_REASONING,
+    "k2-horizon/call-group-ends-reasoning": INSIDE_REASONING,
     "gpt-oss/vllm-sequential-calls": PAST_STOP,
     "gpt-oss/vllm-call-then-final": PAST_STOP,
     "mimo/markers-in-arguments": MARKER_IN_VALUE,

@@ -740,13 +740,7 @@ class Deriver:
             raise ConstraintError(f"Field '{f.name}': xml-inline needs a 'tag_pattern'")
         if args.get("merge_duplicates"):
             raise ConstraintError(f"Field '{f.name}': 'merge_duplicates' cannot be written exactly")
-        if args.get("type_parsers"):
-            # The value's parser is chosen by a `type` group the model writes (GigaChat 3.5's
-            # string="true|false"); the grammar does not tie that choice to the schema's type yet.
-            raise ConstraintError(
-                f"Field '{f.name}': content_args 'type_parsers' (the value's parser chosen by the "
-                "tag's 'type' group) cannot be written exactly"
-            )
+        type_parsers = args.get("type_parsers") or None
         vp = args.get("value_parser")
         tree = parse(pattern)
         tail_lits = _after_group(tree, "value")
@@ -766,7 +760,55 @@ class Deriver:
             raise ConstraintError(f"{where}: 'additionalProperties' cannot be enforced exactly")
         members = []
         xml_ws = rep(WS_CHARS, 0, 16 if self.max_ws is None else min(16, self.max_ws))
+        type_group = _find_group(tree, "type") if type_parsers else None
+        if type_parsers and type_group is None:
+            raise ConstraintError(f"Field '{f.name}': content_args 'type_parsers' without a 'type' group")
         for key, schema in props.items():
+            if type_parsers:
+                assert type_group is not None
+                # The tag's `type` group chooses the value's parser (GigaChat 3.5's
+                # string="true|false", K2 Horizon's <ifm|arg_type>integer</ifm|arg_type>): every type
+                # text is written together with a value in the form its parser reads, always with
+                # the type written (the group's optional wrapper is not left out).
+                forms = []
+                for tname in self._type_names(type_group, schema):
+                    parser = type_parsers.get(tname, vp)
+                    value = self._value_for(f, parser, schema, params, value_forbidden, f"{where}.{key}")
+                    em = Emitter(
+                        self.g,
+                        f"Field '{f.name}': content_args 'tag_pattern'",
+                        subst={"key": Lit(key), "value": value, "type": Lit(tname)},
+                        max_repeat=self.max_ws,
+                        force_group="type",
+                    )
+                    tag = em.emit(tree)
+                    if "type" not in em.used:
+                        raise ConstraintError(
+                            f"Field '{f.name}': the tag_pattern's 'type' group is not written"
+                        )
+                    forms.append(tag)
+                # where the type may be left out (K2 Horizon's optional <ifm|arg_type>), the value
+                # without one is read by `value_parser`
+                em = Emitter(
+                    self.g,
+                    f"Field '{f.name}': content_args 'tag_pattern'",
+                    subst={
+                        "key": Lit(key),
+                        "value": self._value_for(f, vp, schema, params, value_forbidden, f"{where}.{key}"),
+                        "type": NOTHING,  # a form that writes the type is not this one
+                    },
+                    max_repeat=self.max_ws,
+                    omit_group="type",
+                )
+                untyped = em.emit(tree)
+                if untyped != NOTHING:
+                    forms.append(untyped)
+                if not forms:
+                    raise ConstraintError(
+                        f"{where}.{key}: no text of the tag's 'type' group reads a value of this schema"
+                    )
+                members.append((alt(*forms), key in required))
+                continue
             if vp is not None:
                 vargs = vp.get("args") or {} if isinstance(vp, dict) else {}
                 if (
@@ -822,6 +864,41 @@ class Deriver:
         # (what GLM's `(?<=<tool_call>NAME\s{0,16})` closer reads)
         edge = rep(WS_CHARS, 0, 8 if self.max_ws is None else min(8, self.max_ws))
         return seq(edge, body, edge)
+
+    _TYPE_NAMES = ("string", "integer", "number", "boolean", "array", "object", "null")
+
+    def _type_names(self, group: Node, schema: Any) -> list[str]:
+        """The texts written for a tag's `type` group: a group of literal alternatives gives them all
+        (each with its own value form); any other group gives the schema's JSON type names it
+        matches (a string parameter is written with `string`)."""
+        body = group.kids[0]
+        while body.op == "group" and body.args[0] is None:
+            body = body.kids[0]
+        lits = [_literal_text(k) for k in (body.kids if body.op == "alt" else [body])]
+        if lits and all(x for x in lits):
+            return [x for x in lits if x]
+        types = _json_types(schema) or list(self._TYPE_NAMES)
+        pattern = regex.compile(_node_source(body))
+        return [t for t in dict.fromkeys(types) if pattern.fullmatch(t)]
+
+    def _value_for(
+        self, f: Field, parser: Any, schema: Any, params: Any, forbidden: tuple[str, ...], path: str
+    ) -> Expr:
+        """A value in the form `parser` reads back as a schema-valid value (raw text or JSON)."""
+        if parser is None:
+            return self._raw_value(schema, forbidden, params, path)
+        pargs = parser.get("args") or {} if isinstance(parser, dict) else {}
+        if (
+            not isinstance(parser, dict)
+            or parser.get("name") != "json"
+            or not isinstance(pargs, dict)
+            or set(pargs) - {"allow_non_json", "strip"}
+        ):
+            raise ConstraintError(f"Field '{f.name}': value parser {parser!r} cannot be written exactly")
+        sc = SchemaCompiler(
+            self.g, "json", forbidden=forbidden, ws=self.ws, root_schema=params, key_order=self.key_order
+        )
+        return sc.value(schema, path)
 
     def _raw_value(self, schema: Any, forbidden: tuple[str, ...], root: Any, path: str) -> Expr:
         if not isinstance(schema, dict):
@@ -1137,3 +1214,75 @@ def _after_group(tree: Node, group: str) -> set[str] | None:
     if not found or any(x is None for x in found):
         return None
     return set().union(*(x for x in found if x is not None))
+
+
+def _find_group(tree: Node, name: str) -> Node | None:
+    if tree.op == "group" and tree.args[0] == name:
+        return tree
+    for k in tree.kids:
+        hit = _find_group(k, name)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _node_source(node: Node) -> str:
+    """A `regex` source for a lookaround-free node of literals, classes and repetitions."""
+    op = node.op
+    if op == "lit":
+        return regex.escape(node.args[0])
+    if op == "cls":
+        return str(node.args[0])
+    if op == "any":
+        return "(?s:.)" if node.args[0] else "."
+    if op == "cat":
+        return "".join(_node_source(k) for k in node.kids)
+    if op == "alt":
+        return "(?:" + "|".join(_node_source(k) for k in node.kids) + ")"
+    if op in ("group", "atomic"):
+        return "(?:" + _node_source(node.kids[0]) + ")"
+    if op == "rep":
+        lo, hi, _kind = node.args
+        return "(?:" + _node_source(node.kids[0]) + "){" + f"{lo},{'' if hi is None else hi}" + "}"
+    if op == "empty":
+        return ""
+    raise ConstraintError(f"a 'type' group with {op!r} cannot be matched against type names")
+
+
+def _json_types(schema: Any) -> list[str]:
+    """The JSON type names a schema's values can have, as far as its keywords say (empty: any)."""
+    if not isinstance(schema, dict):
+        return []
+    t = schema.get("type")
+    if isinstance(t, str):
+        out = [t]
+    elif isinstance(t, list):
+        out = [x for x in t if isinstance(x, str)]
+    elif any(k in schema for k in ("anyOf", "oneOf")):
+        out = []
+        for k in ("anyOf", "oneOf"):
+            for b in schema.get(k) or []:
+                sub = _json_types(b)
+                if not sub:
+                    return []
+                out.extend(sub)
+    elif "enum" in schema or "const" in schema:
+        vals = schema["enum"] if "enum" in schema else [schema["const"]]
+        names = {
+            bool: "boolean",
+            int: "integer",
+            float: "number",
+            str: "string",
+            list: "array",
+            dict: "object",
+        }
+        out = ["null" if v is None else names.get(type(v), "string") for v in vals]
+    elif "properties" in schema:
+        out = ["object"]
+    elif "items" in schema or "prefixItems" in schema:
+        out = ["array"]
+    else:
+        return []
+    if schema.get("nullable") is True:
+        out.append("null")
+    return list(dict.fromkeys(out))

@@ -15,6 +15,7 @@ mistaken for that delimiter.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,7 @@ _NAMED = regex.compile(r"(?<!\\)\(\?P<(\w+)>")
 _REF_MARK, _DUP_MARK = "__chatparse_ref_", "__chatparse_dup"
 
 
+@functools.lru_cache(maxsize=1024)
 def parse(pattern: str) -> Node:
     """The tree of a template pattern (`regex` syntax, DOTALL, as the parser compiles it).
 
@@ -157,7 +159,11 @@ class Emitter:
         peek: bool = False,
         drop_optional: tuple[str, ...] = (),
         behind: str | None = None,
+        force_group: str | None = None,
+        omit_group: str | None = None,
     ) -> None:
+        self.force_group = force_group  # an optional part holding this group is always written
+        self.omit_group = omit_group  # ... never written
         self.peek = peek
         self.behind = behind  # the text known to precede (a lookbehind on it holds)
         self.drop_optional = drop_optional
@@ -403,6 +409,10 @@ class Emitter:
                 return EMPTY
             if lo == 0 and hi == 1 and _literal_text(body) in self.drop_optional:
                 return EMPTY
+            if lo == 0 and hi == 1 and self.force_group is not None and _holds_group(body, self.force_group):
+                return self.emit(body, trailing)
+            if lo == 0 and hi == 1 and self.omit_group is not None and _holds_group(body, self.omit_group):
+                return EMPTY
             inner = self.emit(body, trailing and hi == 1)
             if hi is None and self.max_repeat is not None:
                 hi = max(lo, self.max_repeat)
@@ -426,6 +436,12 @@ class Emitter:
                 return EMPTY  # checked on sample calls
             raise self.fail("a lookaround in the middle of a pattern")
         raise self.fail(f"the construct {op!r}")
+
+
+def _holds_group(node: Node, name: str) -> bool:
+    if node.op == "group" and node.args[0] == name:
+        return True
+    return any(_holds_group(k, name) for k in node.kids)
 
 
 def _has_look(node: Node) -> bool:
