@@ -624,11 +624,13 @@ class Grammar:
     def _reachable(self) -> list[str]:
         assert self.root is not None
         seen: list[str] = []
+        done: set[str] = set()
         todo = [self.root]
         while todo:
             n = todo.pop()
-            if n in seen:
+            if n in done:
                 continue
+            done.add(n)
             seen.append(n)
             stack: list[Expr] = [self.rules[n]]
             while stack:
@@ -756,6 +758,7 @@ def _esc_cp(cp: int, in_class: bool) -> str:
     return ch
 
 
+@functools.lru_cache(maxsize=4096)
 def _gbnf_class(ranges: tuple[tuple[int, int], ...]) -> str:
     comp = ranges_complement(ranges)
     neg = len(comp) < len(ranges)
@@ -838,6 +841,7 @@ def _lark_name(n: str) -> str:
     return n.replace("-", "_")
 
 
+@functools.lru_cache(maxsize=4096)
 def _lark_class(ranges: tuple[tuple[int, int], ...]) -> str:
     comp = ranges_complement(ranges)
     neg = len(comp) < len(ranges)
