@@ -15,6 +15,7 @@ follow cannot complete a forbidden string across the boundary.
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -568,16 +569,26 @@ class Grammar:
         of `expr` each.
         """
         if self._shortest is None or self._shortest[0] != self._version:
+            # a worklist in rule order: a rule is evaluated again only when one it refers to got
+            # shorter (the rounds over every rule this replaces took seconds at 100 tools)
             best: dict[str, str | None] = dict.fromkeys(self.rules)
-            changed = True
-            while changed:
-                changed = False
-                for n, r in self.rules.items():
-                    v = _shortest_of(r, best)
-                    cur = best[n]
-                    if v is not None and (cur is None or len(v) < len(cur)):
-                        best[n] = v
-                        changed = True
+            users: dict[str, list[str]] = {n: [] for n in self.rules}
+            for n, r in self.rules.items():
+                for ref in _refs(r):
+                    users[ref].append(n)
+            work = collections.deque(self.rules)
+            queued = set(self.rules)
+            while work:
+                n = work.popleft()
+                queued.discard(n)
+                v = _shortest_of(self.rules[n], best)
+                cur = best[n]
+                if v is not None and (cur is None or len(v) < len(cur)):
+                    best[n] = v
+                    for u in users[n]:
+                        if u not in queued:
+                            queued.add(u)
+                            work.append(u)
             self._shortest = (self._version, best)
         return _shortest_of(expr, self._shortest[1])
 
@@ -707,6 +718,21 @@ def representative_char(ranges: tuple[tuple[int, int], ...]) -> str:
             if chr(cp).isalnum():
                 return chr(cp)
     return chr(ranges[0][0])
+
+
+def _refs(x: Expr) -> set[str]:
+    """The rule names an expression refers to directly."""
+    out: set[str] = set()
+    stack = [x]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Ref):
+            out.add(e.name)
+        elif isinstance(e, (Seq, Alt)):
+            stack.extend(e.items)
+        elif isinstance(e, Rep):
+            stack.append(e.item)
+    return out
 
 
 def _shortest_of(x: Expr, best: dict[str, str | None]) -> str | None:
