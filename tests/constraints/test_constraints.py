@@ -29,7 +29,6 @@ UNSUPPORTED: dict[str, str] = {
     "apertus": "the call list holds single-key objects (`content_args.single_key_objects`: "
     "`{NAME: ARGS}`), which the JSON call body does not write",
     "step3": "argument values are read by a `value_parser` (`text`), which the grammar does not write",
-    "xlam": "the JSON content has `content_args.prefix` '[' (the opener writes the list's bracket)",
 }
 NO_TOOLS = {"deepseek_r1_distill", "lfm2_math"}  # templates without a tool_calls field
 

@@ -319,6 +319,8 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
 
     # ---- call regions
     def call_forms(c: CallForms, opener: Expr) -> tuple[Expr, Expr, Expr]:
+        if opener == NOTHING:  # an opener only at the start of the output (`^`), asked elsewhere
+            return NOTHING, NOTHING, NOTHING
         body = g.rule(f"call-{c.tool}", seq(opener, c.body))
         C = g.rule(f"call-{c.tool}-closed", seq(body, c.closer)) if c.closer is not None else NOTHING
         L = body if c.closes_at_eos else NOTHING
@@ -333,8 +335,11 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         item = alt(*(c.body for c in calls))
         comma = _list_sep(d)
         lo_i, hi_i = max(lo_calls, 1), hi_calls
-        items = seq(item, rep(seq(comma, item), lo_i - 1, None if hi_i is None else hi_i - 1))
+        first = alt(*(d.first_items.get(c.tool, c.body) for c in calls))
+        items = seq(first, rep(seq(comma, item), lo_i - 1, None if hi_i is None else hi_i - 1))
         open_b, close_b = _brackets(d)
+        if d.json_prefix == "[":
+            open_b = EMPTY  # the opener wrote it (xLAM's `\[(?=...)`; the parser puts it back)
         listx = seq(open_b, d.ws, items, d.ws, close_b, d.ws)
         fits = d._lookahead_check()
         if fits is None or fits(seq(d.ws, open_b)):
@@ -724,9 +729,14 @@ def _self_check(
         end = c.closer if c.closer is not None else EMPTY
         if each:
             opener, _ = d._emit(f, "open")
+            if opener == NOTHING and d.at_start:
+                opener, _ = d._emit(f, "open", at_start=True)  # an opener only at the start (`^`)
             open_b, close_b = _brackets(d)
-            text = _shortest(g, seq(opener, open_b, c.body, close_b, end))
-            two = _shortest(g, seq(opener, open_b, c.body, Lit(", "), c.body, close_b, end))
+            if d.json_prefix == "[":
+                open_b = EMPTY  # written by the opener
+            first = d.first_items.get(c.tool, c.body)
+            text = _shortest(g, seq(opener, open_b, first, close_b, end))
+            two = _shortest(g, seq(opener, open_b, first, Lit(", "), c.body, close_b, end))
         else:
             text = _shortest(g, seq(c.opener, c.body, end))
             two = text + text if f.repeats and c.closer is not None else text

@@ -202,6 +202,7 @@ class Deriver:
         self.open_at_start = self._initial_open()
         self.next_openers: dict[str, Expr] = {}  # tool -> opener of a call right after another
         self.json_prefix = ""  # content_args.prefix of a JSON tool field
+        self.first_items: dict[str, Expr] = {}  # tool -> the first list item where a lookahead reads it
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -478,6 +479,11 @@ class Deriver:
                 if lit is not None and self._is_stop(lit):
                     closes_at_eos = True
                     continue
+                stops = _ws_then_literals(b)
+                if stops and all(self._is_stop(x) for x in stops):
+                    # `\s*(?:<|eot_id|>|<|im_end|>)` (xLAM): the engine's stop ends the call
+                    closes_at_eos = True
+                    continue
                 em = Emitter(self.g, self._where(f, "close"), max_repeat=self.max_ws)
                 e = em.emit(b)
                 if e != NOTHING:
@@ -521,7 +527,9 @@ class Deriver:
                 if args.get(k):
                     raise ConstraintError(f"Field '{f.name}': content_args '{k}' cannot be written exactly")
             self.json_prefix = args.get("prefix") or ""
-            if self.json_prefix not in ("", "{"):
+            if self.json_prefix == "[" and f.transform_each:
+                pass  # xLAM: the opener wrote the call list's bracket (`_constraint` leaves it out)
+            elif self.json_prefix not in ("", "{"):
                 raise ConstraintError(
                     f"Field '{f.name}': content_args 'prefix' {self.json_prefix!r} cannot be written exactly"
                 )
@@ -571,7 +579,11 @@ class Deriver:
         raise ConstraintError(f"Field '{f.name}': content '{content}' cannot carry tool calls exactly")
 
     def _object_with(
-        self, sc: SchemaCompiler, keys: list[tuple[str | tuple[str, ...], Expr]], where: str
+        self,
+        sc: SchemaCompiler,
+        keys: list[tuple[str | tuple[str, ...], Expr]],
+        where: str,
+        lead_first: bool = False,
     ) -> Expr:
         """A call object: `keys` (the name and arguments the transform reads) in any order, and at
         most one of the keys models add that the transform ignores (`IGNORED_CALL_KEYS`)."""
@@ -600,7 +612,11 @@ class Deriver:
         # `content_args.prefix` "{" (Llama 4): the opener wrote the brace, the parser puts it back
         open_ = self.ws if self.json_prefix == "{" else seq(Lit("{"), self.ws)
         # an opener lookahead reads the call object only where the object follows the opener
-        lead = self._lookahead_check() if not self.tool_field.transform_each else None  # type: ignore[union-attr]
+        each = self.tool_field.transform_each  # type: ignore[union-attr]
+        lead = self._lookahead_check() if (not each or lead_first) else None
+        if lead is not None and lead_first:
+            check = lead
+            lead = lambda e: check(seq(self.ws, e))  # noqa: E731 (whitespace before the first item)
         first_ok = None
         if lead is not None:
 
@@ -712,7 +728,12 @@ class Deriver:
                 raise ConstraintError(
                     f"Field '{f.name}': transform_each items must hold the name and arguments"
                 )
-            return self._object_with(sc, [(name_path[0], name_lit), (args_path[0], args_expr)], where)
+            keys = [(name_path[0], name_lit), (args_path[0], args_expr)]
+            if self.json_prefix == "[":
+                # the opener's lookahead reads the first item (`\[(?=\s*\{\s*"name"\s*:)`): its
+                # keys in the order that satisfies it
+                self.first_items[name] = self._object_with(sc, keys, where, lead_first=True)
+            return self._object_with(sc, keys, where)
         root = "content"
         if len(name_path) == 1 and name_path[0] != root:
             # the name is an opener capture; the arguments are (a key of) the content
@@ -1126,6 +1147,19 @@ def _look_literal(node: Node) -> str | None:
     if node.op == "look" and node.args[:2] == (True, False):
         return _literal_text(node.kids[0])
     return None
+
+
+def _ws_then_literals(node: Node) -> list[str] | None:
+    r"""`\s*(?:A|B)` -> [A, B] (literal alternatives after optional whitespace), else None."""
+    while node.op == "group" and node.args[0] is None and node.kids:
+        node = node.kids[0]
+    if node.op != "cat" or len(node.kids) != 2 or not _is_ws_star(node.kids[0]):
+        return None
+    rest = node.kids[1]
+    while rest.op == "group" and rest.args[0] is None and rest.kids:
+        rest = rest.kids[0]
+    lits = [_literal_text(k) for k in (rest.kids if rest.op == "alt" else [rest])]
+    return [x for x in lits if x] if all(lits) else None
 
 
 def _is_ws_star(node: Node) -> bool:
