@@ -100,3 +100,33 @@ def test_type_group_is_tied_to_the_schema(name: str, text: str, ok: bool, why: s
     if ok:  # and what it accepts parses into a schema-valid call
         calls = parse_response(text, catalog.get(name), prefix=prompt, tools=TOOLS)["tool_calls"]
         assert [x["function"]["name"] for x in calls] == ["get_time"]
+
+
+def test_step3_text_values_are_stripped_raw_text() -> None:
+    """Step 3 reads values with the `text` parser (stripped raw text): a value written with edge
+    whitespace is still the schema's string; a length bound, which stripping could break, is refused."""
+    E.need("xgrammar")
+    prompt = str(catalog.describe("step3")["generation_prompt"])
+    c = constraints.derive("step3", TOOLS, tool_choice="required", prefix=prompt)
+    text = (
+        c.sample_lead + '<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="get_time">'
+        '<steptml:parameter name="timezone">  Asia/Tokyo \n</steptml:parameter></steptml:invoke>'
+        "<｜tool_call_end｜><｜tool_calls_end｜>"
+    )
+    assert E.xg_accepts(E.xg_compile(c, "gbnf"), text)
+    calls = parse_response(text, catalog.get("step3"), prefix=prompt, tools=TOOLS)["tool_calls"]
+    assert calls[0]["function"]["arguments"] == {"timezone": "Asia/Tokyo"}
+    bounded = [
+        {
+            **TOOLS[0],
+            "function": {
+                **TOOLS[0]["function"],
+                "parameters": {
+                    "type": "object",
+                    "properties": {"timezone": {"type": "string", "minLength": 3}},
+                },
+            },
+        }
+    ]
+    with pytest.raises(constraints.ConstraintError, match="timezone.*strips"):
+        constraints.derive("step3", bounded, tool_choice="required", prefix=prompt)

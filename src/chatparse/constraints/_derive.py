@@ -830,7 +830,16 @@ class Deriver:
                     )
                 members.append((alt(*forms), key in required))
                 continue
-            if vp is not None:
+            if _is_text_parser(vp):
+                # Step 3's `text`: the raw value, stripped; a stripped string still has the schema's
+                # type, but not its length bounds or an enum value with edge whitespace
+                if ((vp or {}).get("args") or {}).get("strip", True) and _strip_matters(schema):
+                    raise ConstraintError(
+                        f"{where}.{key}: a length bound or enum with edge whitespace cannot be kept "
+                        "exactly by a value the 'text' value_parser strips"
+                    )
+                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}")
+            elif vp is not None:
                 vargs = vp.get("args") or {} if isinstance(vp, dict) else {}
                 if (
                     not (isinstance(vp, dict) and vp.get("name") == "json")
@@ -1320,3 +1329,23 @@ def _json_types(schema: Any) -> list[str]:
     if schema.get("nullable") is True:
         out.append("null")
     return list(dict.fromkeys(out))
+
+
+def _is_text_parser(vp: Any) -> bool:
+    """A `text` value parser with at most `strip` (no prefix or suffix to strip)."""
+    if not isinstance(vp, dict) or vp.get("name") != "text":
+        return False
+    args = vp.get("args") or {}
+    return isinstance(args, dict) and not set(args) - {"strip"}
+
+
+def _strip_matters(schema: Any) -> bool:
+    """Whether stripping a raw value can change its validity (length bounds, edge-space enums)."""
+    if not isinstance(schema, dict):
+        return True
+    if any(k in schema for k in ("minLength", "maxLength")):
+        return True
+    values = schema.get("enum", []) + ([schema["const"]] if "const" in schema else [])
+    if any(isinstance(v, str) and v != v.strip() for v in values):
+        return True
+    return any(_strip_matters(b) for k in ("anyOf", "oneOf", "allOf") for b in schema.get(k) or [])
