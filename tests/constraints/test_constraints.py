@@ -26,8 +26,6 @@ UNSUPPORTED: dict[str, str] = {
     "parts, which the grammar does not write (the opener's negative lookahead on the recipient is "
     "written as a word exclusion)",
     # catalog round 3 (landed 16:15): content features the derivation does not write yet
-    "apertus": "the call list holds single-key objects (`content_args.single_key_objects`: "
-    "`{NAME: ARGS}`), which the JSON call body does not write",
 }
 NO_TOOLS = {"deepseek_r1_distill", "lfm2_math"}  # templates without a tool_calls field
 
@@ -490,6 +488,7 @@ ONE_CALL_PER_SECTION = (
 NOT_ADMITTED: dict[str, str] = {
     "gigachat35/parallel-calls": ONE_CALL_PER_SECTION,
     "step3/parallel-calls": ONE_CALL_PER_SECTION,
+    "apertus/deliberation-call": INSIDE_REASONING,
     "step3/markers-in-arguments": MARKER_IN_VALUE,
     "k2-horizon/parallel-calls": ONE_CALL_PER_SECTION,
     "gigachat35/markers-in-arguments": MARKER_IN_VALUE,

@@ -315,6 +315,11 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     if implicit is not None and content_like and t.fields[implicit].closer is not None:
         seps = _written_closer(d, t.fields[implicit])
         if seps is not None:
+            # a marker that also opens a field (Apertus's `<|tools_prefix|>` ends the content and
+            # opens the call list) is not a stray section marker: it is not written as one
+            opens = set().union(*(d._necessary(x, "open") for x in t.fields.values() if x.opener is not None))
+            seps = _without_literals(seps, opens)
+        if seps is not None and seps != NOTHING:
             SEP = g.rule("section", seps)
 
     # ---- call regions
@@ -659,6 +664,19 @@ def _bare_list(d: Deriver) -> bool:
     return f is not None and f.content == "python-call-list" and args.get("brackets", True) is False
 
 
+def _without_literals(e: Expr, lits: set[str]) -> Expr:
+    """`e` without its literal alternatives that contain one of `lits` (through a sequence's last
+    item and alternations; anything else is kept as it is)."""
+    if isinstance(e, Lit):
+        return NOTHING if any(x in e.text for x in lits) else e
+    if isinstance(e, Alt):
+        return alt(*(x for x in (_without_literals(i, lits) for i in e.items) if x != NOTHING))
+    if isinstance(e, Seq) and e.items:
+        last = _without_literals(e.items[-1], lits)
+        return NOTHING if last == NOTHING else seq(*e.items[:-1], last)
+    return e
+
+
 def _brackets(d: Deriver) -> tuple[Expr, Expr]:
     return (EMPTY, EMPTY) if _bare_list(d) else (Lit("["), Lit("]"))
 
@@ -947,7 +965,7 @@ def _json_schema(d, calls, each, offered, req) -> tuple[dict[str, Any] | None, s
         and not _reasoning_absent(d, req)
     ):
         return None, reason
-    if not each or f.content != "json" or not d.at_start:
+    if not each or f.content != "json" or not d.at_start or d.single_key or d.json_prefix:
         return None, reason
     opener_s, _ = d._emit(f, "open", at_start=True)
     _, nullable = d.g.first_chars(_strip_ws_prefix(opener_s))

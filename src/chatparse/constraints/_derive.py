@@ -202,6 +202,7 @@ class Deriver:
         self.open_at_start = self._initial_open()
         self.next_openers: dict[str, Expr] = {}  # tool -> opener of a call right after another
         self.json_prefix = ""  # content_args.prefix of a JSON tool field
+        self.single_key = False  # content_args.single_key_objects: {NAME: ARGS} list items
         self.first_items: dict[str, Expr] = {}  # tool -> the first list item where a lookahead reads it
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -523,7 +524,19 @@ class Deriver:
         content = f.content
         args = f.content_args if isinstance(f.content_args, dict) else {}
         if content == "json":
-            for k in ("suffix", "allow_non_json", "single_key_objects"):
+            sko = args.get("single_key_objects")
+            if sko and not (
+                f.transform_each
+                and isinstance(sko, list)
+                and len(sko) == 2
+                and (name_path, args_path) == ((sko[0],), (sko[1],))
+            ):
+                raise ConstraintError(
+                    f"Field '{f.name}': content_args 'single_key_objects' {sko!r} cannot be written exactly "
+                    "(only as a call list's [name, arguments])"
+                )
+            self.single_key = bool(sko)
+            for k in ("suffix", "allow_non_json"):
                 if args.get(k):
                     raise ConstraintError(f"Field '{f.name}': content_args '{k}' cannot be written exactly")
             self.json_prefix = args.get("prefix") or ""
@@ -727,6 +740,19 @@ class Deriver:
             if len(name_path) != 1 or len(args_path) != 1:
                 raise ConstraintError(
                     f"Field '{f.name}': transform_each items must hold the name and arguments"
+                )
+            if self.single_key:
+                # Apertus: `{"NAME": ARGS}`, reshaped by the parser into {name, arguments}
+                return seq(
+                    Lit("{"),
+                    self.ws,
+                    sc.key(name, where),
+                    self.ws,
+                    Lit(":"),
+                    self.ws,
+                    args_expr,
+                    self.ws,
+                    Lit("}"),
                 )
             keys = [(name_path[0], name_lit), (args_path[0], args_expr)]
             if self.json_prefix == "[":
