@@ -162,19 +162,20 @@ def test_non_parallel_without_a_constraint_still_sends_one_call(
 
 
 def test_a_template_that_cannot_be_constrained_is_400(engine: TestEngine, qwen_dir: Path) -> None:
-    """Step 3's text value parser cannot be written yet (docs/constraints.md): refused, naming it."""
+    """MuSE Glimmer's argument tags use `\\b`, which a grammar does not write (docs/constraints.md):
+    refused, naming it."""
     with running(
         upstream=engine.url,
         model=MODEL,
         tokenizer=str(qwen_dir),
-        template="step3",
+        template="muse_glimmer",
         upstream_api="completions",
     ) as srv:
         r = _post(srv, tools=[WEATHER], tool_choice="required")
         assert r.status_code == 400, r.text
         err = r.json()["error"]
         assert err["param"] == "tool_choice"
-        assert "completions upstream" in err["message"] and "step3" in err["message"], err
+        assert "completions upstream" in err["message"] and "muse_glimmer" in err["message"], err
         assert "Field 'tool_calls'" in err["message"], err
         # auto needs no constraint: still served
         assert _post(srv, tools=[WEATHER]).status_code == 200
