@@ -22,7 +22,7 @@ from .test_constraints import check_parse
 
 pytestmark = pytest.mark.llamacpp
 
-FAMILIES = ["qwen3", "mistral_v13", "gemma4", "lfm2", "qwen3_xml", "glm"]
+FAMILIES = ["qwen3", "mistral_v13", "gemma4", "lfm2", "qwen3_xml", "glm", "gpt_oss", "xlam"]
 SEEDS = range(50)
 TOOLS = L.ALARM_TOOLS
 NAMED = {"type": "function", "function": {"name": "set_alarm"}}

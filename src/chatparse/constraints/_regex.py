@@ -219,12 +219,20 @@ class Emitter:
             def pad_of(r: tuple[tuple[int, int], ...], room: int) -> Expr:
                 return rep(Chars(ranges_intersect(r, ranges_of(" \t"))), 0, min(ws_cap, max(0, room)))
 
-            # the other gaps L could read are written without one character of the tail's fixed
-            # text (`=` of `to=functions.`), so the text L reads (a greedy gap finds the last
-            # match it can) is the placed tail and nothing else
+            # the other gaps L could read hold at most one short word between whitespace (the
+            # ` json` content type of `<|channel|>commentary json`), never the tail's `=`, so the
+            # text L reads (a greedy gap finds the last match it can) is the placed tail and
+            # nothing else; a gap too short for that keeps its class without `=`
             cand_parts = list(parts)
             for o, (r2, lo2, hi2) in gaps.items():
-                if o != j:
+                if o == j:
+                    continue
+                word = Chars(ranges_minus(ranges_intersect(r2, _WORD), ranges_of(cut)))
+                if lo2 == 0 and hi2 >= 2 * ws_cap + 16 and word.ranges:
+                    cand_parts[o] = seq(
+                        pad_of(r2, ws_cap), rep(seq(rep(word, 1, 16), pad_of(r2, ws_cap)), 0, 1)
+                    )
+                else:
                     cand_parts[o] = rep(Chars(ranges_minus(r2, ranges_of(cut))), lo2, hi2)
             room = (hi - len(tail)) // 2
             cand_parts[j] = seq(pad_of(ranges, room), Lit(tail), pad_of(ranges, room))
@@ -436,6 +444,9 @@ class Emitter:
                 return EMPTY  # checked on sample calls
             raise self.fail("a lookaround in the middle of a pattern")
         raise self.fail(f"the construct {op!r}")
+
+
+_WORD = ranges_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 def _holds_group(node: Node, name: str) -> bool:
