@@ -23,6 +23,9 @@ reference accepts, every function here returns an equal value; where the referen
     name in `parse_content` or a `value_parser` (`KeyError`), a transform nested too deeply;
   - every `regex` call that runs a user-supplied or region-length-dependent pattern over region text
     has a time limit (`REGEX_TIMEOUT`); running out raises `ValueError` naming the parser and arg.
+    A pattern whose cost per position `_rx.backtrack_bound` proves small (`guarded` is False: no
+    unbounded repeat, at most `_rx.SAFE_STEPS` steps) runs without one: its scan is linear anyway,
+    and a time limit costs a few microseconds per call.
 
 * Values are never shared: transform literals are rebuilt, and a placeholder whose container value
   overlaps one already placed in the same result is deep-copied, so no two places in a result are
@@ -84,11 +87,22 @@ def _compile(pattern: str, flags: int) -> Any:
     return regex.compile(pattern, flags)
 
 
+@functools.lru_cache(maxsize=256)
+def guarded(pattern: str, flags: int) -> bool:
+    """Whether a `regex` call of `pattern` over region text runs with the time limit: unless
+    `_rx.is_proven_cheap` proves a bounded cost per position (so a scan is linear in the text)."""
+    from ._rx import is_proven_cheap
+
+    return not is_proven_cheap(pattern, flags)
+
+
 def _timed_out(what: str) -> ValueError:
     return ValueError(f"{what}: regex timed out after {REGEX_TIMEOUT} s on the region text")
 
 
 def _sub(pattern: Any, repl: Callable[[Any], str], text: str, what: str) -> str:
+    if not guarded(pattern.pattern, pattern.flags):
+        return str(pattern.sub(repl, text))
     try:
         return str(pattern.sub(repl, text, timeout=REGEX_TIMEOUT))
     except TimeoutError:
@@ -356,7 +370,10 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
 
     # Collect all matches first: the time limit covers the whole scan, not the value parsers.
     try:
-        matches = list(compiled.finditer(text, timeout=REGEX_TIMEOUT))
+        if guarded(tag_pattern, regex.DOTALL):
+            matches = list(compiled.finditer(text, timeout=REGEX_TIMEOUT))
+        else:
+            matches = list(compiled.finditer(text))
     except TimeoutError:
         raise _timed_out(f"xml-inline: tag_pattern {tag_pattern!r}") from None
     if json_body and not matches and text.strip():

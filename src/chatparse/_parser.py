@@ -91,6 +91,7 @@ class ResponseParser:
         self._scanner: Scanner | None = None
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
         self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
+        self._copy_values = True
         self.initial_events: list[Event] = []
         truncated = self._t.truncate_past_last_anchor(prefix) if prefix else ""
         if truncated:
@@ -167,11 +168,11 @@ class ResponseParser:
         cut-off left unwritten (its text was released as text of the region)."""
         return [dict(c) for c in self._cut_off]
 
-    def _end(self) -> list[Event]:
+    def _end(self, cut_off: bool = True) -> list[Event]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         sc = self._scanner
-        if sc is not None and self._pos < len(self._buf):
+        if cut_off and sc is not None and self._pos < len(self._buf):
             watches, at = sc.undecided(self._buf, self._zw)
             self._cut_off = [{"field": w.field, "opener": w.is_open, "start": at} for w in watches]
         events: list[Event] = []
@@ -317,7 +318,8 @@ class ResponseParser:
             {
                 "type": "region_close",
                 "field": name,
-                "value": copy_value(value),  # events never alias the message (D18)
+                # Events never alias the message (D18); `parse_response` drops its events.
+                "value": copy_value(value) if self._copy_values else value,
                 "start": start,
                 "end": end,
                 "complete": complete,
@@ -383,7 +385,15 @@ def parse_response(
     {'thinking': 'hm', 'content': 'Hi'}
     """
     parser = ResponseParser(response_template, prefix=prefix, tools=tools)
-    events = parser.initial_events + parser.feed(text) + parser._end()
+    if type(text) is not str:
+        if not isinstance(text, str):
+            raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
+        text = str(text)
+    # The whole text at once: one pass at the end of the stream (no holds, no cut-off report),
+    # which is the one-chunk case of the streaming parser and so gives the same message.
+    parser._buf += text
+    parser._copy_values = False  # the events are read for errors only, never returned
+    events = parser.initial_events + parser._end(cut_off=False)
     for e in events:
         if e["type"] == "region_malformed":
             raise e["error"]

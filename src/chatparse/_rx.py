@@ -38,7 +38,10 @@ runs it with a backtracking interpreter that has the same leftmost-first priorit
 
 from __future__ import annotations
 
+import array
 import enum
+import functools
+import sys
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,8 +75,14 @@ MAX_PROGRAM = 10000
 MAX_DEPTH = 64
 #: Maximum width of a lookbehind (the `regex` module evaluates it at every position it is tried).
 MAX_LOOKBEHIND = 1024
-#: Seconds allowed to one `regex` module call made on the text (lookbehinds).
+#: Seconds allowed to one `regex` module call made on the text (lookbehinds that `backtrack_bound`
+#: cannot prove cheap).
 REGEX_TIMEOUT = 1.0
+#: The most backtracking steps per position `backtrack_bound` may prove for a pattern that the
+#: `regex` module then runs without a time limit (its cost per call is then independent of the text).
+SAFE_STEPS = 4096
+#: Calls made with a time limit (lookbehinds not proven cheap); the guarded-path tests count them.
+GUARDED_CALLS = [0]
 
 LIVE = "live"
 
@@ -451,7 +460,7 @@ class _Parser:
                             raise self.fail(
                                 f"a lookbehind that can be wider than {MAX_LOOKBEHIND} characters"
                             )
-                        node.args = (ahead, negate, flags, p[start : self.i])
+                        node.args = (ahead, negate, flags, p[start : self.i], backtrack_bound(body, True))
                     return node
             if p.startswith(">", self.i):
                 self.i += 1
@@ -565,6 +574,190 @@ def max_width(node: Node) -> int | None:
             return None if (hi is None and w != 0) or w is None else 0
         return hi * w
     return max_width(node.kids[0])  # group, atomic
+
+
+_CAP = 1 << 62
+
+
+def _flat(node: Node, out: list[Node]) -> list[Node]:
+    """The sequence `node` matches, with concatenations and groups spliced in."""
+    if node.op is Op.CAT:
+        for k in node.kids:
+            _flat(k, out)
+    elif node.op is Op.GROUP:
+        _flat(node.kids[0], out)
+    elif node.op is not Op.EMPTY:
+        out.append(node)
+    return out
+
+
+def _ways(node: Node, reverse: bool) -> int:
+    """An upper bound on the number of ways `node` can match at one position."""
+    op = node.op
+    if op in (Op.CAT, Op.GROUP):
+        return _ways_seq(_flat(node, []), reverse)
+    if op is Op.ALT:
+        return min(_CAP, sum(_ways_seq(_flat(k, []), reverse) for k in node.kids))
+    if op is Op.REP:
+        lo, hi, kind = node.args
+        if kind == "possessive":
+            return 1
+        if hi is None:
+            return _CAP
+        w = _ways(node.kids[0], reverse)
+        if w == 1:
+            return hi - lo + 1
+        total, p = 0, w**lo if lo < 64 else _CAP
+        for _ in range(lo, hi + 1):
+            total = min(_CAP, total + p)
+            p = min(_CAP, p * w)
+        return total
+    return 1  # atoms, assertions, lookarounds and atomic groups match one way (or not)
+
+
+def _ways_seq(seq: list[Node], reverse: bool) -> int:
+    if reverse:
+        seq = seq[::-1]
+    r = 1
+    for i, x in enumerate(seq):
+        if not _forced(x, seq[i + 1] if i + 1 < len(seq) else None, reverse):
+            r = min(_CAP, r * _ways(x, reverse))
+    return r
+
+
+def _edge(node: Node, reverse: bool) -> list[Node] | None:
+    """The atoms one of which every match of `node` begins with (ends with, for `reverse`), or
+    None when that is not known."""
+    op = node.op
+    if op in ATOMS:
+        return [node]
+    if op is Op.REP:
+        return _edge(node.kids[0], reverse) if node.args[0] >= 1 else None
+    if op in (Op.CAT, Op.GROUP):
+        seq = _flat(node, [])
+        return _edge(seq[-1 if reverse else 0], reverse) if seq else None
+    if op is Op.ALT:
+        out: list[Node] = []
+        for k in node.kids:
+            e = _edge(k, reverse)
+            if e is None:
+                return None
+            out += e
+        return out
+    return None
+
+
+def _forced(x: Node, nxt: Node | None, reverse: bool) -> bool:
+    """A bounded run of one atom directly before (in matching order) a node that must begin with
+    a character the atom cannot match: the run's length is forced."""
+    if x.op is not Op.REP or x.args[1] is None or x.kids[0].op not in ATOMS or nxt is None:
+        return False
+    edge = _edge(nxt, reverse)
+    return edge is not None and all(_disjoint(x.kids[0], e) for e in edge)
+
+
+def _disjoint(a: Node, b: Node) -> bool:
+    """Whether no character matches both atoms (decided by the `regex` module, over every code
+    point when both are classes)."""
+    if b.op is Op.LIT:
+        return not _atom_matches(a, b.args[0])
+    if a.op is Op.LIT:
+        return not _atom_matches(b, a.args[0])
+    return _classes_disjoint(atom_source(a), atom_source(b))
+
+
+_EVERY_CHAR: list[str] = []
+
+
+@functools.lru_cache(maxsize=256)
+def _classes_disjoint(a: str, b: str) -> bool:
+    if not _EVERY_CHAR:
+        codes = array.array("I", range(0xD800))
+        codes.extend(range(0xE000, 0x110000))
+        _EVERY_CHAR.append(codes.tobytes().decode("utf-32-le" if sys.byteorder == "little" else "utf-32-be"))
+    return regex.compile(f"(?={a}){b}").search(_EVERY_CHAR[0]) is None
+
+
+def _steps(seq: list[Node], reverse: bool, top: bool = False) -> int:
+    """An upper bound on the steps a backtracking matcher takes to try every way of matching the
+    sequence `seq` at one position (matched right to left when `reverse`, as in a lookbehind); at
+    the `top` of a pattern the first way that reaches the end ends the attempt."""
+    if reverse:
+        seq = seq[::-1]
+    total, factor = 0, 1
+    for i, x in enumerate(seq):
+        if _forced(x, seq[i + 1] if i + 1 < len(seq) else None, reverse):
+            # Every count but the longest fails at the next character at once.
+            total = min(_CAP, total + factor * 2 * (x.args[1] + 1))
+            continue
+        total = min(_CAP, total + factor * _inner(x, reverse))
+        factor = min(_CAP, factor * _ways(x, reverse))
+    return min(_CAP, total + (1 if top else factor))
+
+
+def _inner(node: Node, reverse: bool) -> int:
+    """Steps to enumerate every way `node` matches at one position."""
+    op = node.op
+    if op in ATOMS or op in (Op.ASSERT, Op.EMPTY):
+        return 1
+    if op in (Op.CAT, Op.GROUP):
+        return _steps(_flat(node, []), reverse)
+    if op is Op.ALT:
+        return min(_CAP, sum(_steps(_flat(k, []), reverse) for k in node.kids))
+    if op is Op.LOOK:
+        return _steps(_flat(node.kids[0], []), not node.args[0])
+    if op is Op.ATOMIC:
+        return _steps(_flat(node.kids[0], []), reverse)
+    lo, hi, _kind = node.args  # REP
+    if hi is None:
+        return _CAP
+    body = node.kids[0]
+    per = _inner(body, reverse) + 1
+    w = _ways(body, reverse)
+    total, p = 0, 1
+    for _ in range(hi + 1):
+        total = min(_CAP, total + p * per)
+        p = min(_CAP, p * w)
+        if total >= _CAP:
+            break
+    return total
+
+
+def _atom_matches(atom: Node, ch: str) -> bool:
+    if atom.op is Op.LIT:
+        return bool(atom.args[0] == ch)
+    if atom.op is Op.ANY:
+        return bool(atom.args[0]) or ch != "\n"
+    return regex.fullmatch(atom.args[0], ch, atom.args[1]) is not None
+
+
+def backtrack_bound(node: Node, reverse: bool = False) -> int | None:
+    """An upper bound on the backtracking steps of one match attempt of `node` at one position, or
+    None when no bound exists (an unbounded repeat).
+
+    The bound is a proof, for the `regex` module's backtracking matcher: a sequence multiplies the
+    ways of its elements, an alternation adds its branches, a bounded repeat expands to its counts,
+    a lookaround or atomic group matches once. A bounded single-atom run directly before a literal
+    character the atom cannot match (`\\s{0,64}>`) adds instead of multiplying: its length is
+    forced. A pattern with a bound of at most `SAFE_STEPS` costs a bounded time per position tried,
+    whatever the text, so it can run without a time limit."""
+    b = _steps(_flat(node, []), reverse, top=True)
+    return None if b >= _CAP else b
+
+
+def proven_bound(pattern: str, flags: int) -> int | None:
+    """`backtrack_bound` of `pattern` (a `regex` module pattern), or None when the pattern is
+    unbounded or uses a construct this module does not parse (e.g. back-references)."""
+    try:
+        return backtrack_bound(_Parser(pattern, flags).parse())
+    except (UnsupportedPattern, RecursionError, regex.error, ValueError, IndexError):
+        return None
+
+
+def is_proven_cheap(pattern: str, flags: int) -> bool:
+    """Whether `pattern` provably costs at most `SAFE_STEPS` steps per position tried."""
+    b = proven_bound(pattern, flags)
+    return b is not None and b <= SAFE_STEPS
 
 
 def atom_source(atom: Node) -> str:
@@ -739,6 +932,22 @@ class Program:
     capture: Program | None = None
 
 
+def lookbehinds(prog: Program) -> list[tuple[str, bool]]:
+    """Every lookbehind `prog` runs (sub-programs included), as `(source, guarded)`: `guarded`
+    when `backtrack_bound` could not prove it cheap and it runs with a time limit."""
+    out: list[tuple[str, bool]] = []
+    stack = [prog]
+    while stack:
+        for op, arg in stack.pop().code:
+            if op == LOOKBEHIND:
+                out.append((arg[0].pattern, arg[2]))
+            elif op == LOOKAHEAD:
+                stack.append(arg.prog)
+            elif op == ATOMIC:
+                stack.append(arg)
+    return out
+
+
 def has_saves(prog: Program) -> bool:
     """Whether `prog` (or a group inside it) records captures."""
     for op, arg in prog.code:
@@ -838,7 +1047,9 @@ class _Compiler:
                 sub = self.sub(n.kids[0])
                 self.emit(LOOKAHEAD, Look(sub, negate, sub.key))
             else:
-                self.emit(LOOKBEHIND, (regex.compile(n.args[3], n.args[2]), negate))
+                bound = n.args[4]
+                guarded = bound is None or bound > SAFE_STEPS
+                self.emit(LOOKBEHIND, (regex.compile(n.args[3], n.args[2]), negate, guarded))
         elif op is Op.ATOMIC:
             self.emit(ATOMIC, self.sub(n.kids[0]))
         elif op is Op.REP:
@@ -1069,6 +1280,14 @@ class Attempt:
 
     def run(self, buf: str, eos: bool) -> Any:
         code = self.prog.code
+        if not eos and not self._back:
+            # A live attempt suspended inside a literal that the new text still only begins: live
+            # again, without setting the interpreter up (a long opener streamed in tokens).
+            op, arg = code[self.pc]
+            if op == STR:
+                pos = self.pos
+                if len(buf) - pos < len(arg) and arg.startswith(buf[pos:]):
+                    return LIVE
         pm = self.ctx.memo(self.prog)
         fail = pm.fail
         boolean = self.boolean
@@ -1206,8 +1425,14 @@ class Attempt:
                         pc += 1
                         continue
                 elif op == LOOKBEHIND:
-                    # The compiled source includes the sign of the lookbehind.
-                    if arg[0].match(buf, pos, timeout=REGEX_TIMEOUT) is not None:
+                    # The compiled source includes the sign of the lookbehind. A lookbehind
+                    # proven cheap at load time (`backtrack_bound`) runs without a time limit.
+                    if arg[2]:
+                        GUARDED_CALLS[0] += 1
+                        if arg[0].match(buf, pos, timeout=REGEX_TIMEOUT) is not None:
+                            pc += 1
+                            continue
+                    elif arg[0].match(buf, pos) is not None:
                         pc += 1
                         continue
                 elif op == LOOKAHEAD:

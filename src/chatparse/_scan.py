@@ -1412,7 +1412,9 @@ class Scanner:
         before it (the trailing run when there is no such tail), or the end of the buffer."""
         n = len(buf)
         q = self.q
-        start = self._searched - pre.maxlen + 1
+        # A one-character `after` lead found at the last searched position makes the position
+        # right after it (then the end of the buffer, never a candidate) one now: search it again.
+        start = self._searched - pre.maxlen + 1 - pre.back
         lo = q - pre.back if q else 0
         if start < lo:
             start = lo

@@ -71,13 +71,46 @@ class Template:
     anchor_re: Any
     anchor_literals: list[str] | None
     watch: WatchList = field(repr=False)
+    #: Whether the start-anchor search runs with a time limit (a pattern not proven cheap).
+    anchor_guarded: bool = True
+
+    def regex_guards(self) -> list[tuple[str, str, bool]]:
+        """Every `regex` module pattern this template runs over text, as `(where, pattern,
+        guarded)`: `guarded` when the call has a time limit because `_rx.backtrack_bound` could
+        not prove the pattern's cost per position bounded (see `_rx.SAFE_STEPS`)."""
+        from ._content import guarded
+
+        out = [("start_anchor", self.anchor_re.pattern, self.anchor_guarded)]
+        for name, f in self.fields.items():
+            for key, d in (("open_pattern", f.opener), ("close_pattern", f.closer)):
+                if d is None or d.literals is not None:
+                    continue
+                for src, g in _rx.lookbehinds(d.prog):
+                    out.append((f"{name}.{key} lookbehind", src, g))
+            tag = f.content_args.get("tag_pattern") if f.content == "xml-inline" else None
+            if isinstance(tag, str):
+                out.append((f"{name}.content_args.tag_pattern", tag, guarded(tag, regex.DOTALL)))
+            delims = f.content_args.get("string_delims") if f.content == "json" else None
+            for pair in delims if isinstance(delims, list) else []:
+                if (
+                    isinstance(pair, (list, tuple))
+                    and len(pair) == 2
+                    and all(isinstance(x, str) for x in pair)
+                ):
+                    src = regex.escape(pair[0]) + r"(.*?)" + regex.escape(pair[1])
+                    out.append((f"{name}.content_args.string_delims", src, guarded(src, regex.DOTALL)))
+        return out
 
     def truncate_past_last_anchor(self, text: str) -> str:
         """The part of `text` after the last start-anchor match (non-overlapping, leftmost)."""
         last_end = None
         try:
-            for m in self.anchor_re.finditer(text, timeout=REGEX_TIMEOUT):
-                last_end = m.end()
+            if self.anchor_guarded:
+                for m in self.anchor_re.finditer(text, timeout=REGEX_TIMEOUT):
+                    last_end = m.end()
+            else:
+                for m in self.anchor_re.finditer(text):
+                    last_end = m.end()
         except TimeoutError as e:
             raise ValueError(
                 f"response_template: start anchor search timed out after {REGEX_TIMEOUT}s on the prefix"
@@ -267,6 +300,7 @@ def _compile(spec: Any) -> Template:
         anchor_re=anchor.module_re,
         anchor_literals=anchor.literals,
         watch=WatchList(entries),
+        anchor_guarded=anchor.literals is None and not _rx.is_proven_cheap(anchor.source, regex.DOTALL),
     )
 
 

@@ -1165,6 +1165,47 @@ def _json_call(name: str, arguments: dict[str, Any]) -> str:
     return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How a family without a reachable chat template writes an assistant message (its ``writer``):
+    ``head`` (the reasoning and its closer), the text, ``gap`` when text comes before calls, then the
+    calls: ``calls_open`` + each ``call`` joined by ``calls_sep`` + ``calls_close``.
+
+    ``call`` may use ``{name}``, ``{json}`` (``{"name": ..., "arguments": ...}``) and ``{params}``,
+    each argument written as ``param`` (``{key}``, ``{value}``: strings as they are, else JSON).
+    ``head`` uses ``{reasoning}``; with ``head_always`` it is written even without reasoning (the
+    prompt pre-opened the block, so the model always closes it).
+    """
+
+    call: str
+    param: str = ""
+    calls_open: str = ""
+    calls_sep: str = ""
+    calls_close: str = ""
+    head: str = ""
+    head_always: bool = False
+    lead: str = ""
+    gap: str = ""
+
+    def __call__(self, message: dict[str, Any]) -> str:
+        reasoning = message.get("reasoning_content") or ""
+        out = self.head.format(reasoning=reasoning) if reasoning or self.head_always else ""
+        out += self.lead + (message.get("content") or "")
+        calls = [
+            self.call.format(
+                name=name,
+                json=_json_call(name, arguments),
+                params="".join(self.param.format(key=k, value=_value(v)) for k, v in arguments.items()),
+            )
+            for name, arguments in _calls(message)
+        ]
+        if not calls:
+            return out
+        return (
+            out + (self.gap if out else "") + self.calls_open + self.calls_sep.join(calls) + self.calls_close
+        )
+
+
 GC35 = "ai-sage-GigaChat3.5.jinja"
 GC35_URL = "https://github.com/ajpqs/test_llama.cpp/blob/ba78d0e11b1d767383f65b6213b5645bcffb6b4d/models/templates/GigaChat3.5.jinja"
 
@@ -1501,14 +1542,9 @@ XLAM = Family(
 )
 
 
-def write_longcat(message: dict[str, Any]) -> str:
-    """LongCat-Flash-Chat: the text, then each call as '<longcat_tool_call>\\nJSON\\n</longcat_tool_call>'
-    back to back (the model card's format note)."""
-    content = message.get("content") or ""
-    calls = "".join(
-        f"<longcat_tool_call>\n{_json_call(n, a)}\n</longcat_tool_call>" for n, a in _calls(message)
-    )
-    return content + ("\n" if content and calls else "") + calls
+write_longcat = Layout(call="<longcat_tool_call>\n{json}\n</longcat_tool_call>", gap="\n")
+"""LongCat-Flash-Chat: the text, then each call as '<longcat_tool_call>\\nJSON\\n</longcat_tool_call>'
+back to back (the model card's format note)."""
 
 
 LONGCAT = Family(
@@ -1565,13 +1601,11 @@ LONGCAT = Family(
 )
 
 
-def write_jamba(message: dict[str, Any]) -> str:
-    """Jamba: a space after the role token, the text, then '<tool_calls>[\\n    {...},\\n    {...}\\n]</tool_calls>'
-    (the layout of vLLM's jamba tests)."""
-    content = message.get("content") or ""
-    calls = _calls(message)
-    body = ",\n".join("    " + _json_call(n, a) for n, a in calls)
-    return " " + content + (f"<tool_calls>[\n{body}\n]</tool_calls>" if calls else "")
+write_jamba = Layout(
+    call="    {json}", calls_open="<tool_calls>[\n", calls_sep=",\n", calls_close="\n]</tool_calls>", lead=" "
+)
+"""Jamba: a space after the role token, the text, then '<tool_calls>[\\n    {...},\\n    {...}\\n]</tool_calls>'
+(the layout of vLLM's jamba tests)."""
 
 
 JAMBA = Family(
@@ -1600,22 +1634,18 @@ JAMBA = Family(
 )
 
 
-def write_step3(message: dict[str, Any]) -> str:
-    """Step 3 after the pre-opened '<think>\\n': the reasoning, '\\n</think>\\n', the text and the steptml
-    block (the layout SGLang's Step3Detector documents)."""
-    out = (message.get("reasoning_content") or "") + "\n</think>\n" + (message.get("content") or "")
-    calls = []
-    for name, arguments in _calls(message):
-        params = "".join(
-            f'<steptml:parameter name="{k}">{_value(v)}</steptml:parameter>\n' for k, v in arguments.items()
-        )
-        calls.append(
-            f'<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="{name}">\n{params}'
-            "</steptml:invoke><｜tool_call_end｜>"
-        )
-    if calls:
-        out += "<｜tool_calls_begin｜>\n" + "\n".join(calls) + "\n<｜tool_calls_end｜>"
-    return out
+write_step3 = Layout(
+    call='<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name="{name}">\n{params}'
+    "</steptml:invoke><｜tool_call_end｜>",
+    param='<steptml:parameter name="{key}">{value}</steptml:parameter>\n',
+    calls_open="<｜tool_calls_begin｜>\n",
+    calls_sep="\n",
+    calls_close="\n<｜tool_calls_end｜>",
+    head="{reasoning}\n</think>\n",
+    head_always=True,
+)
+"""Step 3 after the pre-opened '<think>\\n': the reasoning, '\\n</think>\\n', the text and the steptml
+block (the layout SGLang's Step3Detector documents)."""
 
 
 STEP3 = Family(
@@ -1665,18 +1695,15 @@ STEP3 = Family(
 )
 
 
-def write_mimo(message: dict[str, Any]) -> str:
-    """MiMo-V2: '<think>REASONING</think>' (when it reasons), the text, then Qwen3-Coder XML calls with
-    each value verbatim between '<parameter=K>' and '</parameter>' (SGLang's MiMoDetector layout)."""
-    out = f"<think>{message['reasoning_content']}</think>\n" if message.get("reasoning_content") else ""
-    out += message.get("content") or ""
-    calls = []
-    for name, arguments in _calls(message):
-        params = "".join(f"<parameter={k}>{_value(v)}</parameter>\n" for k, v in arguments.items())
-        calls.append(f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>")
-    if calls:
-        out += ("\n" if out else "") + "\n".join(calls)
-    return out
+write_mimo = Layout(
+    call="<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>",
+    param="<parameter={key}>{value}</parameter>\n",
+    calls_sep="\n",
+    head="<think>{reasoning}</think>\n",
+    gap="\n",
+)
+"""MiMo-V2: '<think>REASONING</think>' (when it reasons), the text, then Qwen3-Coder XML calls with
+each value verbatim between '<parameter=K>' and '</parameter>' (SGLang's MiMoDetector layout)."""
 
 
 MIMO = Family(
@@ -1742,20 +1769,17 @@ MIMO = Family(
 )
 
 
-def write_k2_horizon(message: dict[str, Any]) -> str:
-    """K2 Horizon after the pre-opened '<ifm|think>\\n': the reasoning, '\\n</ifm|think>\\n', the text and
-    the call group in the default xml format (vLLM's K2HorizonToolParser)."""
-    out = (message.get("reasoning_content") or "") + "\n</ifm|think>\n" + (message.get("content") or "")
-    calls = []
-    for name, arguments in _calls(message):
-        args = "".join(
-            f"<ifm|arg_key>{k}</ifm|arg_key>\n<ifm|arg_value>{_value(v)}</ifm|arg_value>\n"
-            for k, v in arguments.items()
-        )
-        calls.append(f"<ifm|tool_call>{name}\n{args}</ifm|tool_call>")
-    if calls:
-        out += "<ifm|tool_calls>\n" + "\n".join(calls) + "\n</ifm|tool_calls>"
-    return out
+write_k2_horizon = Layout(
+    call="<ifm|tool_call>{name}\n{params}</ifm|tool_call>",
+    param="<ifm|arg_key>{key}</ifm|arg_key>\n<ifm|arg_value>{value}</ifm|arg_value>\n",
+    calls_open="<ifm|tool_calls>\n",
+    calls_sep="\n",
+    calls_close="\n</ifm|tool_calls>",
+    head="{reasoning}\n</ifm|think>\n",
+    head_always=True,
+)
+"""K2 Horizon after the pre-opened '<ifm|think>\\n': the reasoning, '\\n</ifm|think>\\n', the text and
+the call group in the default xml format (vLLM's K2HorizonToolParser)."""
 
 
 K2_HORIZON = Family(

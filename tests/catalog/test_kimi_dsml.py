@@ -4,13 +4,16 @@ tests/conformance covers the rendered fixtures; these pin the shapes the templat
 
 from __future__ import annotations
 
+import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import chatparse
 from chatparse import catalog
-from chatparse.openai import parse_message
+from chatparse.openai import ChatParser, parse_message
 
 K3 = '<|open|>message role="assistant"<|sep|>'
 K3_THINK = K3 + "<|open|>think<|sep|>"
@@ -205,3 +208,104 @@ def test_k2_content_before_and_after_the_tool_section_is_kept() -> None:
     message = parse_message(text, template="kimi_k2", prefix=K2)
     assert message["content"] == "Before.  After tools."
     assert [c["function"]["name"] for c in message["tool_calls"]] == ["get_weather"]
+
+
+# --------------------------------------------------------------------------------------------------
+# DSML: reasoning opens only at the start of the message (the own fixtures, against transformers)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "own_fixtures" / "deepseek.jsonl"
+ANCHORED = [
+    "deepseek/cf-dsml-empty-think-then-opener",
+    "deepseek/cf-dsml-think-opener-in-answer",
+    "deepseek/cf-dsml-think-opener-before-call",
+    "deepseek/cf-dsml-think-after-leading-newline",
+]
+
+
+def _fixture(fixture_id: str) -> dict[str, Any]:
+    for line in FIXTURES.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["id"] == fixture_id:
+            return record
+    raise LookupError(fixture_id)
+
+
+def _without_extensions(template: dict[str, Any]) -> dict[str, Any]:
+    """The template as transformers can load it: json_body (a chatparse extension) only reads an
+    <invoke> body that holds no parameter tag, which none of these outputs has."""
+    out = copy.deepcopy(template)
+    out["fields"]["tool_calls"]["content_args"].pop("json_body")
+    return out
+
+
+def _splits(text: str) -> list[list[str]]:
+    return [[text]] + [[text[:i], text[i:]] for i in range(1, len(text))] + [list(text)]
+
+
+def test_dsml_reasoning_opener_is_anchored() -> None:
+    field = catalog.get("deepseek_dsml")["fields"]["reasoning_content"]
+    assert (
+        field["open_pattern"]
+        == catalog.get("deepseek_r1_distill")["fields"]["reasoning_content"]["open_pattern"]
+    )
+    assert "open" not in field
+
+
+@pytest.mark.parametrize("fixture_id", ANCHORED)
+def test_dsml_anchored_opener_agrees_with_transformers(fixture_id: str) -> None:
+    """chatparse's core and transformers 5.24.0 parse the fixture alike with the catalog template, one
+    shot and in every split (each cut into two pieces, and one character per feed), while the old
+    literal opener opens a second reasoning region in the reference too: the fix is the template's."""
+    pytest.importorskip("transformers")
+    from ..core.reference import ref_parse, ref_stream
+
+    record = _fixture(fixture_id)
+    text, prefix = record["raw_output"], record["generation_prompt"]
+    template = catalog.get("deepseek_dsml")
+    plain = _without_extensions(template)
+    ours = chatparse.parse_response(text, template, prefix=prefix)
+    assert chatparse.parse_response(text, plain, prefix=prefix) == ours
+    reference = ref_parse(text, plain, prefix)
+    assert reference.ok and reference.message == ours, reference.describe()
+    assert "<think>" in ours["content"]  # the later opener is answer text
+    for chunks in _splits(text):
+        parser = chatparse.ResponseParser(catalog.load("deepseek_dsml"), prefix=prefix)
+        for chunk in chunks:
+            parser.feed(chunk)
+        assert parser.finalize()[0] == ours, chunks
+        streamed = ref_stream(chunks, plain, prefix)
+        assert streamed.ok and streamed.message == ours, (chunks, streamed.describe())
+    literal = copy.deepcopy(plain)
+    literal["fields"]["reasoning_content"] = {
+        "open": "<think>",
+        "close_pattern": plain["fields"]["reasoning_content"]["close_pattern"],
+    }
+    before = ref_parse(text, literal, prefix)
+    assert before.ok and before.message != ours and before.message.get("reasoning_content")
+
+
+@pytest.mark.parametrize("fixture_id", ANCHORED)
+def test_dsml_anchored_opener_chat_parser(fixture_id: str) -> None:
+    """ChatParser (which joins repeated regions) gives the fixture's expected message in every split."""
+    record = _fixture(fixture_id)
+    text, prefix = record["raw_output"], record["generation_prompt"]
+    expected = record["expected"]
+    want = {
+        "content": expected["content"],
+        "reasoning_content": expected["reasoning_content"],
+        "calls": [(c["name"], c["arguments"]) for c in expected["tool_calls"]],
+    }
+    for chunks in _splits(text):
+        parser = ChatParser(template="deepseek_dsml", prefix=prefix, tools=record["tools"])
+        for chunk in chunks:
+            parser.feed(chunk)
+        message, _, _ = parser.finish()
+        got = {
+            "content": message.get("content"),
+            "reasoning_content": message.get("reasoning_content"),
+            "calls": [
+                (c["function"]["name"], json.loads(c["function"]["arguments"]))
+                for c in message.get("tool_calls") or ()
+            ],
+        }
+        assert got == want, chunks

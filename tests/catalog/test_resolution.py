@@ -145,6 +145,104 @@ def test_server_resolution_uses_the_same_order(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# every facts record, both tables: exactly one entry by template, by model id, and by both
+
+
+def _record_table() -> dict[str, tuple[str, str | None, str | None]]:
+    """Record file -> (model id, entry by the template, entry by the model id), for every record in
+    ``tests/data/chat_template_facts/``: this module's table, then the breadth families' templates."""
+    from .breadth_fixtures import facts_path
+    from .breadth_specs import FAMILIES, TEMPLATE_SOURCES, template_entries
+
+    out = {record_name(f): (m, t, by_id) for f, (m, _, t, by_id, _) in SOURCES.items()}
+    template_only = {f.entry for f in FAMILIES if f.by_template_only}
+    for template, entry in template_entries().items():
+        source = TEMPLATE_SOURCES[template]
+        # a family chosen by its template only: its model id alone picks another format (Llama 4: pythonic)
+        by_id = catalog.match_model(source["model"]) if entry in template_only else entry
+        if entry in template_only:
+            assert by_id != entry, template
+        out.setdefault(facts_path(source).name, (source["model"], entry, by_id))
+    return out
+
+
+RECORDS = _record_table()
+
+
+def test_the_record_table_covers_every_record() -> None:
+    assert set(RECORDS) == {p.name for p in FACTS.glob("*.json")}
+    for name, (model, by_template, _) in RECORDS.items():
+        record = json.loads((FACTS / name).read_text(encoding="utf-8"))
+        assert (record["model"], record["expected"]) == (model, by_template), name
+
+
+@pytest.mark.parametrize(("name", "model", "by_template", "by_model"), [(n, *c) for n, c in RECORDS.items()])
+def test_every_record_resolves_to_exactly_its_entry(
+    name: str, model: str, by_template: str | None, by_model: str | None
+) -> None:
+    """No recorded real template is ambiguous: exactly its own entry's markers match it (not merely
+    the best-ranked of several), its model id picks the expected entry, and both together (as the
+    server resolves) pick the template's entry."""
+    record = json.loads((FACTS / name).read_text(encoding="utf-8"))
+    text = "\n".join(record["literals"])
+    assert [n for _, _, n in _marker_matches(text)] == ([by_template] if by_template else [])
+    base = model.split("/")[-1]
+    for variant in (model, model.lower(), f"unsloth/{base}-GGUF", f"/models/{base}-Q4_K_M.gguf"):
+        assert catalog.match_model(variant) == by_model, variant
+    expected = by_template or by_model
+    if expected is None:
+        with pytest.raises(catalog.UnknownModelError):
+            catalog.resolve(model=model, chat_template=text)
+        return
+    assert catalog.resolve_name(model=model, chat_template=text) == expected
+    assert catalog.resolve_name(tokenizer_config={"chat_template": text, "name_or_path": model}) == expected
+
+
+# Nemotron 3 and Step 3.5 write Qwen3-Coder's <tool_call><function= calls inside ChatML: every one of
+# qwen3_xml's required markers occurs in their templates, so qwen3_xml excludes what sets them apart.
+COLLISIONS = {
+    "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json": ("nemotron3", "truncate_history_thinking"),
+    "stepfun-ai__Step-3.5-Flash.json": ("step3p5", "<|im_start|>tool_response"),
+}
+
+
+@pytest.mark.parametrize(("name", "entry", "excluded"), [(n, *c) for n, c in COLLISIONS.items()])
+def test_qwen3_xml_neighbours_resolve_to_their_own_entry(name: str, entry: str, excluded: str) -> None:
+    record = json.loads((FACTS / name).read_text(encoding="utf-8"))
+    text = "\n".join(record["literals"])
+    markers = catalog.describe("qwen3_xml")["chat_template_markers"]
+    required = [m for m in markers if not m.startswith("!")]
+    assert all(m in text for m in required) and "!" + excluded in markers
+    assert [n for _, _, n in _marker_matches(text)] == [entry]
+    # by template, by model id, by both, and a Qwen model id cannot pull the template over
+    assert catalog.resolve_name(chat_template=text) == entry
+    assert catalog.match_model(record["model"]) == entry
+    assert catalog.resolve_name(model=record["model"], chat_template=text) == entry
+    assert catalog.resolve_name(model="Qwen/Qwen3-Coder-30B-A3B-Instruct", chat_template=text) == entry
+    # the excluded literal is what tells them apart: without it the text is qwen3_xml's
+    assert catalog.match_chat_template(text.replace(excluded, "")) == "qwen3_xml"
+
+
+@pytest.mark.parametrize(("name", "entry", "excluded"), [(n, *c) for n, c in COLLISIONS.items()])
+def test_qwen3_xml_neighbours_as_the_server_resolves_them(
+    tmp_path: Path, name: str, entry: str, excluded: str
+) -> None:
+    """`chatparse.server._config.resolve_config` on a folder with the template and a fine-tune's id."""
+    pytest.importorskip("jinja2")
+    from chatparse.server._config import ServerConfig, resolve_config
+
+    record = json.loads((FACTS / name).read_text(encoding="utf-8"))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"chat_template": "\n".join(record["literals"])}), encoding="utf-8"
+    )
+    for model in (record["model"], "acme/my-finetune"):
+        config = ServerConfig(upstream="http://127.0.0.1:9", model=model, tokenizer=str(folder))
+        assert resolve_config(config).template_name == entry, model
+
+
+# --------------------------------------------------------------------------------------------------
 # model-id rules (item 12)
 
 MODEL_RULES = {
@@ -228,3 +326,36 @@ def test_template_and_model_errors_combine() -> None:
         catalog.resolve(model="THUDM/glm-4-9b-chat", chat_template="[gMASK]<sop><|assistant|>")
     text = str(info.value)
     assert "glm checkpoint" in text and "nearest by markers: glm (1/2 markers, missing '<arg_key>')" in text
+
+
+def test_unknown_model_message_reads_once() -> None:
+    """The diagnosis (``reason``) and then one piece of advice: no repeated clause, no double stop."""
+    with pytest.raises(catalog.UnknownModelError) as info:
+        catalog.resolve(model="acme/unheard-of-7b")
+    err = info.value
+    text = str(err)
+    assert text.startswith(err.reason) and "--auto" not in err.reason
+    assert (
+        text.count("not in the catalog") == 1 and ".." not in text.replace("...", "") and text.endswith(".")
+    )
+    assert "chatparse parse --model NAME" in text and "chatparse serve --template NAME" in text
+    with pytest.raises(catalog.UnknownModelError) as info:
+        catalog.resolve(model="THUDM/GLM-4-32B-0414")
+    assert "Pick one of those if it fits" in str(info.value) and "). " in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "entry"),
+    [("Qwen/Qwen3-8B", "qwen3"), ("unsloth/Qwen3-8B-GGUF", "qwen3"), ("zai-org/GLM-4.6", "glm")],
+)
+def test_a_model_id_given_as_a_name_says_where_it_goes(given: str, entry: str) -> None:
+    with pytest.raises(catalog.UnknownTemplateError) as info:
+        catalog.get(given)
+    assert info.value.candidates == [entry]
+    assert f"as a model id it resolves to {entry!r}" in str(info.value) and "--model" in str(info.value)
+
+
+def test_a_misspelt_name_still_lists_close_names() -> None:
+    with pytest.raises(catalog.UnknownTemplateError) as info:
+        catalog.get("qwen")
+    assert "qwen3" in info.value.candidates and "model id" not in str(info.value)

@@ -10,6 +10,8 @@ Two properties, on hypothesis-generated patterns and texts:
 
 from __future__ import annotations
 
+from typing import Any
+
 import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -271,3 +273,27 @@ def test_memos_shared_across_starts_keep_results_exact(p: str, text: str, eos: b
             assert _result(prog, r, text, start) == _ref(p, text, start), (p, text, start)
         elif r is not None:
             assert _result(prog, r, text, start, False) == _ref(p, text + "ab<", start), (p, text, start)
+
+
+def test_a_live_attempt_inside_a_literal_resumes_without_work(monkeypatch: Any) -> None:
+    """A long literal streamed in tokens (`<｜tool▁call▁begin｜>function...`): each resume that the
+    new text still only begins is answered live at once (no interpreter set-up: no memo lookup),
+    and the result is the same."""
+    setups = [0]
+    memo = _rx.MatchContext.memo
+
+    def counting(self: Any, prog: Any) -> Any:
+        setups[0] += 1
+        return memo(self, prog)
+
+    monkeypatch.setattr(_rx.MatchContext, "memo", counting)
+    prog = _rx.compile_pattern(r"\s*<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\n<]+)\n")
+    text = "  <｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\nrest"
+    att = _rx.Attempt(prog, 0)
+    for end in range(1, len(text) + 1):
+        r = att.run(text[:end], False)
+        if r is not _rx.LIVE:
+            break
+    assert r is not None and r is not _rx.LIVE and r[0] == text.index("\n") + 1
+    # Inside the two literals (33 characters) no resume sets the interpreter up.
+    assert setups[0] <= len(text) - 33

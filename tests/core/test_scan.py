@@ -145,6 +145,38 @@ def test_after_search_tries_only_positions_after_its_characters() -> None:
     assert _count_steps(d, body + "z") <= 200  # one attempt per `>` at most
 
 
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        (r"(?<=ab)X", "zzaab" * 3 + "XcallY tail"),
+        (r"(?<=(?:a|aa){1,20}b)X", "aab" * 5 + "XcallY"),
+        (r"(?<=</invoke>)\s*<call>", "x</invoke>  <call>yY"),
+        (r"(?<=;)X", ";;X;XcallY"),
+    ],
+)
+def test_after_search_streams_like_one_shot_at_every_split(pattern: str, text: str) -> None:
+    """The character a lookbehind-led opener follows can arrive one feed before the opener: the
+    prefilter searches it again (regression: `aab` then `X` never opened the region)."""
+    import chatparse
+
+    tpl = {
+        "start_anchor": "A",
+        "fields": {"tool_calls": {"open_pattern": pattern, "close": "Y", "repeats": True}, "content": {}},
+    }
+    expected = chatparse.parse_response(text, tpl, prefix="")
+    assert "tool_calls" in expected
+    for size in (1, 2, 3):
+        p = chatparse.ResponseParser(tpl, prefix="")
+        for i in range(0, len(text), size):
+            p.feed(text[i : i + size])
+        assert p.finalize()[0] == expected, size
+    for cut in range(len(text) + 1):
+        p = chatparse.ResponseParser(tpl, prefix="")
+        p.feed(text[:cut])
+        p.feed(text[cut:])
+        assert p.finalize()[0] == expected, cut
+
+
 def test_every_search_is_linear_with_memos() -> None:
     d = _delim(r".*?END")
     small, large = _count_steps(d, "EN" * 1000), _count_steps(d, "EN" * 2000)

@@ -341,10 +341,16 @@ def test_reopened_reasoning_loses_no_text(text: str, auto: bool) -> None:
     """DeepSeek DSML (reported by the engines engineer): `<think>` after `</think>` opens the
     non-repeating reasoning field again. The core keeps the reference's semantics (the last region
     wins in `parse_response`); the OpenAI layer concatenates every reasoning region, so no reasoning
-    text is lost and the deltas add up to the message for every chunking."""
+    text is lost and the deltas add up to the message for every chunking. (The catalog's DSML template
+    now opens reasoning only at the start, `^\\s*<think>`, so the test gives it back the literal
+    opener it had, to keep a field that can open again.)"""
     from chatparse import catalog
 
-    kw: dict = {"auto": True} if auto else {"template": catalog.get("deepseek_dsml")}
+    template = catalog.get("deepseek_dsml")
+    reasoning_field = template["fields"]["reasoning_content"]
+    reasoning_field.pop("open_pattern")
+    reasoning_field["open"] = "<think>"
+    kw: dict = {"auto": True} if auto else {"template": template}
     reasoning = "".join(text.replace("</think>", "<think>").split("<think>")[1::2])
     content = "".join(text.replace("</think>", "<think>").split("<think>")[2::2])
     for chunks in (list(text), [text], [text[:3], text[3:]]):

@@ -104,6 +104,8 @@ class UnknownModelError(ValueError):
     matches the checkpoint; for a chat template, the entries whose chat-template markers overlap
     most with it. The message always says what to do when the family is not in the catalog:
     parse without a template (``--auto``, ``ChatParser(auto=True)``) or pass a template file.
+    ``reason`` is the message without that advice (what was tried and what is near), for callers
+    that give their own (``chatparse serve`` names its flags).
 
     >>> from chatparse import catalog
     >>> try:
@@ -113,10 +115,13 @@ class UnknownModelError(ValueError):
     ([], None)
     """
 
-    def __init__(self, message: str, candidates: list[str], family: str | None = None) -> None:
+    def __init__(
+        self, message: str, candidates: list[str], family: str | None = None, reason: str | None = None
+    ) -> None:
         super().__init__(message)
         self.candidates = candidates
         self.family = family
+        self.reason = message if reason is None else reason
 
 
 # --------------------------------------------------------------------------------------------------
@@ -161,6 +166,14 @@ def _entry(name: str) -> dict[str, Any]:
     if found is None:
         found = entries.get(str(name).strip().lower().replace("-", "_").replace(".", ""))
     if found is None:
+        # a model id where a name belongs ("Qwen/Qwen3-8B"): the entry it resolves to is the candidate
+        by_id = match_model(str(name)) if "/" in str(name) or "." in str(name) else None
+        if by_id is not None:
+            raise UnknownTemplateError(
+                f"no catalog template named {name!r}; as a model id it resolves to {by_id!r} "
+                "(model ids go to catalog.resolve(model=...) and chatparse parse --model)",
+                candidates=[by_id],
+            )
         close = difflib.get_close_matches(str(name).lower(), list(entries), n=5, cutoff=0.5)
         close = close or [n for n in entries if str(name).lower() in n] or sorted(entries)
         raise UnknownTemplateError(
@@ -383,10 +396,10 @@ def _nearest_by_markers(text: str, limit: int = 3) -> list[tuple[str, list[str],
     return [(name, present, missing, clashing) for _, _, name, present, missing, clashing in scored[:limit]]
 
 
+_NAME_AN_ENTRY = "catalog.get(name), chatparse parse --model NAME, chatparse serve --template NAME"
 _WHAT_TO_DO = (
-    "If the model's family is not in the catalog (chatparse templates list), parse without a template "
-    "(chatparse parse --auto, ChatParser(auto=True)) or pass a response template file "
-    "(chatparse parse --template FILE, template=...)"
+    "parse without a template (chatparse parse --auto, ChatParser(auto=True)) or pass a response "
+    "template file (chatparse parse --template FILE, template=...)"
 )
 
 
@@ -447,7 +460,7 @@ def _unknown(models: list[str], templates: list[str]) -> UnknownModelError:
     for m in models:
         word = _model_family(m)
         if word is None:
-            parts.append(f"Model {m!r}: its family is not in the catalog.")
+            parts.append(f"Model {m!r}: no catalog rule matches it, and its family is not in the catalog.")
             continue
         family = family or word
         names_ = list(_families()[word])
@@ -471,10 +484,15 @@ def _unknown(models: list[str], templates: list[str]) -> UnknownModelError:
             if name not in candidates:
                 candidates.append(name)
         parts.append("The chat template matches no entry; nearest by markers: " + ", ".join(described) + ".")
-    message = "no catalog template. " + " ".join(parts) + " "
+    reason = "no catalog template. " + " ".join(parts)
     if candidates:
-        message += "Pick one with chatparse.catalog.get(name) / --template NAME if it fits. "
-    return UnknownModelError(message + _WHAT_TO_DO + ".", candidates=candidates, family=family)
+        advice = f"Pick one of those if it fits ({_NAME_AN_ENTRY}); otherwise {_WHAT_TO_DO}."
+    else:
+        advice = (
+            "If the model writes one of the catalog's formats (chatparse templates list), name that entry "
+            f"({_NAME_AN_ENTRY}); otherwise {_WHAT_TO_DO}."
+        )
+    return UnknownModelError(f"{reason} {advice}", candidates=candidates, family=family, reason=reason)
 
 
 def resolve_name(

@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "model id in the local Hugging Face cache (default: the model id, looked up in the cache)",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default: 8000)")
     p.add_argument(
         "--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY' (or set CHATPARSE_API_KEY)"
     )
@@ -92,103 +92,111 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"(default: {d.default_max_tokens}; 0: send none, the engine's own default applies)",
     )
     limits = p.add_argument_group("limits (every one has a safe default)")
-    limits.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=d.max_body_bytes,
-        metavar="N",
-        help="largest request body (default: 4 MiB)",
-    )
-    limits.add_argument(
-        "--body-timeout",
-        type=float,
-        default=d.body_timeout,
-        metavar="SECONDS",
-        help=f"time a client has to send the whole body, else 408 (default: {d.body_timeout:g})",
-    )
-    limits.add_argument(
-        "--header-timeout",
-        type=float,
-        default=d.header_timeout,
-        metavar="SECONDS",
-        help="time a connection has to send a request's headers, else it is closed "
-        f"(default: {d.header_timeout:g})",
-    )
-    limits.add_argument(
-        "--keep-alive-timeout",
-        type=float,
-        default=d.keep_alive_timeout,
-        metavar="SECONDS",
-        help=f"how long an idle keep-alive connection stays open (default: {d.keep_alive_timeout:g})",
-    )
-    limits.add_argument(
-        "--max-connections",
-        type=int,
-        default=d.max_connections,
-        metavar="N",
-        help="most client connections at once; more get 503 (default: "
-        f"{d.max_connections}, lowered to fit the file-descriptor limit)",
-    )
-    limits.add_argument(
-        "--max-upstream-line",
-        type=int,
-        default=d.max_upstream_line,
-        metavar="BYTES",
-        help="longest line of an upstream stream or non-streamed answer (default: 16 MiB)",
-    )
-    limits.add_argument(
-        "--render-timeout",
-        type=float,
-        default=d.render_timeout,
-        metavar="SECONDS",
-        help=f"time budget for rendering one prompt with the chat template (default: {d.render_timeout:g})",
-    )
-    for flag, kind, meta, what in (
-        ("--constraint-timeout", float, "SECONDS", "seconds a request waits for its generation constraint"),
-        ("--constraint-workers", int, "N", "threads deriving generation constraints"),
-        ("--constraint-max-tools", int, "N", "most tools of a request that needs a generation constraint"),
-        ("--constraint-max-tools-bytes", int, "BYTES", "most bytes of tool JSON such a request may bring"),
-    ):
-        dest = flag[2:].replace("-", "_")
+    for flag, kind, metavar, text in _LIMITS:
+        field = _field(flag)
+        default = getattr(d, field)
         limits.add_argument(
-            flag,
-            type=kind,
-            default=getattr(d, dest),
-            metavar=meta,
-            help=f"{what} (default: {getattr(d, dest):g})",
+            flag, type=kind, default=default, metavar=metavar, help=text.format(_shown(default))
         )
-    limits.add_argument(
+
+
+# The limit flags: (flag, type, metavar, help with "{}" where the default goes). Each flag's
+# ServerConfig field is its name with "_" for "-"; the help shows that field's default.
+_LIMITS: tuple[tuple[str, type, str, str], ...] = (
+    ("--max-body-bytes", int, "N", "largest request body (default: {})"),
+    ("--body-timeout", float, "SECONDS", "time a client has to send the whole body, else 408 (default: {})"),
+    (
+        "--header-timeout",
+        float,
+        "SECONDS",
+        "time a connection has to send a request's headers, else it is closed (default: {})",
+    ),
+    (
+        "--keep-alive-timeout",
+        float,
+        "SECONDS",
+        "how long an idle keep-alive connection stays open (default: {})",
+    ),
+    (
+        "--max-connections",
+        int,
+        "N",
+        "most client connections at once; more get 503 (default: {}, lowered to fit the "
+        "file-descriptor limit)",
+    ),
+    (
+        "--max-upstream-line",
+        int,
+        "BYTES",
+        "longest line of an upstream stream or non-streamed answer (default: {})",
+    ),
+    (
+        "--render-timeout",
+        float,
+        "SECONDS",
+        "time budget for rendering one prompt with the chat template (default: {})",
+    ),
+    (
+        "--constraint-timeout",
+        float,
+        "SECONDS",
+        "seconds a request waits for its generation constraint (default: {})",
+    ),
+    ("--constraint-workers", int, "N", "threads deriving generation constraints (default: {})"),
+    (
+        "--constraint-max-tools",
+        int,
+        "N",
+        "most tools of a request that needs a generation constraint, else 413 (default: {})",
+    ),
+    (
+        "--constraint-max-tools-bytes",
+        int,
+        "BYTES",
+        "most bytes of tool JSON such a request may bring, else 413 (default: {})",
+    ),
+    (
         "--render-workers",
-        type=int,
-        default=d.render_workers,
-        metavar="N",
-        help=f"processes rendering chat templates (default: {d.render_workers}; 0 renders in the server "
-        "process with no time budget: trusted templates only)",
-    )
-    limits.add_argument(
+        int,
+        "N",
+        "processes rendering chat templates (default: {}; 0 renders in the server process with no "
+        "time budget: trusted templates only)",
+    ),
+    (
         "--shutdown-timeout",
-        type=float,
-        default=d.shutdown_timeout,
-        metavar="SECONDS",
-        help=f"on SIGTERM/SIGINT, time running answers get before they are ended (default: {d.shutdown_timeout:g})",
-    )
-    limits.add_argument(
-        "--connect-timeout",
-        type=float,
-        default=d.connect_timeout,
-        metavar="SECONDS",
-        help="upstream connect timeout (default: 10)",
-    )
-    limits.add_argument(
-        "--upstream-timeout",
-        type=float,
-        default=d.upstream_timeout,
-        metavar="SECONDS",
-        help="longest wait for the engine's next bytes (default: 600)",
-    )
+        float,
+        "SECONDS",
+        "on SIGTERM/SIGINT, time running answers get before they are ended (default: {})",
+    ),
+    ("--connect-timeout", float, "SECONDS", "upstream connect timeout (default: {})"),
+    ("--upstream-timeout", float, "SECONDS", "longest wait for the engine's next bytes (default: {})"),
+)
+
+
+def _port(text: str) -> int:
+    """A TCP port number for argparse (0 lets the system pick one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (0-65535)")
+    return port
+
+
+def _field(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def _shown(default: float) -> str:
+    """A default as the help shows it: sizes of whole MiB in MiB, numbers without a trailing .0."""
+    if isinstance(default, int) and default >= _MIB and default % _MIB == 0:
+        return f"{default // _MIB} MiB"
+    return f"{default:g}"
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    """The `ServerConfig` the parsed flags describe (API keys fall back to their environment variables)."""
     return ServerConfig(
         upstream=args.upstream,
         model=args.model,
@@ -199,24 +207,10 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         api_key=args.api_key or os.environ.get("CHATPARSE_API_KEY") or None,
         upstream_api_key=args.upstream_api_key or os.environ.get("CHATPARSE_UPSTREAM_API_KEY") or None,
         reasoning_key=args.reasoning_key,
-        max_body_bytes=args.max_body_bytes,
-        connect_timeout=args.connect_timeout,
-        upstream_timeout=args.upstream_timeout,
         extra_stop=list(args.stop),
-        max_upstream_line=args.max_upstream_line,
-        body_timeout=args.body_timeout,
-        header_timeout=args.header_timeout,
-        keep_alive_timeout=args.keep_alive_timeout,
-        max_connections=args.max_connections,
-        render_workers=args.render_workers,
-        render_timeout=args.render_timeout,
-        constraint_timeout=args.constraint_timeout,
-        constraint_workers=args.constraint_workers,
-        constraint_max_tools=args.constraint_max_tools,
-        constraint_max_tools_bytes=args.constraint_max_tools_bytes,
-        shutdown_timeout=args.shutdown_timeout,
         passthrough=list(args.passthrough),
         default_max_tokens=args.default_max_tokens or None,
+        **{_field(flag): getattr(args, _field(flag)) for flag, _, _, _ in _LIMITS},
     )
 
 

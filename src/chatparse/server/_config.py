@@ -145,6 +145,15 @@ def _from_catalog(catalog: Any, model: str, sources: dict[str, Any]) -> tuple[st
     return catalog.resolve_name(model=model, **sources), catalog.resolve(model=model, **sources)
 
 
+def _nearest(candidates: list[str]) -> str:
+    """The close catalog names of an unknown ``--template``, or that there are none."""
+    from .. import catalog
+
+    if candidates and len(candidates) < len(catalog.names()):
+        return f"close names: {', '.join(candidates)}"
+    return "no catalog name is close to it"
+
+
 def resolve_config(config: ServerConfig) -> Resolved:
     """Decide the upstream API, the response template, the chat template and the stop strings.
 
@@ -219,12 +228,13 @@ def resolve_config(config: ServerConfig) -> Resolved:
         if config.template and os.path.exists(config.template):
             spec, name = _load_template_file(config.template), config.template
         elif config.template:
-            if config.template not in catalog.names():
+            try:
+                name = catalog.entry(config.template)["name"]  # "Qwen3" is qwen3
+            except catalog.UnknownTemplateError as e:
                 raise ServerConfigError(
-                    f"--template {config.template!r} is neither a file nor a catalog template "
-                    f"(chatparse templates list): {', '.join(catalog.names())}"
-                )
-            name = config.template
+                    f"--template {config.template!r} is neither a file nor a catalog template; "
+                    f"{_nearest(e.candidates)} (chatparse templates list shows them all)"
+                ) from None
             spec = catalog.get(name)
         else:
             sources = {
@@ -238,8 +248,10 @@ def resolve_config(config: ServerConfig) -> Resolved:
                     name, spec = _from_catalog(catalog, upstream_model, sources)
                 except ValueError:
                     raise ServerConfigError(
-                        f"no response template for {config.model!r}: {e}. Pass --template NAME|FILE, or use "
-                        "--upstream-api chat (the engine parses calls; chatparse only recovers missed ones)"
+                        f"no response template for {config.model!r}: {getattr(e, 'reason', e)} Pass "
+                        "--template NAME|FILE (a catalog entry, see chatparse templates list, or a response "
+                        "template JSON file), or use --upstream-api chat (the engine parses calls; chatparse "
+                        "only recovers missed ones)"
                     ) from e
             if name is None:
                 name = "tokenizer_config.json response_template"
