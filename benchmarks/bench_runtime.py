@@ -13,7 +13,7 @@ Measured in one run, best of ``--rounds`` (the machine is shared: compare ratios
   native path (servers: OpenAI-compatible, Ollama), the same text as provider content:
     floor      appending the pieces to a list (nothing parsed)
     assembly   local_tool_call_parser off (the default)
-    detection  chatparse.detect.AutoStream alone over the pieces (what the fallback builds on)
+    detection  chatparse.openai.AutoStream alone over the pieces (what the fallback builds on)
     fallback   local_tool_call_parser="auto" (detection on the content as it streams)
 
   over HTTP (loopback, the test engine replaying structured content and calls), per streamed chunk:
@@ -38,8 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from chatparse import catalog  # noqa: E402
-from chatparse.detect import AutoStream  # noqa: E402
-from chatparse.openai import ChatParser  # noqa: E402
+from chatparse.openai import AutoStream, ChatParser  # noqa: E402
 from chatparse.runtime import Hooks, OpenAIRuntime, ReplayRuntime  # noqa: E402
 from chatparse.runtime._generation import Assembly  # noqa: E402
 
@@ -159,7 +158,7 @@ def native_path(calls: int, rounds: int) -> list[tuple[str, float]]:
     names = [
         "floor (append)",
         "assembly, no fallback",
-        "detect.AutoStream alone",
+        "openai.AutoStream alone",
         "assembly, local_tool_call_parser='auto'",
     ]
     fns = [floor, assembly(None), detection, assembly("auto")]
@@ -226,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"best of {args.rounds} rounds; {len(pieces(output(args.calls)))} pieces of {CHUNK} characters")
     table("text path (local runtimes), per piece", text_path(args.calls, args.rounds))
     rows = native_path(args.calls, args.rounds)
-    table("native path (servers), per content piece; ratios to detect.AutoStream", rows, base_row=2)
+    table("native path (servers), per content piece; ratios to openai.AutoStream", rows, base_row=2)
     if not args.no_http:
         table("over loopback HTTP, per streamed chunk", http_path(args.rounds, 30 if args.quick else 300))
 

@@ -368,11 +368,11 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     if args.jsonl:
         return _cmd_parse_jsonl(args)
     if args.auto:
-        from chatparse import detect
+        from chatparse.openai import parse_auto
 
         tools = _load_tools(args.tools)
         text = _read_text(args.output, "output file")
-        message, _reason = detect.parse_message(text, tools=tools, prefix=_auto_prefix(args))
+        message, _reason = parse_auto(text, tools=tools, prefix=_auto_prefix(args))
         _write_json(message if args.shape == "openai" else to_hf_message(message), indent=2)
         return 0
     template, prefix = _template_and_prefix(args)
@@ -556,11 +556,11 @@ class _DeltaRegions:
 def _stream_auto(args: argparse.Namespace) -> int:
     """``stream --auto``: region events (``--shape hf``) or Chat Completions deltas (``--shape
     openai``) as detection releases them, then the message."""
-    from chatparse import detect
+    from chatparse.openai import AutoStream
 
     tools = _load_tools(args.tools)
     chunks = _chunks(args)
-    stream = detect.AutoStream(tools=tools, prefix=_auto_prefix(args))
+    stream = AutoStream(tools=tools, prefix=_auto_prefix(args))
     regions = _DeltaRegions() if args.shape == "hf" else None
 
     def emit(deltas: Sequence[Mapping[str, Any]]) -> None:

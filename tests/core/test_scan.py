@@ -307,7 +307,7 @@ def test_auto_mode_prose_is_decided_by_the_prefilter() -> None:
     """Prose through the union template of auto mode (29 delimiters, leads starting with `<`, `[`,
     `f`, `t`): no feed asks the cursors, and each feed runs at most two C searches."""
     from chatparse import ResponseParser
-    from chatparse.detect import AutoStream
+    from chatparse.openai import AutoStream
 
     tpl = AutoStream()._parser._t
     text = "the tool to fetch the weather for two cities, then a function of the forecast. " * 20

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatparse.detect import AutoStream, detect, local_fallback, parse_message
-from chatparse.openai import merge_deltas
+from chatparse.detect import detect
+from chatparse.openai import AutoStream, local_fallback, merge_deltas
+from chatparse.openai import parse_auto as parse_message
 from tests.detect import helpers
 
 TOOLS = [

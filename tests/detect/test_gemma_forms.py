@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatparse.detect import AutoStream, detect, parse_message
+from chatparse.detect import detect
 from chatparse.detect._gemma import bare_calls, repair, scan
-from chatparse.openai import merge_deltas
+from chatparse.openai import AutoStream, merge_deltas
+from chatparse.openai import parse_auto as parse_message
 from tests.detect import helpers
 
 TOOLS = [

@@ -14,6 +14,7 @@ MODULES = [
     "chatparse.openai._wire",
     "chatparse.openai._request",
     "chatparse.openai._responses",
+    "chatparse.openai._auto",
 ]
 
 

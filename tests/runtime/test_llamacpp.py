@@ -193,3 +193,26 @@ def test_llama_cpp_server_through_openai_runtime(model: L.TinyModel) -> None:
         s = rt.stream(USER, tools=[get_weather], options=grammar)
         list(s)
         assert s.result.tool_calls[0].name == "get_weather"
+
+
+def test_observation_on_the_auto_path(model: L.TinyModel, llm: Any) -> None:
+    """`template="auto"`: template-less detection, and the observer gets its region events."""
+    from ..detect.helpers import check_region_events
+
+    seen: list[Any] = []
+    rt = LlamaCppRuntime(llm, template="auto", hooks=Hooks(on_raw_generation=seen.append))
+    s = rt.stream(USER, tools=[get_weather], options={"grammar": L.replay_grammar(STEPS[0], model)})
+    list(s)
+    assert s.result.tool_calls[0].arguments == {"city": "Paris"}
+    rt.generate(USER, tools=[get_weather], options={"grammar": L.replay_grammar(STEPS[2], model)})
+    call, bad = seen
+    assert call.parser == "auto:hermes" and call.streamed and call.input_text.endswith(call.raw_text)
+    for obs in seen:
+        check_region_events(obs.events, obs.input_text)
+    (close,) = [e for e in call.events if e["type"] == "region_close" and e["field"] == "tool_calls"]
+    assert (
+        call.input_text[close["start"] : close["end"]] == "</tool_call>" and close["recognizer"] == "hermes"
+    )
+    assert bad.tool_calls == [] and [
+        e["recognizer"] for e in bad.events if e["type"] == "region_malformed"
+    ] == ["hermes"]

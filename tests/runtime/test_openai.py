@@ -11,6 +11,7 @@ import pytest
 
 from chatparse.runtime import GenerationError, Hooks, OpenAIRuntime, ParseContext, ToolParseResult
 
+from ..detect.helpers import check_region_events
 from ..server.engine import TestEngine
 from .conftest import DECOY, GEMMA_WRAPPED, LOOSE, ask
 from .helpers import WEATHER_SCHEMA, normalize
@@ -128,6 +129,50 @@ def test_the_observer_sees_the_leak(engine: TestEngine) -> None:
     )
     assert seen[0].parser == "local:loose_keyed" and seen[0].raw_text == LOOSE and seen[0].cleaned_text == ""
     assert seen[0].tool_calls[0]["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    # ... with the region events of the fallback's parse, offsets into the provider's content
+    obs = seen[0]
+    assert obs.input_text == LOOSE
+    check_region_events(obs.events, obs.input_text)
+    (call,) = [e for e in obs.events if e["type"] == "region_close" and e["field"] == "tool_calls"]
+    assert call["recognizer"] == "loose_keyed" and call["value"] == [
+        {"name": "get_weather", "arguments": {"city": "Paris"}}
+    ]
+    assert LOOSE[call["body_start"] : call["body_end"]].strip() == LOOSE.strip()
+
+
+@pytest.mark.parametrize("parser", ["auto", "gemma"])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_observer_sees_the_fallback_regions(engine: TestEngine, parser: str, streamed: bool) -> None:
+    seen = []
+    rt = runtime(engine, local_tool_call_parser=parser, hooks=Hooks(on_raw_generation=seen.append))
+    g = (
+        rt.generate(ask("gemma"), tools=TOOLS)
+        if not streamed
+        else _drain(rt.stream(ask("gemma"), tools=TOOLS))
+    )
+    (obs,) = seen
+    assert obs.parser == "local:gemma" and obs.raw_text == obs.input_text == "Let me look. " + GEMMA_WRAPPED
+    check_region_events(obs.events, obs.input_text)
+    spans = [
+        (e["type"], e["field"], obs.input_text[e["start"] : e["end"]])
+        for e in obs.events
+        if e["type"] in ("region_open", "region_close")
+    ]
+    assert spans[:2] == [("region_open", "content", ""), ("region_close", "content", "")]
+    assert spans[2][:2] == ("region_open", "tool_calls") and spans[2][2].startswith(
+        "<|tool_call>call:get_weather"
+    )
+    assert spans[3] == ("region_close", "tool_calls", "<tool_call|>")
+    assert (
+        [c["function"]["name"] for c in obs.tool_calls] == ["get_weather"] == [c.name for c in g.tool_calls]
+    )
+    # native calls win: the fallback's regions are still shown (the decoy is hermes: only "auto" sees it)
+    seen.clear()
+    rt.generate(ask("native"), tools=TOOLS)
+    assert seen[0].parser == "native" and seen[0].input_text == "Calling the tool. " + DECOY
+    check_region_events(seen[0].events, seen[0].input_text)
+    decoys = [e for e in seen[0].events if e["type"] == "region_close" and e["field"] == "tool_calls"]
+    assert [e["recognizer"] for e in decoys] == (["hermes"] if parser == "auto" else [])
 
 
 def test_hooks_fire_in_order_and_a_raising_hook_changes_nothing(engine: TestEngine) -> None:

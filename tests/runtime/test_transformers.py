@@ -288,3 +288,26 @@ def test_observation_and_async(tokenizer: Any, model: Any) -> None:
         arun_turn(rt, USER, tools=[get_weather], options=forced(tokenizer, [INVALID, ANSWER]))
     )
     assert result.results[0].error == "invalid_arguments" and result.content == sync.content
+
+
+def test_observation_on_the_auto_path(tokenizer: Any, model: Any) -> None:
+    """`template="auto"`: template-less detection, and the observer gets its region events."""
+    from ..detect.helpers import check_region_events
+
+    seen: list[Any] = []
+    rt = TransformersRuntime(model, tokenizer, template="auto", hooks=Hooks(on_raw_generation=seen.append))
+    result = run_turn(rt, USER, tools=[get_weather], options=forced(tokenizer, [CALL, MALFORMED, ANSWER]))
+    assert result.results[0].name == "get_weather" and result.content == "It is sunny in Paris, 21 °C."
+    call, bad, answer = seen
+    assert call.parser == "auto:hermes" and call.input_text.endswith(call.raw_text)
+    for obs in seen:
+        check_region_events(obs.events, obs.input_text)
+    (close,) = [e for e in call.events if e["type"] == "region_close" and e["field"] == "tool_calls"]
+    assert (
+        call.input_text[close["start"] : close["end"]] == "</tool_call>" and close["recognizer"] == "hermes"
+    )
+    assert close["value"] == [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+    assert bad.tool_calls == [] and [
+        e["recognizer"] for e in bad.events if e["type"] == "region_malformed"
+    ] == ["hermes"]
+    assert [e["field"] for e in answer.events if e["type"] == "region_open"] == ["reasoning", "content"]

@@ -309,7 +309,13 @@ ORPHAN_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
 }
 
-TOOL_RECOGNIZERS = (
+#: The tool-call recognizers (the names `recognizers=` and `local_tool_call_parser` accept), in the
+#: documented `auto` precedence: the marker families first (hermes, gemma, gpt_oss, phi,
+#: llama_tag, mistral_list, mistral_args, qwen3_coder, glm, deepseek, deepseek_dsml, kimi_k2,
+#: kimi_k3), then pythonic (`[f(a=1)]`, and `<|python_start|>` with a marker) and the other
+#: marker-free whole-output shapes (bare_pythonic, llama3_json, tool_code, loose_keyed).
+#: Public as `chatparse.detect.TOOL_RECOGNIZERS`.
+TOOL_RECOGNIZERS: tuple[str, ...] = (
     *(n for n in dict.fromkeys(ALIASES.get(n, n) for n in TOOL_FIELDS) if n != "pythonic"),
     "pythonic",
     "bare_pythonic",
@@ -317,7 +323,9 @@ TOOL_RECOGNIZERS = (
     "tool_code",
     "loose_keyed",
 )
-REASONING_RECOGNIZERS = tuple(REASONING_FIELDS)
+#: The reasoning recognizers (think_tag, harmony_analysis, gemma_channel, xtml_think). Public as
+#: `chatparse.detect.REASONING_RECOGNIZERS`.
+REASONING_RECOGNIZERS: tuple[str, ...] = tuple(REASONING_FIELDS)
 
 
 @lru_cache(maxsize=64)

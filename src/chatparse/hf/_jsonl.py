@@ -93,9 +93,9 @@ def _one(line_no: int, line: str) -> tuple[str, str | None]:
         text = _text(obj, job.field, "text")
         prefix = _text(obj, job.prefix_field, "prefix") if job.prefix_field else job.prefix
         if job.spec is None:
-            from .. import detect
+            from ..openai import parse_auto
 
-            message, _ = detect.parse_message(text, tools=job.tools, prefix=prefix or None)
+            message, _ = parse_auto(text, tools=job.tools, prefix=prefix or None)
             if job.shape == "hf":
                 from ..openai._wire import to_hf_message
 

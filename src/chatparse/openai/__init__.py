@@ -1,7 +1,7 @@
 """OpenAI wire formats for parsed model output: Chat Completions deltas and messages, Responses items.
 
-No HTTP here and no parsing of its own: `ChatParser` drives the core `ResponseParser` and turns its
-region events into `choices[0].delta` dicts (`reasoning_content`, `content`, `tool_calls` fragments
+No HTTP here and no parsing of its own: `ChatParser` drives the core `ResponseParser` (or, with
+`auto=True`, `chatparse.detect.AutoParser`) and turns its region events into `choices[0].delta` dicts (`reasoning_content`, `content`, `tool_calls` fragments
 with stable indices), and `finish` gives the final message and `finish_reason`. The policies
 (cut-off calls, malformed calls, unknown tools, early or complete call streaming) are documented in
 `chatparse.openai._chat` and on `ChatParser`.
@@ -13,6 +13,7 @@ with stable indices), and `finish` gives the final message and `finish_reason`. 
 {'role': 'assistant', 'content': 'Hi', 'reasoning_content': 'hm'}
 """
 
+from ._auto import AutoStream, local_fallback, parse_auto
 from ._calls import ToolCallAssembler, calls_from_value, random_call_id
 from ._chat import ChatParser, parse_message
 from ._request import InvalidRequest, validate_chat_request
@@ -21,6 +22,7 @@ from ._responses import ResponsesStream, responses_to_chat
 from ._wire import merge_deltas, to_responses_output
 
 __all__ = [
+    "AutoStream",
     "ChatParser",
     "InvalidRequest",
     "MissingAnchorError",
@@ -28,7 +30,9 @@ __all__ = [
     "ResponsesStream",
     "ToolCallAssembler",
     "calls_from_value",
+    "local_fallback",
     "merge_deltas",
+    "parse_auto",
     "parse_message",
     "random_call_id",
     "responses_to_chat",

@@ -41,10 +41,24 @@ Policies (keyword options, defaults first):
   prompt text in `content`; `warn` emits a `MissingAnchorWarning`, `error` raises
   `MissingAnchorError` (a `ValueError`). See `_resolve.check_prefix`.
 * `auto=False`: with `auto=True` and neither `model=` nor `template=`, the family is detected from
-  the output itself (`chatparse.detect.AutoStream`, with the same `tools=`, `prefix=`,
-  `id_factory=` and finish semantics; the prompt as `prefix` lets a pre-opened `<think>` be seen).
-  Calls are then always sent complete (`stream_tool_calls="early"` behaves as `"complete"`), and
-  only `unknown_tools="surface"` is supported. With `model=` or `template=`, `auto` is ignored.
+  the output itself: `chatparse.detect.AutoParser` (with the same `tools=` and `prefix=`, plus
+  `recognizers=` and `orphan_reasoning=`, as `chatparse.detect.detect` takes them) emits region
+  events for `reasoning`, `content` and `tool_calls`, and this class builds the deltas from them
+  with the same code as for a template's events. The detect layer decides what is a call and
+  applies the `finish_reason="length"` cut-off itself; calls are always sent complete
+  (`stream_tool_calls="early"` behaves as `"complete"`), only `unknown_tools="surface"` is
+  supported, content is stripped around calls (the detect layer's cleaned content), and the
+  `chatparse` report is the detect layer's (`recognizer`, `reasoning_recognizers`, `errors`,
+  `unknown_tools` as names). With `model=` or `template=`, `auto` is ignored.
+
+Theory of operation: the parser (the core `ResponseParser`, or `AutoParser` in auto mode) gives
+region events; `_process` routes each to a `TextStream` (content, reasoning) or the
+`ToolCallAssembler` (calls), which commit only what can never be taken back. A feed whose only
+event is a clean chunk of the open region comes back from the parser as bare text (`_feed`) and
+goes straight to that region's `TextStream` (`_set_sink`): the per-token path, no event dict.
+What the layer re-derives from the parser's buffer is limited to two things the events do not
+carry: a cut-off call opener at `finish(finish_reason="length")` (from the core's `cut_off`) and
+prefix text the core holds and never re-emits (the refill, see `__init__`).
 
 The message: `role`, `content` (a string, or `None` when empty), the reasoning key (omitted when
 empty), `tool_calls` (omitted when none; `arguments` a JSON object text), and `chatparse` only when
@@ -58,6 +72,7 @@ from typing import Any
 
 from .._parser import ResponseParser
 from .._template import Template
+from ..detect import AutoParser
 from ..errors import RequiredFieldsMissing
 from ..tools import build_tool_table
 from ._calls import ToolCallAssembler, random_call_id
@@ -104,6 +119,8 @@ class ChatParser:
         auto: bool = False,
         parse_tool_calls: bool = True,
         missing_anchor: str = "warn",
+        recognizers: str | Sequence[str] | None = None,
+        orphan_reasoning: bool = False,
     ) -> None:
         if stream_tool_calls not in _STREAM_MODES:
             raise ValueError(f"stream_tool_calls must be one of {_STREAM_MODES}, got {stream_tool_calls!r}")
@@ -114,22 +131,27 @@ class ChatParser:
         self._reasoning_keys = (
             ("reasoning_content", "reasoning") if reasoning_key == "both" else (reasoning_key,)
         )
-        self._auto: Any = None
-        self._finished = False
+        self._auto: AutoParser | None = None
+        self._parser: ResponseParser | AutoParser
+        tool_list = list(tools) if tools is not None else None
+        offered = build_tool_table(tool_list) if tool_list is not None else None
         if auto and model is None and template is None:
             if unknown_tools != "surface":
                 raise ValueError("auto=True supports unknown_tools='surface' only")
             if not parse_tool_calls:
                 raise ValueError("auto=True cannot be combined with parse_tool_calls=False")
-            from ..detect import AutoStream
-
-            self._auto = AutoStream(tools=tools, id_factory=id_factory or random_call_id, prefix=prefix)
-            return
-        self._t, prefix = resolve_template(
-            model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
-        )
-        tool_list = list(tools) if tools is not None else None
-        self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
+            # The detect layer decides what is a call (typed by the offered schemas where its
+            # family's values are untyped text) and reports unknown tools itself.
+            self._parser = self._auto = AutoParser(
+                tools=tool_list, prefix=prefix, recognizers=recognizers, orphan_reasoning=orphan_reasoning
+            )
+            self._t = self._auto.template
+            offered, stream_tool_calls = None, "complete"
+        else:
+            self._t, prefix = resolve_template(
+                model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
+            )
+            self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
         self._content = TextStream()
         self._reasoning = TextStream()
         # Fields whose clean chunks are content or reasoning text (the per-token path of `feed`).
@@ -140,7 +162,7 @@ class ChatParser:
         }
         self._calls = ToolCallAssembler(
             stream=stream_tool_calls,
-            offered=build_tool_table(tool_list) if tool_list is not None else None,
+            offered=offered,
             unknown_tools=unknown_tools,
             id_factory=id_factory or random_call_id,
         )
@@ -158,9 +180,12 @@ class ChatParser:
         self._finished = False
         self._emit_from = 0
         self._pending = self._process(self._parser.initial_events, truncated_drops=False)
-        # The core never re-emits prefix characters it held and released late (D20): they are
-        # taken from `input_text` before the next chunk or close of the region they belong to.
-        self._emit_from = len(self._parser.input_text)
+        # The core never re-emits prefix characters it held and released late (D20, the reference's
+        # behaviour): they are taken from `input_text` before the next chunk or close of the region
+        # they belong to. This refill stays here because a chunk event carries no offset and the
+        # region's body span arrives only with its close, too late to stream the text in order.
+        # (Auto mode feeds no prefix to the core: nothing to refill.)
+        self._emit_from = 0 if self._auto is not None else len(self._parser.input_text)
         self._set_sink()
 
     # -- public ------------------------------------------------------------------------------
@@ -169,8 +194,6 @@ class ChatParser:
         """Append model output; return the deltas it completes (possibly none)."""
         if self._finished:
             raise RuntimeError("ChatParser already finished")
-        if self._auto is not None:
-            return self._rekey(self._auto.feed(text))
         r = self._parser._feed(text)
         if isinstance(r, str):
             sink = self._sink
@@ -214,18 +237,19 @@ class ChatParser:
         if self._finished:
             raise RuntimeError("ChatParser already finished")
         self._finished = True
+        events: list[Any]
         if self._auto is not None:
-            message, last, reason = self._auto.finish(finish_reason)
-            if reason in ("stop", "tool_calls"):
-                reason = "tool_calls" if message.get("tool_calls") else "stop"
-            return self._rekey([message])[0], self._rekey(last), reason
-        try:
-            _, events = self._parser.finalize()
-        except RequiredFieldsMissing as e:
-            events = e.events
-            self._errors.append({"field": None, "error": str(e), "text": None})
-        if finish_reason == "length":
-            events = self._drop_cut_opener(events)
+            # The detect layer applies the cut-off policy itself (it knows its families' openers).
+            _, events = self._auto.finalize(finish_reason)
+        else:
+            assert isinstance(self._parser, ResponseParser)
+            try:
+                _, events = self._parser.finalize()
+            except RequiredFieldsMissing as e:
+                events = e.events
+                self._errors.append({"field": None, "error": str(e), "text": None})
+            if finish_reason == "length":
+                events = self._drop_cut_opener(events)
         deltas = self._pending + self._process(events, truncated_drops=finish_reason == "length")
         self._pending = []
         message = self._message()
@@ -235,20 +259,6 @@ class ChatParser:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _rekey(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Auto mode: reasoning under the configured key(s)."""
-        if self._reasoning_keys == ("reasoning_content",):
-            return items
-        out = []
-        for d in items:
-            if "reasoning_content" in d:
-                d = dict(d)
-                text = d.pop("reasoning_content")
-                for k in self._reasoning_keys:
-                    d[k] = text
-            out.append(d)
-        return out
-
     def _drop_cut_opener(self, events: list[Any]) -> list[Any]:
         """Drop the start of a call opener that a cut-off output left at the end of a text region.
 
@@ -257,6 +267,7 @@ class ChatParser:
         (`<tool_call>` with its `<function=...>` never written, a bare `[TOOL_CALLS]`) is the start
         of a call that was never written, not text: it is removed from the final text chunks.
         """
+        assert isinstance(self._parser, ResponseParser)
         buf = self._parser.input_text
         # the text chunks that end the output, as (event index, start in buf)
         tail: list[tuple[int, int]] = []
@@ -305,13 +316,13 @@ class ChatParser:
 
     def _text_deltas(self, name: str, pieces: list[str], deltas: list[dict[str, Any]]) -> None:
         keys = ("content",) if name == "content" else self._reasoning_keys
-        for piece in pieces:
-            last = deltas[-1] if deltas else None
-            if last is not None and len(last) == len(keys) and all(k in last for k in keys):
-                for k in keys:  # coalesce with the previous delta of the same kind
-                    last[k] += piece
-            else:
-                deltas.append(dict.fromkeys(keys, piece))
+        piece = pieces[0] if len(pieces) == 1 else "".join(pieces)  # one copy, however many pieces
+        last = deltas[-1] if deltas else None
+        if last is not None and len(last) == len(keys) and all(k in last for k in keys):
+            for k in keys:  # coalesce with the previous delta of the same kind
+                last[k] += piece
+        else:
+            deltas.append(dict.fromkeys(keys, piece))
 
     def _process(self, events: list[Any], truncated_drops: bool) -> list[dict[str, Any]]:
         deltas: list[dict[str, Any]] = []
@@ -365,9 +376,10 @@ class ChatParser:
                         s.abandon()
             if pieces:
                 self._text_deltas(name, pieces, deltas)
-            if entries:
+            if entries and self._auto is None:
                 # A call follows the text: keep the text before it as written (its trailing
-                # whitespace too), as canitoolcall's content-around-calls rule says.
+                # whitespace too), as canitoolcall's content-around-calls rule says. (Auto mode
+                # keeps the cleaned content of `chatparse.detect`: stripped around calls.)
                 held: list[str] = []
                 self._content.flush(held)
                 if held:
@@ -384,6 +396,11 @@ class ChatParser:
         calls = self._calls
         if calls.calls:
             message["tool_calls"] = [calls.calls[i] for i in sorted(calls.calls)]
+        if self._auto is not None:  # what the detect layer found, in its own words
+            found = self._auto.report()
+            if found:
+                message["chatparse"] = found
+            return message
         report: dict[str, Any] = {}
         errors = self._errors + calls.errors
         if errors:

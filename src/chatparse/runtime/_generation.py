@@ -17,15 +17,22 @@ Every adapter reduces its runtime's output to a stream of *parts*:
 goes to the public parsing layers and native calls are taken as they are.
 
 The local tool-call fallback (`runtime-contract.md` §9) applies to native-API adapters only: with
-`local_tool_call_parser` set, the provider's content streams through `chatparse.detect.AutoStream`
-(restricted to one family when a family is named), so call markup is held back and removed from
-the content as it streams; the calls it found are used only when the provider returned no
-structured call, and then look exactly like native ones (`id`, `type`, `function.name`,
-`function.arguments` as JSON text). When the provider did return calls, native calls win and the
-recovered ones are listed under `report["local_fallback"]["ignored"]`. A callable parser decides
-on the whole content, so with one the content is released at the end, after it ran (and
-untouched if the provider returned calls, since it then does not run). Absent (`None`), nothing
-of this happens and the content is the provider's, verbatim.
+`local_tool_call_parser` set, the provider's content streams through `ChatParser(auto=True)`
+(template-less detection, `chatparse.detect.AutoParser`, restricted to one family when a family
+is named), so call markup is held back and removed from the content as it streams; the calls it
+found are used only when the provider returned no structured call, and then look exactly like
+native ones (`id`, `type`, `function.name`, `function.arguments` as JSON text). When the provider
+did return calls, native calls win and the recovered ones are listed under
+`report["local_fallback"]["ignored"]`. A callable parser decides on the whole content, so with one
+the content is released at the end, after it ran (and untouched if the provider returned calls,
+since it then does not run). Absent (`None`), nothing of this happens and the content is the
+provider's, verbatim. Family names are `chatparse.detect.TOOL_RECOGNIZERS`.
+
+The `on_raw_generation` observation carries region events with offsets whenever text was parsed:
+the core's events for a template, and `AutoParser`'s (fields `reasoning` / `content` /
+`tool_calls`, each with its `recognizer`) for template-less detection and for the local fallback
+in auto or family mode. They come from a second run over the same text, made only when an
+observer is set (streamed == one-shot, so it is the same parse).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from typing import Any
 
 from .._parser import ResponseParser
 from .._template import Template
+from ..detect import TOOL_RECOGNIZERS, AutoParser
 from ..errors import RequiredFieldsMissing
 from ..openai import ChatParser, random_call_id
 from ._hooks import Hooks, RawGeneration
@@ -45,13 +53,7 @@ from ._hooks import Hooks, RawGeneration
 __all__ = ["Generation", "ParseContext", "ToolCall", "ToolParseResult"]
 
 
-def _tool_recognizers() -> frozenset[str]:
-    from .. import detect
-
-    names: Any = getattr(detect, "TOOL_RECOGNIZERS", None)
-    if names is None:  # not exported by chatparse.detect (yet): its own list
-        from ..detect._union import TOOL_RECOGNIZERS as names
-    return frozenset(names)
+_TOOL_FAMILIES = frozenset(TOOL_RECOGNIZERS)
 
 
 @dataclass(frozen=True)
@@ -161,11 +163,10 @@ def check_local_parser(value: Any) -> LocalParser:
         raise TypeError(f"local_tool_call_parser must be a string or a callable, not {type(value).__name__}")
     if value in ("auto", "none"):
         return value
-    families = _tool_recognizers()
-    if value not in families:
+    if value not in _TOOL_FAMILIES:
         raise ValueError(
             f"unknown local_tool_call_parser {value!r}; use 'auto', 'none', a callable, or one of: "
-            + ", ".join(sorted(families))
+            + ", ".join(sorted(_TOOL_FAMILIES))
         )
     return value
 
@@ -219,9 +220,11 @@ class Assembly:
         self._content: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._text: ChatParser | None = None
-        self._fallback: Any = None  # detect.AutoStream for a named / auto local parser
+        self._fallback: ChatParser | None = None  # auto mode for a named / "auto" local parser
+        self._recognizers: str | None = None  # the auto mode's families (None: all)
         self._callable: Callable[[str, ParseContext], Any] | None = None
         self._finished = False
+        self._engine_finish = "stop"  # the finish_reason the runtime gave (for the observation)
         if not native:
             if template is not None:
                 self._text = ChatParser(template=template, prefix=prefix, tools=self.tools)
@@ -231,13 +234,8 @@ class Assembly:
             if callable(local_parser):
                 self._callable = local_parser
             else:
-                from ..detect import AutoStream
-
-                self._fallback = AutoStream(
-                    tools=self.tools,
-                    recognizers=None if local_parser == "auto" else local_parser,
-                    id_factory=random_call_id,
-                )
+                self._recognizers = None if local_parser == "auto" else local_parser
+                self._fallback = ChatParser(auto=True, tools=self.tools, recognizers=self._recognizers)
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -310,6 +308,7 @@ class Assembly:
             raise RuntimeError("generation already finished")
         self._finished = True
         finish_reason = finish_reason or "stop"
+        self._engine_finish = finish_reason
         if self._text is not None:
             deltas, gen = self._finish_text(finish_reason, usage)
         else:
@@ -329,8 +328,7 @@ class Assembly:
         else:
             rec = report.get("recognizer")
             parser = f"auto:{rec}" if rec else "auto"
-            families = _tool_recognizers()
-            malformed = [e for e in report.get("errors", []) if e.get("recognizer") in families]
+            malformed = [e for e in report.get("errors", []) if e.get("recognizer") in _TOOL_FAMILIES]
         if reason == "length":
             malformed = []  # a call cut off by max_tokens was never written: not the model's mistake
         calls = tuple(ToolCall.from_openai(c) for c in message.get("tool_calls") or ())
@@ -448,7 +446,19 @@ class Assembly:
     def _observation(self, gen: Generation) -> RawGeneration:
         events: list[dict[str, Any]] = []
         input_text = gen.raw_text
-        if self.template is not None:
+        if self._fallback is not None or (self._text is not None and self.template is None):
+            # Auto mode: the detect layer's region events, from a run over the same text (for a
+            # native-API adapter: the content the provider returned, with the named family).
+            auto = AutoParser(
+                tools=self.tools,
+                recognizers=self._recognizers,
+                prefix=self.prefix if self._text is not None else None,
+            )
+            events = [dict(e) for e in auto.initial_events]
+            events.extend(dict(e) for e in auto.feed(gen.raw_text))
+            events.extend(dict(e) for e in auto.finalize(self._engine_finish)[1])
+            input_text = auto.input_text
+        elif self.template is not None:
             # The region events, with offsets, from the core run over the same prompt and text.
             core = ResponseParser(self.template, prefix=self.prefix, tools=list(self.tools or ()) or None)
             events = [dict(e) for e in core.initial_events]

@@ -103,10 +103,16 @@ class RawGeneration:
       template without a catalog name), `"auto:<recognizer>"` / `"auto"` (template-less
       detection), `"native"` (the provider's own calls), `"local:<recognizer>"` (calls recovered
       by `local_tool_call_parser`), or `"callable:<name>"`.
-    * `events`: the core's region events for template parsing (`region_open` / `region_chunk` /
-      `region_close` / `region_malformed`, with `start` / `end` offsets into `input_text`, which is
-      the prompt's truncated tail followed by `raw_text`). Empty when no template was used
-      (template-less detection and native calls have no regions).
+    * `events`: the region events of the parse (`region_open` / `region_chunk` / `region_close` /
+      `region_malformed`, with `start` / `end` and `body_start` / `body_end` offsets into
+      `input_text`). With a template: the core's events, fields named by the template, and
+      `input_text` is the prompt's truncated tail followed by `raw_text`. With template-less
+      detection (`"auto:..."`, and `local_tool_call_parser` set to `"auto"` or a family):
+      `chatparse.detect.AutoParser`'s events, fields `reasoning` / `content` / `tool_calls`, each
+      with the `recognizer` that found it; a call that is not one is a `region_malformed` whose
+      text follows as content, and `input_text` is the reasoning opener the prompt ended with (if
+      any) followed by `raw_text`. Empty for native calls without a fallback and for a callable
+      parser.
     * `errors`: what the parser reported (malformed calls, dropped or unknown ones).
     """
 
