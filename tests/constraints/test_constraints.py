@@ -22,20 +22,10 @@ from .strings import grammar_strings
 
 # Templates whose call syntax the derivation cannot express exactly (checked below: they raise).
 UNSUPPORTED: dict[str, str] = {
-    "gpt_oss": "the call opener names the tool inside a lookahead in the middle of the pattern "
-    "(Harmony's recipient may sit in the role or the channel part of the header)",
-    "muse_glimmer": "the call opener has a negative lookahead in the middle of the pattern "
-    "(the recipient may be anything but self, user, commentary or developer)",
+    "muse_glimmer": "the argument tag_pattern uses word-boundary assertions (`\\b`) between its "
+    "parts, which the grammar does not write (the opener's negative lookahead on the recipient is "
+    "written as a word exclusion)",
     # catalog round 3 (landed 16:15): content features the derivation does not write yet
-    "apertus": "the call list holds single-key objects (`content_args.single_key_objects`: "
-    "`{NAME: ARGS}`), which the JSON call body does not write",
-    "step3": "argument values are read by a `value_parser` (`text`), which the grammar does not write",
-    "xlam": "the JSON content has `content_args.prefix` '[' (the opener writes the list's bracket)",
-    # the value's parser is chosen by a `type` group (`string="true|false"`) the grammar does not tie
-    # to the schema's type: a string parameter written with string="false" parsed as JSON (found by
-    # test_strings_of_the_grammar_parse_into_valid_calls)
-    "gigachat35": "argument values read by `content_args.type_parsers`, chosen by the tag's `type` group",
-    "k2_horizon": "argument values read by `content_args.type_parsers`, chosen by the tag's `type` group",
 }
 NO_TOOLS = {"deepseek_r1_distill", "lfm2_math"}  # templates without a tool_calls field
 
@@ -486,7 +476,27 @@ BARE_FUNCTION = (
     "`</function></tool_call>`"
 )
 MARKER_IN_REASONING = "reasoning text quoting a call marker: free text excludes every marker"
+PAST_STOP = (
+    "text after a call closed by `<|call|>`, a stop string the engine ends generation on: the "
+    "constraint ends the output there"
+)
+ONE_CALL_PER_SECTION = (
+    "a second call inside the same call section: the closer the constraint writes ends the section "
+    "after each call (its lookahead form, which leaves the section open for the next call, is not "
+    "written), so a second call opens a section of its own"
+)
 NOT_ADMITTED: dict[str, str] = {
+    "gigachat35/parallel-calls": ONE_CALL_PER_SECTION,
+    "step3/parallel-calls": ONE_CALL_PER_SECTION,
+    "apertus/deliberation-call": INSIDE_REASONING,
+    "step3/markers-in-arguments": MARKER_IN_VALUE,
+    "k2-horizon/parallel-calls": ONE_CALL_PER_SECTION,
+    "gigachat35/markers-in-arguments": MARKER_IN_VALUE,
+    "k2-horizon/markers-in-arguments": MARKER_IN_VALUE,
+    "gigachat35/gcml-opened-in-reasoning": INSIDE_REASONING,
+    "k2-horizon/call-group-ends-reasoning": INSIDE_REASONING,
+    "gpt-oss/vllm-sequential-calls": PAST_STOP,
+    "gpt-oss/vllm-call-then-final": PAST_STOP,
     "mimo/markers-in-arguments": MARKER_IN_VALUE,
     "hunyuan-a13b/call-quoted-in-reasoning": MARKER_IN_REASONING,
     **dict.fromkeys(

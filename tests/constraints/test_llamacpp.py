@@ -22,29 +22,9 @@ from .test_constraints import check_parse
 
 pytestmark = pytest.mark.llamacpp
 
-FAMILIES = ["qwen3", "mistral_v13", "gemma4", "lfm2", "qwen3_xml", "glm"]
+FAMILIES = ["qwen3", "mistral_v13", "gemma4", "lfm2", "qwen3_xml", "glm", "gpt_oss", "xlam"]
 SEEDS = range(50)
-TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "set_alarm",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "hour": {"type": "integer"},
-                    "repeat": {"type": "boolean"},
-                    "tone": {"type": "string", "enum": ["bell", "chime"]},
-                },
-                "required": ["hour", "tone"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {"name": "stop_all", "parameters": {"type": "object", "properties": {}}},
-    },
-]
+TOOLS = L.ALARM_TOOLS
 NAMED = {"type": "function", "function": {"name": "set_alarm"}}
 
 

@@ -13,6 +13,7 @@ llama-cpp-python's server: a random-weight model answers a `required` request wi
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -161,48 +162,137 @@ def test_non_parallel_without_a_constraint_still_sends_one_call(
 
 
 def test_a_template_that_cannot_be_constrained_is_400(engine: TestEngine, qwen_dir: Path) -> None:
-    """gpt-oss's call opener cannot be written by a grammar (docs/constraints.md): refused, naming it."""
+    """MuSE Glimmer's argument tags use `\\b`, which a grammar does not write (docs/constraints.md):
+    refused, naming it."""
     with running(
         upstream=engine.url,
         model=MODEL,
         tokenizer=str(qwen_dir),
-        template="gpt_oss",
+        template="muse_glimmer",
         upstream_api="completions",
     ) as srv:
         r = _post(srv, tools=[WEATHER], tool_choice="required")
         assert r.status_code == 400, r.text
         err = r.json()["error"]
         assert err["param"] == "tool_choice"
-        assert "completions upstream" in err["message"] and "gpt_oss" in err["message"], err
+        assert "completions upstream" in err["message"] and "muse_glimmer" in err["message"], err
         assert "Field 'tool_calls'" in err["message"], err
         # auto needs no constraint: still served
         assert _post(srv, tools=[WEATHER]).status_code == 200
 
 
 # ------------------------------------------------------------------------------------------------
+# Bounded per request: a slow or huge derivation holds neither the event loop nor other requests
+
+
+def _tools(n: int) -> list[dict[str, Any]]:
+    return [{**WEATHER, "function": {**WEATHER["function"], "name": f"tool_{i}"}} for i in range(n)]
+
+
+class _Gate:
+    """`derive` held at a gate: `entered` once a derivation started, released by `release`."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.calls = 0
+        real = constraints.derive
+
+        def held(*a: Any, **kw: Any) -> Any:
+            self.calls += 1
+            self.entered.set()
+            assert self.release.wait(60), "the test never opened the gate"
+            kw.pop("time_budget", None)  # held here, not slow: the real work has no deadline
+            return real(*a, **kw)
+
+        monkeypatch.setattr(constraints, "derive", held)
+
+
+def _constrained_server(engine: TestEngine, qwen_dir: Path, **kw: Any) -> Any:
+    return running(
+        upstream=engine.url, model=MODEL, tokenizer=str(qwen_dir), upstream_api="completions", **kw
+    )
+
+
+def test_a_slow_derivation_does_not_delay_a_plain_request(
+    engine: TestEngine, qwen_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = _Gate(monkeypatch)
+    with _constrained_server(engine, qwen_dir, constraint_timeout=60) as srv:
+        result: dict[str, Any] = {}
+        slow = threading.Thread(
+            target=lambda: result.update(r=_post(srv, tools=[WEATHER], tool_choice="required"))
+        )
+        slow.start()
+        assert gate.entered.wait(60)
+        # the derivation is held: a plain request (and an auto one) is answered meanwhile
+        assert _post(srv).status_code == 200
+        assert _post(srv, tools=[WEATHER]).status_code == 200
+        assert slow.is_alive() and "r" not in result
+        gate.release.set()
+        slow.join(60)
+        assert result["r"].status_code == 200, result["r"].text
+
+
+def test_past_the_budget_503_then_the_same_request_uses_the_finished_derivation(
+    engine: TestEngine, qwen_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = _Gate(monkeypatch)
+    with _constrained_server(engine, qwen_dir, constraint_timeout=0.2) as srv:
+        r = _post(srv, tools=_tools(3), tool_choice="required")
+        assert r.status_code == 503, r.text
+        err = r.json()["error"]
+        assert err["type"] == "constraint_timeout" and err["param"] == "tools"
+        assert "3 tools" in err["message"] and "0.2 s" in err["message"], err
+        # a retry while it still runs joins it (no second derivation) and is refused the same way
+        assert _post(srv, tools=_tools(3), tool_choice="required").status_code == 503
+        assert gate.calls == 1
+        gate.release.set()
+        # once done, derive's cache answers the same request at once
+        for _ in range(200):
+            r = _post(srv, tools=_tools(3), tool_choice="required")
+            if r.status_code == 200:
+                break
+            threading.Event().wait(0.05)
+        assert r.status_code == 200, r.text
+        assert gate.calls in (1, 2)  # a second call only returns the cached constraint
+
+
+def test_a_derivation_past_its_hard_limit_is_interrupted_and_refused(
+    engine: TestEngine, qwen_dir: Path
+) -> None:
+    """100 GLM tools take seconds to derive; with a budget of 0.01 s (0.05 s in the background)
+    the worker is interrupted (`ConstraintTimeout`), and the tool set is then refused at once."""
+    tools = _tools(100)
+    with _constrained_server(engine, qwen_dir, template="glm", constraint_timeout=0.01) as srv:
+        assert _post(srv, tools=tools, tool_choice="required").status_code == 503
+        for _ in range(400):
+            r = _post(srv, tools=tools, tool_choice="required")
+            if r.status_code != 503:
+                break
+            threading.Event().wait(0.05)
+        assert r.status_code == 422, r.text
+        assert "time budget" in r.json()["error"]["message"]
+        assert _post(srv, tools=tools).status_code == 200  # auto needs no constraint
+
+
+def test_too_many_tools_or_too_much_schema_is_413(engine: TestEngine, qwen_dir: Path) -> None:
+    with _constrained_server(
+        engine, qwen_dir, constraint_max_tools=4, constraint_max_tools_bytes=2000
+    ) as srv:
+        r = _post(srv, tools=_tools(5), tool_choice="required")
+        assert r.status_code == 413, r.text
+        assert "5 tools" in r.json()["error"]["message"] and "--constraint-max-tools 4" in r.text
+        big = [{**WEATHER, "function": {**WEATHER["function"], "description": "x" * 3000}}]
+        r = _post(srv, tools=big, tool_choice="required")
+        assert r.status_code == 413 and "--constraint-max-tools-bytes 2000" in r.text, r.text
+        assert _post(srv, tools=_tools(5)).status_code == 200  # auto: no constraint, no limit
+        assert _post(srv, tools=_tools(4), tool_choice="required").status_code == 200
+
+
+# ------------------------------------------------------------------------------------------------
 # llama.cpp: the engine generates under the grammar the server attached
 
-LLAMA_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "set_alarm",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "hour": {"type": "integer"},
-                    "repeat": {"type": "boolean"},
-                    "tone": {"type": "string", "enum": ["bell", "chime"]},
-                },
-                "required": ["hour", "tone"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {"name": "stop_all", "parameters": {"type": "object", "properties": {}}},
-    },
-]
 EOT = "<|eot_id|>"
 LLAMA_CHAT = (
     "{%- for m in messages -%}"
@@ -253,7 +343,7 @@ def test_llamacpp_answers_a_required_request_with_a_valid_call(tmp_path: Path) -
             r = c.chat.completions.create(
                 model="tiny",
                 messages=[{"role": "user", "content": "wake me"}],
-                tools=LLAMA_TOOLS,  # type: ignore[arg-type]
+                tools=L.ALARM_TOOLS,  # type: ignore[arg-type]
                 tool_choice=choice,
                 parallel_tool_calls=False,  # one call: a random model would otherwise add calls
                 max_tokens=300,
@@ -267,10 +357,6 @@ def test_llamacpp_answers_a_required_request_with_a_valid_call(tmp_path: Path) -
                 args = json.loads(fn.arguments)
                 if choice != "required":
                     assert fn.name == "set_alarm"
-                if fn.name == "set_alarm":
-                    assert isinstance(args["hour"], int) and args["tone"] in ("bell", "chime"), args
-                    assert set(args) <= {"hour", "repeat", "tone"}
-                else:
-                    assert fn.name == "stop_all" and args == {}
+                L.check_alarm_call(fn.name, args)
                 names.add(fn.arguments)
         assert len(names) > 2  # the seeds really sample different calls

@@ -50,6 +50,41 @@ CHATML_TEMPLATE = (
 CHATML_SPECIALS = ("<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>")
 
 
+# Tools for a random-weight model generating under a constraint: every value is bounded (an
+# integer, a boolean, an enum), so an output ends well within `max_tokens` (a random model writes a
+# free string until it happens to sample its end). Used by tests/constraints and tests/server.
+ALARM_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "set_alarm",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "hour": {"type": "integer"},
+                    "repeat": {"type": "boolean"},
+                    "tone": {"type": "string", "enum": ["bell", "chime"]},
+                },
+                "required": ["hour", "tone"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {"name": "stop_all", "parameters": {"type": "object", "properties": {}}},
+    },
+]
+
+
+def check_alarm_call(name: str, args: dict[str, Any]) -> None:
+    """An `ALARM_TOOLS` call is schema-valid."""
+    if name == "set_alarm":
+        assert isinstance(args["hour"], int) and not isinstance(args["hour"], bool), args
+        assert args["tone"] in ("bell", "chime") and set(args) <= {"hour", "repeat", "tone"}, args
+    else:
+        assert name == "stop_all" and args == {}, (name, args)
+
+
 def require() -> tuple[ModuleType, ModuleType]:
     """Import ``(gguf, llama_cpp)``, or skip the test (fail under ``CHATPARSE_REQUIRE_LLAMACPP=1``)."""
     try:

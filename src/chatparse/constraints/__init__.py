@@ -19,7 +19,8 @@ arguments satisfy their schemas. What cannot be expressed exactly raises `Constr
 naming the field or schema keyword; see docs/constraints.md for what each family constrains.
 """
 
-from ._constraint import Constraint, derive
+from ._budget import ConstraintTimeout
+from ._constraint import DEFAULT_MAX_WHITESPACE, Constraint, derive
 from ._schema import ConstraintError
 
-__all__ = ["Constraint", "ConstraintError", "derive"]
+__all__ = ["DEFAULT_MAX_WHITESPACE", "Constraint", "ConstraintError", "ConstraintTimeout", "derive"]

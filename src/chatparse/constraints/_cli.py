@@ -26,7 +26,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--reasoning", choices=("yes", "no", "optional"), default="optional")
     p.add_argument("--prefix", help="the rendered prompt (a region it opens is continued)")
     p.add_argument("--format", "-f", choices=FORMATS, default="structural-tag")
-    p.add_argument("--max-whitespace", type=int, default=None, help="cap on whitespace runs")
+    p.add_argument(
+        "--max-whitespace",
+        type=int,
+        default=32,
+        help="longest whitespace run inside a call (default: 32; 0 or less: unbounded)",
+    )
     return p
 
 
@@ -62,7 +67,7 @@ def run(args: argparse.Namespace, error: Any) -> int:
             parallel_tool_calls=not args.no_parallel,
             reasoning=reasoning,
             prefix=args.prefix,
-            max_whitespace=args.max_whitespace,
+            max_whitespace=args.max_whitespace if args.max_whitespace > 0 else None,
         )
         out = c.render(args.format)
     except ConstraintError as e:

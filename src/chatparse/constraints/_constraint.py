@@ -12,6 +12,7 @@ from typing import Any
 from .._parser import parse_response
 from .._template import Template, load_response_template
 from ..tools import build_tool_table
+from . import _budget
 from ._derive import REASONING_FIELDS, CallForms, Deriver, Request, normalise_request
 from ._grammar import (
     EMPTY,
@@ -124,6 +125,10 @@ _CACHE_SIZE = 256
 _LOCK = threading.Lock()
 
 
+DEFAULT_MAX_WHITESPACE = 32
+"""`derive`'s default cap on a whitespace run inside a call (between tokens and in delimiters)."""
+
+
 def derive(
     template: Any,
     tools: list[Any] | None = None,
@@ -134,8 +139,9 @@ def derive(
     strict: bool | None = None,
     prefix: str | None = None,
     stop: list[str] | tuple[str, ...] | None = None,
-    max_whitespace: int | None = None,
+    max_whitespace: int | None = DEFAULT_MAX_WHITESPACE,
     key_order: str = "any",
+    time_budget: float | None = None,
 ) -> Constraint:
     """Derive the constraint for one request.
 
@@ -146,13 +152,17 @@ def derive(
     starts with reasoning, `False` it has none, `None` it may. `strict`: accepted for the request's
     semantics (schemas are always enforced). `prefix`: the rendered prompt, so that a region the
     prompt opened (a pre-written `<think>`) is continued. `stop`: strings the engine stops on,
-    never written (default: the catalog entry's). `max_whitespace`: cap on whitespace runs.
+    never written (default: the catalog entry's). `max_whitespace`: the longest run of whitespace
+    written between the tokens of a call (JSON, Python literals, tags) and inside delimiters
+    (`DEFAULT_MAX_WHITESPACE`, 32: room for pretty-printed JSON; None: unbounded), so a model under
+    the grammar cannot spin on whitespace; free text and raw string values are not capped.
     `key_order`: `"any"` (default) lets object members and call keys come in any order, each at
     most once with every required one present, for objects of up to
     `ANY_ORDER_MAX_MEMBERS` (6) members; `"schema"` keeps the schema's order everywhere (the
-    smallest grammar).
+    smallest grammar). `time_budget`: seconds the derivation may take (checked as it builds each
+    rule and automaton step); past it `ConstraintTimeout` is raised and nothing is cached.
 
-    Results are cached by all arguments. Raises `ConstraintError` naming the template field or
+    Results are cached by all arguments but `time_budget`. Raises `ConstraintError` naming the template field or
     schema keyword that cannot be expressed exactly.
 
     >>> c = derive("qwen3", [{"type": "function", "function": {"name": "ping", "parameters": {}}}],
@@ -187,18 +197,19 @@ def derive(
                 return hit
     if key_order not in KEY_ORDERS:
         raise ConstraintError(f"key_order must be one of {list(KEY_ORDERS)}, got {key_order!r}")
-    c = _derive(
-        template,
-        tools,
-        tool_choice,
-        parallel_tool_calls,
-        reasoning,
-        strict,
-        prefix,
-        stop,
-        max_whitespace,
-        key_order,
-    )
+    with _budget.within(time_budget):
+        c = _derive(
+            template,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            reasoning,
+            strict,
+            prefix,
+            stop,
+            max_whitespace,
+            key_order,
+        )
     if key is not None:
         with _LOCK:
             _CACHE[key] = c
@@ -304,10 +315,17 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     if implicit is not None and content_like and t.fields[implicit].closer is not None:
         seps = _written_closer(d, t.fields[implicit])
         if seps is not None:
+            # a marker that also opens a field (Apertus's `<|tools_prefix|>` ends the content and
+            # opens the call list) is not a stray section marker: it is not written as one
+            opens = set().union(*(d._necessary(x, "open") for x in t.fields.values() if x.opener is not None))
+            seps = _without_literals(seps, opens)
+        if seps is not None and seps != NOTHING:
             SEP = g.rule("section", seps)
 
     # ---- call regions
     def call_forms(c: CallForms, opener: Expr) -> tuple[Expr, Expr, Expr]:
+        if opener == NOTHING:  # an opener only at the start of the output (`^`), asked elsewhere
+            return NOTHING, NOTHING, NOTHING
         body = g.rule(f"call-{c.tool}", seq(opener, c.body))
         C = g.rule(f"call-{c.tool}-closed", seq(body, c.closer)) if c.closer is not None else NOTHING
         L = body if c.closes_at_eos else NOTHING
@@ -322,8 +340,11 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         item = alt(*(c.body for c in calls))
         comma = _list_sep(d)
         lo_i, hi_i = max(lo_calls, 1), hi_calls
-        items = seq(item, rep(seq(comma, item), lo_i - 1, None if hi_i is None else hi_i - 1))
+        first = alt(*(d.first_items.get(c.tool, c.body) for c in calls))
+        items = seq(first, rep(seq(comma, item), lo_i - 1, None if hi_i is None else hi_i - 1))
         open_b, close_b = _brackets(d)
+        if d.json_prefix == "[":
+            open_b = EMPTY  # the opener wrote it (xLAM's `\[(?=...)`; the parser puts it back)
         listx = seq(open_b, d.ws, items, d.ws, close_b, d.ws)
         fits = d._lookahead_check()
         if fits is None or fits(seq(d.ws, open_b)):
@@ -643,6 +664,19 @@ def _bare_list(d: Deriver) -> bool:
     return f is not None and f.content == "python-call-list" and args.get("brackets", True) is False
 
 
+def _without_literals(e: Expr, lits: set[str]) -> Expr:
+    """`e` without its literal alternatives that contain one of `lits` (through a sequence's last
+    item and alternations; anything else is kept as it is)."""
+    if isinstance(e, Lit):
+        return NOTHING if any(x in e.text for x in lits) else e
+    if isinstance(e, Alt):
+        return alt(*(x for x in (_without_literals(i, lits) for i in e.items) if x != NOTHING))
+    if isinstance(e, Seq) and e.items:
+        last = _without_literals(e.items[-1], lits)
+        return NOTHING if last == NOTHING else seq(*e.items[:-1], last)
+    return e
+
+
 def _brackets(d: Deriver) -> tuple[Expr, Expr]:
     return (EMPTY, EMPTY) if _bare_list(d) else (Lit("["), Lit("]"))
 
@@ -713,9 +747,14 @@ def _self_check(
         end = c.closer if c.closer is not None else EMPTY
         if each:
             opener, _ = d._emit(f, "open")
+            if opener == NOTHING and d.at_start:
+                opener, _ = d._emit(f, "open", at_start=True)  # an opener only at the start (`^`)
             open_b, close_b = _brackets(d)
-            text = _shortest(g, seq(opener, open_b, c.body, close_b, end))
-            two = _shortest(g, seq(opener, open_b, c.body, Lit(", "), c.body, close_b, end))
+            if d.json_prefix == "[":
+                open_b = EMPTY  # written by the opener
+            first = d.first_items.get(c.tool, c.body)
+            text = _shortest(g, seq(opener, open_b, first, close_b, end))
+            two = _shortest(g, seq(opener, open_b, first, Lit(", "), c.body, close_b, end))
         else:
             text = _shortest(g, seq(c.opener, c.body, end))
             two = text + text if f.repeats and c.closer is not None else text
@@ -926,7 +965,7 @@ def _json_schema(d, calls, each, offered, req) -> tuple[dict[str, Any] | None, s
         and not _reasoning_absent(d, req)
     ):
         return None, reason
-    if not each or f.content != "json" or not d.at_start:
+    if not each or f.content != "json" or not d.at_start or d.single_key or d.json_prefix:
         return None, reason
     opener_s, _ = d._emit(f, "open", at_start=True)
     _, nullable = d.g.first_chars(_strip_ws_prefix(opener_s))

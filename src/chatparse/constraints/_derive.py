@@ -50,7 +50,17 @@ from ._grammar import (
     violates_prefix,
     violates_suffix,
 )
-from ._regex import Emitter, Node, _has_look, _literal_text, cat, literal_tree, necessary, parse
+from ._regex import (
+    Emitter,
+    Node,
+    _has_look,
+    _literal_text,
+    cat,
+    leading_negative_lookbehinds,
+    literal_tree,
+    necessary,
+    parse,
+)
 from ._schema import PY_NAME, ConstraintError, SchemaCompiler, _disjoint_by_type, members_rule
 
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
@@ -192,6 +202,8 @@ class Deriver:
         self.open_at_start = self._initial_open()
         self.next_openers: dict[str, Expr] = {}  # tool -> opener of a call right after another
         self.json_prefix = ""  # content_args.prefix of a JSON tool field
+        self.single_key = False  # content_args.single_key_objects: {NAME: ARGS} list items
+        self.first_items: dict[str, Expr] = {}  # tool -> the first list item where a lookahead reads it
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -217,7 +229,23 @@ class Deriver:
             return None
         if d.literals is not None:
             return literal_tree(d.literals)
-        return parse(d.source)
+        return leading_negative_lookbehinds(parse(d.source))[0]
+
+    def _not_behind(self, f: Field) -> set[str]:
+        """Literals free text must not contain so that no leading `(?<!B)` of f's opener fails."""
+        d = f.opener
+        if d is None or d.literals is not None:
+            return set()
+        out: set[str] = set()
+        for body in leading_negative_lookbehinds(parse(d.source))[1]:
+            lits = necessary(body)
+            if not lits:
+                raise ConstraintError(
+                    f"{self._where(f, 'open')}: a negative lookbehind that can match text without a "
+                    "fixed marker, so free text before the opener cannot be kept from satisfying it"
+                )
+            out |= lits
+        return out
 
     def _where(self, f: Field, which: str) -> str:
         d = f.opener if which == "open" else f.closer
@@ -314,7 +342,7 @@ class Deriver:
         lits: set[str] = set()
         for f in self.t.fields.values():
             if f.opener is not None:
-                lits |= self._necessary(f, "open")
+                lits |= self._necessary(f, "open") | self._not_behind(f)
         if self.t.implicit is not None:
             lits |= self._necessary(self.t.fields[self.t.implicit], "close")
         return tuple(sorted(lits))
@@ -327,7 +355,7 @@ class Deriver:
         for f in self.t.fields.values():
             if f.opener is None or f.opener.literals is not None:
                 continue
-            tree = parse(f.opener.source)
+            tree = leading_negative_lookbehinds(parse(f.opener.source))[0]
             em = Emitter(self.g, self._where(f, "open"), at_start=True, peek=True)
             with_start = em.emit(tree)
             em2 = Emitter(self.g, self._where(f, "open"), at_start=False, peek=True)
@@ -452,6 +480,11 @@ class Deriver:
                 if lit is not None and self._is_stop(lit):
                     closes_at_eos = True
                     continue
+                stops = _ws_then_literals(b)
+                if stops and all(self._is_stop(x) for x in stops):
+                    # `\s*(?:<|eot_id|>|<|im_end|>)` (xLAM): the engine's stop ends the call
+                    closes_at_eos = True
+                    continue
                 em = Emitter(self.g, self._where(f, "close"), max_repeat=self.max_ws)
                 e = em.emit(b)
                 if e != NOTHING:
@@ -491,11 +524,25 @@ class Deriver:
         content = f.content
         args = f.content_args if isinstance(f.content_args, dict) else {}
         if content == "json":
-            for k in ("suffix", "allow_non_json", "single_key_objects"):
+            sko = args.get("single_key_objects")
+            if sko and not (
+                f.transform_each
+                and isinstance(sko, list)
+                and len(sko) == 2
+                and (name_path, args_path) == ((sko[0],), (sko[1],))
+            ):
+                raise ConstraintError(
+                    f"Field '{f.name}': content_args 'single_key_objects' {sko!r} cannot be written exactly "
+                    "(only as a call list's [name, arguments])"
+                )
+            self.single_key = bool(sko)
+            for k in ("suffix", "allow_non_json"):
                 if args.get(k):
                     raise ConstraintError(f"Field '{f.name}': content_args '{k}' cannot be written exactly")
             self.json_prefix = args.get("prefix") or ""
-            if self.json_prefix not in ("", "{"):
+            if self.json_prefix == "[" and f.transform_each:
+                pass  # xLAM: the opener wrote the call list's bracket (`_constraint` leaves it out)
+            elif self.json_prefix not in ("", "{"):
                 raise ConstraintError(
                     f"Field '{f.name}': content_args 'prefix' {self.json_prefix!r} cannot be written exactly"
                 )
@@ -545,7 +592,11 @@ class Deriver:
         raise ConstraintError(f"Field '{f.name}': content '{content}' cannot carry tool calls exactly")
 
     def _object_with(
-        self, sc: SchemaCompiler, keys: list[tuple[str | tuple[str, ...], Expr]], where: str
+        self,
+        sc: SchemaCompiler,
+        keys: list[tuple[str | tuple[str, ...], Expr]],
+        where: str,
+        lead_first: bool = False,
     ) -> Expr:
         """A call object: `keys` (the name and arguments the transform reads) in any order, and at
         most one of the keys models add that the transform ignores (`IGNORED_CALL_KEYS`)."""
@@ -574,7 +625,11 @@ class Deriver:
         # `content_args.prefix` "{" (Llama 4): the opener wrote the brace, the parser puts it back
         open_ = self.ws if self.json_prefix == "{" else seq(Lit("{"), self.ws)
         # an opener lookahead reads the call object only where the object follows the opener
-        lead = self._lookahead_check() if not self.tool_field.transform_each else None  # type: ignore[union-attr]
+        each = self.tool_field.transform_each  # type: ignore[union-attr]
+        lead = self._lookahead_check() if (not each or lead_first) else None
+        if lead is not None and lead_first:
+            check = lead
+            lead = lambda e: check(seq(self.ws, e))  # noqa: E731 (whitespace before the first item)
         first_ok = None
         if lead is not None:
 
@@ -686,7 +741,25 @@ class Deriver:
                 raise ConstraintError(
                     f"Field '{f.name}': transform_each items must hold the name and arguments"
                 )
-            return self._object_with(sc, [(name_path[0], name_lit), (args_path[0], args_expr)], where)
+            if self.single_key:
+                # Apertus: `{"NAME": ARGS}`, reshaped by the parser into {name, arguments}
+                return seq(
+                    Lit("{"),
+                    self.ws,
+                    sc.key(name, where),
+                    self.ws,
+                    Lit(":"),
+                    self.ws,
+                    args_expr,
+                    self.ws,
+                    Lit("}"),
+                )
+            keys = [(name_path[0], name_lit), (args_path[0], args_expr)]
+            if self.json_prefix == "[":
+                # the opener's lookahead reads the first item (`\[(?=\s*\{\s*"name"\s*:)`): its
+                # keys in the order that satisfies it
+                self.first_items[name] = self._object_with(sc, keys, where, lead_first=True)
+            return self._object_with(sc, keys, where)
         root = "content"
         if len(name_path) == 1 and name_path[0] != root:
             # the name is an opener capture; the arguments are (a key of) the content
@@ -714,13 +787,7 @@ class Deriver:
             raise ConstraintError(f"Field '{f.name}': xml-inline needs a 'tag_pattern'")
         if args.get("merge_duplicates"):
             raise ConstraintError(f"Field '{f.name}': 'merge_duplicates' cannot be written exactly")
-        if args.get("type_parsers"):
-            # The value's parser is chosen by a `type` group the model writes (GigaChat 3.5's
-            # string="true|false"); the grammar does not tie that choice to the schema's type yet.
-            raise ConstraintError(
-                f"Field '{f.name}': content_args 'type_parsers' (the value's parser chosen by the "
-                "tag's 'type' group) cannot be written exactly"
-            )
+        type_parsers = args.get("type_parsers") or None
         vp = args.get("value_parser")
         tree = parse(pattern)
         tail_lits = _after_group(tree, "value")
@@ -740,8 +807,65 @@ class Deriver:
             raise ConstraintError(f"{where}: 'additionalProperties' cannot be enforced exactly")
         members = []
         xml_ws = rep(WS_CHARS, 0, 16 if self.max_ws is None else min(16, self.max_ws))
+        type_group = _find_group(tree, "type") if type_parsers else None
+        if type_parsers and type_group is None:
+            raise ConstraintError(f"Field '{f.name}': content_args 'type_parsers' without a 'type' group")
         for key, schema in props.items():
-            if vp is not None:
+            if type_parsers:
+                assert type_group is not None
+                # The tag's `type` group chooses the value's parser (GigaChat 3.5's
+                # string="true|false", K2 Horizon's <ifm|arg_type>integer</ifm|arg_type>): every type
+                # text is written together with a value in the form its parser reads, always with
+                # the type written (the group's optional wrapper is not left out).
+                forms = []
+                for tname in self._type_names(type_group, schema):
+                    parser = type_parsers.get(tname, vp)
+                    value = self._value_for(f, parser, schema, params, value_forbidden, f"{where}.{key}")
+                    em = Emitter(
+                        self.g,
+                        f"Field '{f.name}': content_args 'tag_pattern'",
+                        subst={"key": Lit(key), "value": value, "type": Lit(tname)},
+                        max_repeat=self.max_ws,
+                        force_group="type",
+                    )
+                    tag = em.emit(tree)
+                    if "type" not in em.used:
+                        raise ConstraintError(
+                            f"Field '{f.name}': the tag_pattern's 'type' group is not written"
+                        )
+                    forms.append(tag)
+                # where the type may be left out (K2 Horizon's optional <ifm|arg_type>), the value
+                # without one is read by `value_parser`
+                em = Emitter(
+                    self.g,
+                    f"Field '{f.name}': content_args 'tag_pattern'",
+                    subst={
+                        "key": Lit(key),
+                        "value": self._value_for(f, vp, schema, params, value_forbidden, f"{where}.{key}"),
+                        "type": NOTHING,  # a form that writes the type is not this one
+                    },
+                    max_repeat=self.max_ws,
+                    omit_group="type",
+                )
+                untyped = em.emit(tree)
+                if untyped != NOTHING:
+                    forms.append(untyped)
+                if not forms:
+                    raise ConstraintError(
+                        f"{where}.{key}: no text of the tag's 'type' group reads a value of this schema"
+                    )
+                members.append((alt(*forms), key in required))
+                continue
+            if _is_text_parser(vp):
+                # Step 3's `text`: the raw value, stripped; a stripped string still has the schema's
+                # type, but not its length bounds or an enum value with edge whitespace
+                if ((vp or {}).get("args") or {}).get("strip", True) and _strip_matters(schema):
+                    raise ConstraintError(
+                        f"{where}.{key}: a length bound or enum with edge whitespace cannot be kept "
+                        "exactly by a value the 'text' value_parser strips"
+                    )
+                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}")
+            elif vp is not None:
                 vargs = vp.get("args") or {} if isinstance(vp, dict) else {}
                 if (
                     not (isinstance(vp, dict) and vp.get("name") == "json")
@@ -796,6 +920,41 @@ class Deriver:
         # (what GLM's `(?<=<tool_call>NAME\s{0,16})` closer reads)
         edge = rep(WS_CHARS, 0, 8 if self.max_ws is None else min(8, self.max_ws))
         return seq(edge, body, edge)
+
+    _TYPE_NAMES = ("string", "integer", "number", "boolean", "array", "object", "null")
+
+    def _type_names(self, group: Node, schema: Any) -> list[str]:
+        """The texts written for a tag's `type` group: a group of literal alternatives gives them all
+        (each with its own value form); any other group gives the schema's JSON type names it
+        matches (a string parameter is written with `string`)."""
+        body = group.kids[0]
+        while body.op == "group" and body.args[0] is None:
+            body = body.kids[0]
+        lits = [_literal_text(k) for k in (body.kids if body.op == "alt" else [body])]
+        if lits and all(x for x in lits):
+            return [x for x in lits if x]
+        types = _json_types(schema) or list(self._TYPE_NAMES)
+        pattern = regex.compile(_node_source(body))
+        return [t for t in dict.fromkeys(types) if pattern.fullmatch(t)]
+
+    def _value_for(
+        self, f: Field, parser: Any, schema: Any, params: Any, forbidden: tuple[str, ...], path: str
+    ) -> Expr:
+        """A value in the form `parser` reads back as a schema-valid value (raw text or JSON)."""
+        if parser is None:
+            return self._raw_value(schema, forbidden, params, path)
+        pargs = parser.get("args") or {} if isinstance(parser, dict) else {}
+        if (
+            not isinstance(parser, dict)
+            or parser.get("name") != "json"
+            or not isinstance(pargs, dict)
+            or set(pargs) - {"allow_non_json", "strip"}
+        ):
+            raise ConstraintError(f"Field '{f.name}': value parser {parser!r} cannot be written exactly")
+        sc = SchemaCompiler(
+            self.g, "json", forbidden=forbidden, ws=self.ws, root_schema=params, key_order=self.key_order
+        )
+        return sc.value(schema, path)
 
     def _raw_value(self, schema: Any, forbidden: tuple[str, ...], root: Any, path: str) -> Expr:
         if not isinstance(schema, dict):
@@ -1025,6 +1184,19 @@ def _look_literal(node: Node) -> str | None:
     return None
 
 
+def _ws_then_literals(node: Node) -> list[str] | None:
+    r"""`\s*(?:A|B)` -> [A, B] (literal alternatives after optional whitespace), else None."""
+    while node.op == "group" and node.args[0] is None and node.kids:
+        node = node.kids[0]
+    if node.op != "cat" or len(node.kids) != 2 or not _is_ws_star(node.kids[0]):
+        return None
+    rest = node.kids[1]
+    while rest.op == "group" and rest.args[0] is None and rest.kids:
+        rest = rest.kids[0]
+    lits = [_literal_text(k) for k in (rest.kids if rest.op == "alt" else [rest])]
+    return [x for x in lits if x] if all(lits) else None
+
+
 def _is_ws_star(node: Node) -> bool:
     if node.op != "rep" or node.args[0] != 0 or node.args[1] is not None or not node.kids:
         return False
@@ -1111,3 +1283,95 @@ def _after_group(tree: Node, group: str) -> set[str] | None:
     if not found or any(x is None for x in found):
         return None
     return set().union(*(x for x in found if x is not None))
+
+
+def _find_group(tree: Node, name: str) -> Node | None:
+    if tree.op == "group" and tree.args[0] == name:
+        return tree
+    for k in tree.kids:
+        hit = _find_group(k, name)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _node_source(node: Node) -> str:
+    """A `regex` source for a lookaround-free node of literals, classes and repetitions."""
+    op = node.op
+    if op == "lit":
+        return regex.escape(node.args[0])
+    if op == "cls":
+        return str(node.args[0])
+    if op == "any":
+        return "(?s:.)" if node.args[0] else "."
+    if op == "cat":
+        return "".join(_node_source(k) for k in node.kids)
+    if op == "alt":
+        return "(?:" + "|".join(_node_source(k) for k in node.kids) + ")"
+    if op in ("group", "atomic"):
+        return "(?:" + _node_source(node.kids[0]) + ")"
+    if op == "rep":
+        lo, hi, _kind = node.args
+        return "(?:" + _node_source(node.kids[0]) + "){" + f"{lo},{'' if hi is None else hi}" + "}"
+    if op == "empty":
+        return ""
+    raise ConstraintError(f"a 'type' group with {op!r} cannot be matched against type names")
+
+
+def _json_types(schema: Any) -> list[str]:
+    """The JSON type names a schema's values can have, as far as its keywords say (empty: any)."""
+    if not isinstance(schema, dict):
+        return []
+    t = schema.get("type")
+    if isinstance(t, str):
+        out = [t]
+    elif isinstance(t, list):
+        out = [x for x in t if isinstance(x, str)]
+    elif any(k in schema for k in ("anyOf", "oneOf")):
+        out = []
+        for k in ("anyOf", "oneOf"):
+            for b in schema.get(k) or []:
+                sub = _json_types(b)
+                if not sub:
+                    return []
+                out.extend(sub)
+    elif "enum" in schema or "const" in schema:
+        vals = schema["enum"] if "enum" in schema else [schema["const"]]
+        names = {
+            bool: "boolean",
+            int: "integer",
+            float: "number",
+            str: "string",
+            list: "array",
+            dict: "object",
+        }
+        out = ["null" if v is None else names.get(type(v), "string") for v in vals]
+    elif "properties" in schema:
+        out = ["object"]
+    elif "items" in schema or "prefixItems" in schema:
+        out = ["array"]
+    else:
+        return []
+    if schema.get("nullable") is True:
+        out.append("null")
+    return list(dict.fromkeys(out))
+
+
+def _is_text_parser(vp: Any) -> bool:
+    """A `text` value parser with at most `strip` (no prefix or suffix to strip)."""
+    if not isinstance(vp, dict) or vp.get("name") != "text":
+        return False
+    args = vp.get("args") or {}
+    return isinstance(args, dict) and not set(args) - {"strip"}
+
+
+def _strip_matters(schema: Any) -> bool:
+    """Whether stripping a raw value can change its validity (length bounds, edge-space enums)."""
+    if not isinstance(schema, dict):
+        return True
+    if any(k in schema for k in ("minLength", "maxLength")):
+        return True
+    values = schema.get("enum", []) + ([schema["const"]] if "const" in schema else [])
+    if any(isinstance(v, str) and v != v.strip() for v in values):
+        return True
+    return any(_strip_matters(b) for k in ("anyOf", "oneOf", "allOf") for b in schema.get(k) or [])

@@ -15,11 +15,15 @@ follow cannot complete a forbidden string across the boundary.
 
 from __future__ import annotations
 
+import collections
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Union
 
 import regex
+
+from . import _budget
 
 MAX_CODEPOINT = 0x10FFFF
 _SURROGATES = (0xD800, 0xDFFF)
@@ -181,7 +185,9 @@ def ranges_contain(s: tuple[tuple[int, int], ...], cp: int) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _all_chars() -> str:
-    return "".join(chr(c) for c in range(MAX_CODEPOINT + 1) if not _SURROGATES[0] <= c <= _SURROGATES[1])
+    return "".join(map(chr, range(_SURROGATES[0]))) + "".join(
+        map(chr, range(_SURROGATES[1] + 1, MAX_CODEPOINT + 1))
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -308,9 +314,15 @@ class Grammar:
         self._shortest: tuple[int, dict[str, str | None]] | None = None
         # free-text automata: start rule -> all its state rules (right-linear: `s ::= c t | ""`)
         self.automata: dict[str, list[str]] = {}
+        # lookahead/lookbehind checks: automata by expression and reversed rules, reused across
+        # tools (emptied when a rule is redefined, since both read rules as they are)
+        self._nfas: dict[Expr, _Nfa] = {}
+        self._suffixes: dict[str, int] = {}
+        self._reversed: dict[str, str] = {}
 
     def rule(self, hint: str, expr: Expr) -> Ref:
         """A reference to a rule for `expr` (an equal expression reuses its rule)."""
+        _budget.check()
         if isinstance(expr, Ref):
             return expr
         name = self._by_expr.get(expr)
@@ -331,16 +343,22 @@ class Grammar:
     def define(self, name: str, expr: Expr) -> Ref:
         self.rules[name] = expr
         self._version += 1
+        if not name.startswith("rev-"):
+            self._nfas.clear()
+            self._reversed.clear()
         return Ref(name)
 
     def _fresh(self, hint: str) -> str:
         base = regex.sub(r"[^a-z0-9]+", "-", hint.lower()).strip("-") or "r"
         if base[0].isdigit():
             base = "r-" + base
-        name, i = base, 1
+        name, i = base, self._suffixes.get(base, 1)
+        if i > 1:
+            name = f"{base}-{i}"
         while name in self.rules or name == "root":
             i += 1
             name = f"{base}-{i}"
+        self._suffixes[base] = i  # the next fresh name of this base starts here (linear, not quadratic)
         return name
 
     # -- free text ---------------------------------------------------------------------------
@@ -551,16 +569,26 @@ class Grammar:
         of `expr` each.
         """
         if self._shortest is None or self._shortest[0] != self._version:
+            # a worklist in rule order: a rule is evaluated again only when one it refers to got
+            # shorter (the rounds over every rule this replaces took seconds at 100 tools)
             best: dict[str, str | None] = dict.fromkeys(self.rules)
-            changed = True
-            while changed:
-                changed = False
-                for n, r in self.rules.items():
-                    v = _shortest_of(r, best)
-                    cur = best[n]
-                    if v is not None and (cur is None or len(v) < len(cur)):
-                        best[n] = v
-                        changed = True
+            users: dict[str, list[str]] = {n: [] for n in self.rules}
+            for n, r in self.rules.items():
+                for ref in _refs(r):
+                    users[ref].append(n)
+            work = collections.deque(self.rules)
+            queued = set(self.rules)
+            while work:
+                n = work.popleft()
+                queued.discard(n)
+                v = _shortest_of(self.rules[n], best)
+                cur = best[n]
+                if v is not None and (cur is None or len(v) < len(cur)):
+                    best[n] = v
+                    for u in users[n]:
+                        if u not in queued:
+                            queued.add(u)
+                            work.append(u)
             self._shortest = (self._version, best)
         return _shortest_of(expr, self._shortest[1])
 
@@ -607,11 +635,13 @@ class Grammar:
     def _reachable(self) -> list[str]:
         assert self.root is not None
         seen: list[str] = []
+        done: set[str] = set()
         todo = [self.root]
         while todo:
             n = todo.pop()
-            if n in seen:
+            if n in done:
                 continue
+            done.add(n)
             seen.append(n)
             stack: list[Expr] = [self.rules[n]]
             while stack:
@@ -667,7 +697,7 @@ class Grammar:
                 assert isinstance(choice, Seq) and len(choice.items) == 2, choice
                 edge, target = choice.items
                 assert isinstance(target, Ref), choice
-                incoming[target.name].append(f"{_lark_name(st)}_l {_lark_atom(edge, self.root)}")
+                incoming[target.name].append(f"{_lark_name(st)}_l {_render_atom(edge, self.root, _LARK)}")
         out = []
         for st in self.automata[start]:
             alts = incoming[st] + (['""'] if st == start else [])
@@ -688,6 +718,21 @@ def representative_char(ranges: tuple[tuple[int, int], ...]) -> str:
             if chr(cp).isalnum():
                 return chr(cp)
     return chr(ranges[0][0])
+
+
+def _refs(x: Expr) -> set[str]:
+    """The rule names an expression refers to directly."""
+    out: set[str] = set()
+    stack = [x]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Ref):
+            out.add(e.name)
+        elif isinstance(e, (Seq, Alt)):
+            stack.extend(e.items)
+        elif isinstance(e, Rep):
+            stack.append(e.item)
+    return out
 
 
 def _shortest_of(x: Expr, best: dict[str, str | None]) -> str | None:
@@ -739,6 +784,7 @@ def _esc_cp(cp: int, in_class: bool) -> str:
     return ch
 
 
+@functools.lru_cache(maxsize=4096)
 def _gbnf_class(ranges: tuple[tuple[int, int], ...]) -> str:
     comp = ranges_complement(ranges)
     neg = len(comp) < len(ranges)
@@ -758,41 +804,70 @@ def _gbnf_class(ranges: tuple[tuple[int, int], ...]) -> str:
     return "[" + "".join(parts) + "]"
 
 
-def _gbnf(e: Expr, root: str | None) -> str:
+@dataclass(frozen=True)
+class _Syntax:
+    """How one grammar language writes the IR's atoms; `_render` writes the structure for both."""
+
+    lit: Callable[[str], str]
+    chars: Callable[[tuple[tuple[int, int], ...]], str]
+    nothing: str  # a class no character matches
+    root: str  # the name of the start rule
+    name: Callable[[str], str]
+    bounded: Callable[[str, int, int | None], str]  # inner{lo,hi} (hi None: at least lo)
+    group: Callable[[str], str]  # a parenthesised sequence or alternation
+
+
+def _render(e: Expr, root: str | None, syn: _Syntax) -> str:
     if isinstance(e, Lit):
-        return '"' + "".join(_esc_cp(ord(c), False) for c in e.text) + '"'
+        return syn.lit(e.text)
     if isinstance(e, Chars):
-        return _gbnf_class(e.ranges) if e.ranges else "( )"
+        return syn.chars(e.ranges)
     if isinstance(e, Seq):
-        return " ".join(_gbnf_atom(i, root) for i in e.items)
+        return " ".join(_render_atom(i, root, syn) for i in e.items)
     if isinstance(e, Alt):
         if not e.items:
-            return "[^\\x00-\\U0010FFFF]"  # matches nothing
-        return " | ".join(_gbnf(i, root) for i in e.items)
+            return syn.nothing
+        return " | ".join(_render(i, root, syn) for i in e.items)
     if isinstance(e, Rep):
-        inner = _gbnf_atom(e.item, root)
-        if (e.lo, e.hi) == (0, None):
-            return inner + "*"
-        if (e.lo, e.hi) == (1, None):
-            return inner + "+"
-        if (e.lo, e.hi) == (0, 1):
-            return inner + "?"
-        hi = "" if e.hi is None else str(e.hi)
-        return f"{inner}{{{e.lo},{hi}}}"
-    return "root" if e.name == root else e.name
+        inner = _render_atom(e.item, root, syn)
+        suffix = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((e.lo, e.hi))
+        return inner + suffix if suffix else syn.bounded(inner, e.lo, e.hi)
+    return syn.root if e.name == root else syn.name(e.name)
 
 
-def _gbnf_atom(e: Expr, root: str | None) -> str:
-    s = _gbnf(e, root)
-    if isinstance(e, (Seq, Alt)) and (not isinstance(e, Alt) or e.items):
-        return f"( {s} )"
-    return s
+def _render_atom(e: Expr, root: str | None, syn: _Syntax) -> str:
+    s = _render(e, root, syn)
+    return syn.group(s) if _grouped(e) else s
+
+
+def _grouped(e: Expr) -> bool:
+    return isinstance(e, (Seq, Alt)) and (not isinstance(e, Alt) or bool(e.items))
+
+
+def _gbnf_lit(text: str) -> str:
+    return '"' + "".join(_esc_cp(ord(c), False) for c in text) + '"'
+
+
+_GBNF = _Syntax(
+    lit=_gbnf_lit,
+    chars=lambda r: _gbnf_class(r) if r else "( )",
+    nothing="[^\\x00-\\U0010FFFF]",  # matches nothing
+    root="root",
+    name=lambda n: n,
+    bounded=lambda inner, lo, hi: f"{inner}{{{lo},{'' if hi is None else hi}}}",
+    group=lambda s: f"( {s} )",
+)
+
+
+def _gbnf(e: Expr, root: str | None) -> str:
+    return _render(e, root, _GBNF)
 
 
 def _lark_name(n: str) -> str:
     return n.replace("-", "_")
 
 
+@functools.lru_cache(maxsize=4096)
 def _lark_class(ranges: tuple[tuple[int, int], ...]) -> str:
     comp = ranges_complement(ranges)
     neg = len(comp) < len(ranges)
@@ -831,42 +906,29 @@ def _lark_lit(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def _lark_text(text: str) -> str:
+    # One lexeme per character: llguidance's lexer takes the longest lexeme the parser allows,
+    # so a multi-character literal would win over a one-character one that the correct parse
+    # needs (`"<"` then `"｜DSML｜"` versus `"<｜DSML｜"`). Single characters never compete.
+    if not text:
+        return '""'
+    parts = [_lark_lit(c) for c in text]
+    return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
+
+
+_LARK = _Syntax(
+    lit=_lark_text,
+    chars=_lark_class,
+    nothing="/[^\\x00-\\x{10FFFF}]/",
+    root="start",
+    name=_lark_name,
+    bounded=lambda inner, lo, hi: f"{inner}~{lo} {inner}*" if hi is None else f"{inner}~{lo}..{hi}",
+    group=lambda s: f"({s})",
+)
+
+
 def _lark(e: Expr, root: str | None) -> str:
-    if isinstance(e, Lit):
-        # One lexeme per character: llguidance's lexer takes the longest lexeme the parser allows,
-        # so a multi-character literal would win over a one-character one that the correct parse
-        # needs (`"<"` then `"｜DSML｜"` versus `"<｜DSML｜"`). Single characters never compete.
-        if not e.text:
-            return '""'
-        parts = [_lark_lit(c) for c in e.text]
-        return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
-    if isinstance(e, Chars):
-        return _lark_class(e.ranges)
-    if isinstance(e, Seq):
-        return " ".join(_lark_atom(i, root) for i in e.items)
-    if isinstance(e, Alt):
-        if not e.items:
-            return "/[^\\x00-\\x{10FFFF}]/"
-        return " | ".join(_lark(i, root) for i in e.items)
-    if isinstance(e, Rep):
-        inner = _lark_atom(e.item, root)
-        if (e.lo, e.hi) == (0, None):
-            return inner + "*"
-        if (e.lo, e.hi) == (1, None):
-            return inner + "+"
-        if (e.lo, e.hi) == (0, 1):
-            return inner + "?"
-        if e.hi is None:
-            return f"{inner}~{e.lo}" + " " + f"{inner}*"
-        return f"{inner}~{e.lo}..{e.hi}"
-    return "start" if e.name == root else _lark_name(e.name)
-
-
-def _lark_atom(e: Expr, root: str | None) -> str:
-    s = _lark(e, root)
-    if isinstance(e, (Seq, Alt)) and (not isinstance(e, Alt) or e.items):
-        return f"({s})"
-    return s
+    return _render(e, root, _LARK)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -879,6 +941,7 @@ class _Nfa:
     def __init__(self, g: Grammar, expr: Expr) -> None:
         self.g = g
         self.trans: list[list[tuple[tuple[tuple[int, int], ...] | None, int]]] = []
+        self._steps: dict[tuple[frozenset[int], tuple[tuple[int, int], ...]], frozenset[frozenset[int]]] = {}
         self.start = self._new()
         self.final = self._build(expr, self.start, frozenset())
 
@@ -936,6 +999,13 @@ class _Nfa:
 
     def step(self, d: frozenset[int], ranges: tuple[tuple[int, int], ...]) -> set[frozenset[int]]:
         """The DFA states reached from `d` on each character of `ranges` (one per class of them)."""
+        key = (d, ranges)
+        hit = self._steps.get(key)
+        if hit is None:
+            hit = self._steps[key] = frozenset(self._step(d, ranges))
+        return set(hit)
+
+    def _step(self, d: frozenset[int], ranges: tuple[tuple[int, int], ...]) -> set[frozenset[int]]:
         labels = [(lab, t) for s in d for lab, t in self.trans[s] if lab is not None]
         cuts = {lo for lo, _ in ranges} | {hi + 1 for _, hi in ranges}
         for lab, _ in labels:
@@ -957,7 +1027,9 @@ def violates_prefix(g: Grammar, expr: Expr, prefix: Expr) -> bool:
     rule, to a fixed point. A string of `expr` that ends before `prefix` is complete counts as a
     violation (what follows is not known here).
     """
-    nfa = _Nfa(g, prefix)
+    nfa = g._nfas.get(prefix)
+    if nfa is None:
+        nfa = g._nfas[prefix] = _Nfa(g, prefix)
     start = nfa.closure({nfa.start})
     done = nfa.final
     table: dict[tuple[str, frozenset[int]], frozenset[frozenset[int]]] = {}
@@ -990,6 +1062,7 @@ def violates_prefix(g: Grammar, expr: Expr, prefix: Expr) -> bool:
             acc: set[frozenset[int]] = set(cur) if e.lo == 0 else set()
             i = 0
             while e.hi is None or i < e.hi:
+                _budget.check()
                 i += 1
                 cur = frozenset(x for c in cur for x in go(e.item, c))
                 if i >= e.lo:
@@ -1014,6 +1087,7 @@ def violates_prefix(g: Grammar, expr: Expr, prefix: Expr) -> bool:
     rounds = 0
     result: frozenset[frozenset[int]] = frozenset()
     while changed:
+        _budget.check()
         changed = False
         rounds += 1
         result = go(expr, start)
@@ -1041,4 +1115,4 @@ def reversed_expr(g: Grammar, expr: Expr, memo: dict[str, str] | None = None) ->
 
 def violates_suffix(g: Grammar, expr: Expr, suffix: Expr) -> bool:
     """True if some string of `expr` does not end with a string of the regular `suffix`."""
-    return violates_prefix(g, reversed_expr(g, expr), reversed_expr(g, suffix))
+    return violates_prefix(g, reversed_expr(g, expr, g._reversed), reversed_expr(g, suffix, g._reversed))

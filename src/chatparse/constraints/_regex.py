@@ -15,6 +15,7 @@ mistaken for that delimiter.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,10 @@ from ._grammar import (
     Lit,
     alt,
     class_ranges,
+    ranges_complement,
+    ranges_contain,
+    ranges_intersect,
+    ranges_minus,
     ranges_of,
     rep,
     seq,
@@ -65,6 +70,7 @@ _NAMED = regex.compile(r"(?<!\\)\(\?P<(\w+)>")
 _REF_MARK, _DUP_MARK = "__chatparse_ref_", "__chatparse_dup"
 
 
+@functools.lru_cache(maxsize=1024)
 def parse(pattern: str) -> Node:
     """The tree of a template pattern (`regex` syntax, DOTALL, as the parser compiles it).
 
@@ -112,6 +118,23 @@ def literal_tree(literals: list[str] | tuple[str, ...]) -> Node:
     )
 
 
+def leading_negative_lookbehinds(tree: Node) -> tuple[Node, tuple[Node, ...]]:
+    """The pattern without the negative lookbehinds it starts with, and their bodies.
+
+    `(?<!B)X` (Harmony's `(?<!to=[^\\s<]{1,256}[ \\t]{0,16})<|channel|>...`) only says what may not
+    precede X. The grammar writes X after a delimiter it writes itself or after free text; the
+    caller keeps the literals every match of B contains out of free text, so B never holds there.
+    """
+    bodies: list[Node] = []
+    if tree.op == "cat":
+        kids = list(tree.kids)
+        while kids and kids[0].op == "look" and kids[0].args[:2] == (False, True):
+            bodies.append(kids.pop(0).kids[0])
+        if bodies:
+            tree = Node("cat", kids=tuple(kids))
+    return tree, tuple(bodies)
+
+
 def cat(kids: Any) -> Node:
     return Node("cat", kids=tuple(kids))
 
@@ -136,7 +159,11 @@ class Emitter:
         peek: bool = False,
         drop_optional: tuple[str, ...] = (),
         behind: str | None = None,
+        force_group: str | None = None,
+        omit_group: str | None = None,
     ) -> None:
+        self.force_group = force_group  # an optional part holding this group is always written
+        self.omit_group = omit_group  # ... never written
         self.peek = peek
         self.behind = behind  # the text known to precede (a lookbehind on it holds)
         self.drop_optional = drop_optional
@@ -155,6 +182,164 @@ class Emitter:
             return False
         lit = _literal_text(node.kids[0])
         return lit is not None and lit != "" and self.behind.endswith(lit)
+
+    def _placed(self, look: Node, rest: tuple[Node, ...], trailing: bool) -> Expr:
+        """`(?=L)R` in the middle of a pattern (Harmony's `(?=[^<]{0,128}to=functions\\.(?P<name>...))`
+        before the header it reads): the strings of R written with L's fixed tail (`to=functions.NAME`
+        once the name is substituted) placed, between whitespace, in one of R's gaps (a repetition of
+        a class that holds it), each placement kept only where every string it writes satisfies L
+        (exact: `violates_prefix` on L's automaton, with the character after a substituted greedy
+        group kept out of that group's class so the group reads exactly the substituted text)."""
+        tail, guard, name_len = self._fixed_tail(look)
+        if not tail:
+            raise self.fail("a lookahead in the middle of a pattern without a fixed ending")
+        from ._grammar import violates_prefix
+
+        exact = Emitter(self.g, self.where, subst=self.subst, at_start=self.at_start, peek=True)
+        check = seq(exact.emit(look), guard)
+        self.used |= exact.used
+        parts = [
+            self.emit(k, trailing and all(_zero_width(x) for x in rest[i + 1 :])) for i, k in enumerate(rest)
+        ]
+        ws_cap = self.max_repeat if self.max_repeat is not None else 16
+        fixed = tail[: len(tail) - name_len]
+        cut = next((c for c in fixed if not c.isalnum() and not c.isspace()), fixed[-1:] or tail[0])
+        gaps: dict[int, tuple[tuple[tuple[int, int], ...], int, int]] = {}
+        for j, k in enumerate(rest):
+            if k.op == "rep" and k.kids[0].op == "cls":
+                ranges = _cls(k.kids[0]).ranges
+                if all(ranges_contain(ranges, ord(c)) for c in tail):
+                    hi = k.args[1] if k.args[1] is not None else len(tail) + 2 * ws_cap
+                    gaps[j] = (ranges, k.args[0], hi)
+        placements: list[Expr] = []
+        for j, (ranges, lo, hi) in gaps.items():
+            if hi < len(tail) or lo > len(tail):
+                continue
+
+            def pad_of(r: tuple[tuple[int, int], ...], room: int) -> Expr:
+                return rep(Chars(ranges_intersect(r, ranges_of(" \t"))), 0, min(ws_cap, max(0, room)))
+
+            # the other gaps L could read hold at most one short word between whitespace (the
+            # ` json` content type of `<|channel|>commentary json`), never the tail's `=`, so the
+            # text L reads (a greedy gap finds the last match it can) is the placed tail and
+            # nothing else; a gap too short for that keeps its class without `=`
+            cand_parts = list(parts)
+            for o, (r2, lo2, hi2) in gaps.items():
+                if o == j:
+                    continue
+                word = Chars(ranges_minus(ranges_intersect(r2, _WORD), ranges_of(cut)))
+                if lo2 == 0 and hi2 >= 2 * ws_cap + 16 and word.ranges:
+                    cand_parts[o] = seq(
+                        pad_of(r2, ws_cap), rep(seq(rep(word, 1, 16), pad_of(r2, ws_cap)), 0, 1)
+                    )
+                else:
+                    cand_parts[o] = rep(Chars(ranges_minus(r2, ranges_of(cut))), lo2, hi2)
+            room = (hi - len(tail)) // 2
+            cand_parts[j] = seq(pad_of(ranges, room), Lit(tail), pad_of(ranges, room))
+            cand = seq(*cand_parts)
+            try:
+                ok = not violates_prefix(self.g, cand, check)
+            except ValueError:
+                ok = False
+            if ok:
+                placements.append(cand)
+        if not placements:
+            raise self.fail("a lookahead in the middle of a pattern (no gap of what follows holds its text)")
+        return alt(*placements)
+
+    def _word_not_in(self, look: Node, rest: tuple[Node, ...], trailing: bool) -> Expr:
+        """`(?!(?:w1|w2|...)X)C{lo,hi}R` where neither X nor R starts with a character of C (MuSE
+        Glimmer's recipient `to=(?!(?:self|user|...)<)[A-Za-z0-9_.\\-]{1,256}<|message|>`): the
+        lookahead can then only match where the run of C is exactly one of the wi, so the words of
+        C{lo,hi} other than those are written (a trie; exact)."""
+        body = look
+        while body.op == "group" and body.args[0] is None:
+            body = body.kids[0]
+        kids = list(body.kids) if body.op == "cat" else [body]
+        head = kids[0] if kids else body
+        while head.op == "group" and head.args[0] is None:
+            head = head.kids[0]
+        words = [_literal_text(a) for a in (head.kids if head.op == "alt" else [head])]
+        after = cat(kids[1:]) if len(kids) > 1 else Node("empty")
+        first = rest[0] if rest else None
+        if (
+            first is None
+            or first.op != "rep"
+            or first.kids[0].op != "cls"
+            or any(w is None or w == "" for w in words)
+        ):
+            raise self.fail("a negative lookahead in the middle of a pattern")
+        cls = _cls(first.kids[0]).ranges
+        lo, hi = first.args[0], first.args[1]
+        follow = Emitter(self.g, self.where, peek=True).emit(after)
+        firsts, nullable = self.g.first_chars(follow)
+        nexts, next_nullable = self.g.first_chars(
+            seq(*(self.emit(k, False) for k in rest[1:])) if len(rest) > 1 else EMPTY
+        )
+        if (
+            nullable
+            or next_nullable
+            or ranges_intersect(firsts, cls)
+            or ranges_intersect(nexts, cls)
+            or any(not all(ranges_contain(cls, ord(c)) for c in w) for w in words if w)
+        ):
+            raise self.fail("a negative lookahead in the middle of a pattern (not a word exclusion)")
+        bad = {w for w in words if w is not None}
+        if hi is None and self.max_repeat is not None:
+            hi = max(lo, self.max_repeat, max(len(w) for w in bad) + 1)
+        word = self._not_words(bad, cls, lo, hi, "")
+        tail = [
+            self.emit(k, trailing and all(_zero_width(x) for x in rest[j + 1 :])) for j, k in enumerate(rest)
+        ]
+        return seq(word, *tail[1:])
+
+    def _not_words(
+        self, bad: set[str], cls: tuple[tuple[int, int], ...], lo: int, hi: int | None, p: str
+    ) -> Expr:
+        """Words of `cls` with lo..hi characters that start with p and are not in `bad`."""
+        n = len(p)
+        forms: list[Expr] = []
+        if p not in bad and n >= lo:
+            forms.append(EMPTY)
+        if hi is not None and n >= hi:
+            return alt(*forms) if forms else NOTHING
+        nxt = sorted({w[n] for w in bad if len(w) > n and w.startswith(p)})
+        others = ranges_minus(cls, ranges_of("".join(nxt)))
+        if others:
+            tail_hi = None if hi is None else hi - n - 1
+            forms.append(seq(Chars(others), rep(Chars(cls), max(0, lo - n - 1), tail_hi)))
+        for c in nxt:
+            forms.append(seq(Lit(c), self._not_words(bad, cls, lo, hi, p + c)))
+        return alt(*forms) if forms else NOTHING
+
+    def _fixed_tail(self, look: Node) -> tuple[str, Expr, int]:
+        """The literal text a lookahead body ends with once its groups are substituted, what the
+        next character must be (outside the class of a greedy substituted group at the very end),
+        and how many of the text's characters are substituted at its end."""
+        kids = list(look.kids) if look.op == "cat" else [look]
+        text = ""
+        guard: Expr = EMPTY
+        subst_len = 0
+        for idx in range(len(kids) - 1, -1, -1):
+            k = kids[idx]
+            lt = _literal_text(k)
+            if lt is not None:
+                text = lt + text
+                continue
+            if k.op == "group" and k.args[0] in self.subst and isinstance(self.subst[k.args[0]], Lit):
+                sub = self.subst[k.args[0]]
+                assert isinstance(sub, Lit)
+                if idx == len(kids) - 1:
+                    body = k.kids[0]
+                    if body.op == "rep" and body.kids[0].op == "cls" and body.args[2] != "lazy":
+                        guard = Chars(ranges_complement(_cls(body.kids[0]).ranges))
+                    else:
+                        return "", EMPTY, 0
+                    subst_len = len(sub.text)
+                text = sub.text + text
+                continue
+            break
+        return text, guard, subst_len
 
     def fail(self, what: str) -> ConstraintError:
         return ConstraintError(f"{self.where}: {what} cannot be written by a grammar")
@@ -176,6 +361,12 @@ class Emitter:
             out: list[Expr] = []
             for i, k in enumerate(kids):
                 rest_zero = all(_zero_width(x) for x in kids[i + 1 :])
+                if k.op == "look" and k.args[:2] == (True, False) and not rest_zero and not self.peek:
+                    out.append(self._placed(k.kids[0], kids[i + 1 :], trailing))
+                    break
+                if k.op == "look" and k.args[:2] == (True, True) and not rest_zero:
+                    out.append(self._word_not_in(k.kids[0], kids[i + 1 :], trailing))
+                    break
                 out.append(self.emit(k, trailing and rest_zero))
             return seq(*out)
         if op == "alt":
@@ -226,6 +417,10 @@ class Emitter:
                 return EMPTY
             if lo == 0 and hi == 1 and _literal_text(body) in self.drop_optional:
                 return EMPTY
+            if lo == 0 and hi == 1 and self.force_group is not None and _holds_group(body, self.force_group):
+                return self.emit(body, trailing)
+            if lo == 0 and hi == 1 and self.omit_group is not None and _holds_group(body, self.omit_group):
+                return EMPTY
             inner = self.emit(body, trailing and hi == 1)
             if hi is None and self.max_repeat is not None:
                 hi = max(lo, self.max_repeat)
@@ -249,6 +444,15 @@ class Emitter:
                 return EMPTY  # checked on sample calls
             raise self.fail("a lookaround in the middle of a pattern")
         raise self.fail(f"the construct {op!r}")
+
+
+_WORD = ranges_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _holds_group(node: Node, name: str) -> bool:
+    if node.op == "group" and node.args[0] == name:
+        return True
+    return any(_holds_group(k, name) for k in node.kids)
 
 
 def _has_look(node: Node) -> bool:
@@ -393,4 +597,14 @@ def first_literal(expr: Expr) -> str:
     return ""
 
 
-__all__ = ["Emitter", "Node", "cat", "first_literal", "literal_tree", "necessary", "parse", "ranges_of"]
+__all__ = [
+    "Emitter",
+    "Node",
+    "cat",
+    "first_literal",
+    "leading_negative_lookbehinds",
+    "literal_tree",
+    "necessary",
+    "parse",
+    "ranges_of",
+]

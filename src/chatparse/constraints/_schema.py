@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ._errors import ConstraintError
 from ._grammar import (
     EMPTY,
     NOTHING,
@@ -40,11 +41,6 @@ from ._grammar import (
     rep,
     seq,
 )
-
-
-class ConstraintError(ValueError):
-    """A template, tool schema or request option cannot be turned into an exact constraint."""
-
 
 _ANNOTATIONS = {
     "title",

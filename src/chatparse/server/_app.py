@@ -29,7 +29,7 @@ from typing import Any
 from ..openai import InvalidRequest, ResponsesStream, responses_to_chat, validate_chat_request
 from . import _http
 from ._config import Resolved, ServerConfig, resolve_config
-from ._constrain import needs_constraint, plan_constraint
+from ._constrain import ConstraintPlanner, ConstraintRefused, needs_constraint
 from ._json import BodyError, dumps, loads_body
 from ._log import RequestLog
 from ._metrics import Metrics
@@ -314,6 +314,7 @@ class App:
         self.created = int(time.time())
         self.client: _http.HTTPClient | None = None
         self.renderer: Any = None
+        self.constraint_planner: ConstraintPlanner | None = None
         self.draining = False
         self._answers: weakref.WeakSet[UpstreamAnswer] = weakref.WeakSet()
         self._template_label = resolved.template_name or resolved.api
@@ -347,6 +348,8 @@ class App:
             self.client = None
         if self.renderer is not None:
             await self.renderer.close()
+        if self.constraint_planner is not None:
+            self.constraint_planner.close()
 
     async def drain(self, timeout: float) -> None:
         """Refuse new requests; after `timeout` seconds end the answers still running."""
@@ -593,15 +596,17 @@ class App:
         try:
             constraint = None
             if needs_constraint(req):  # required / named / strict / non-parallel (derived off the loop)
-                constraint = await asyncio.to_thread(
-                    plan_constraint,
-                    r.api,
-                    req,
-                    template=r.template,
-                    template_name=r.template_name,
-                    prefix=prefix,
-                    stop=stop,
-                )
+                try:
+                    constraint = await self._constraints().plan(
+                        r.api,
+                        req,
+                        template=r.template,
+                        template_name=r.template_name,
+                        prefix=prefix,
+                        stop=stop,
+                    )
+                except ConstraintRefused as e:
+                    raise HTTPError(e.status, str(e), e.param, kind=e.kind) from None
                 rlog.set(constraint=constraint is not None)
             call = build_call(
                 r.api,
@@ -616,6 +621,17 @@ class App:
         except InvalidRequest as e:
             raise HTTPError(400, str(e), e.param) from None
         return _Plan(req, call, prefix, note, default_max)
+
+    def _constraints(self) -> ConstraintPlanner:
+        if self.constraint_planner is None:
+            c = self.config
+            self.constraint_planner = ConstraintPlanner(
+                workers=c.constraint_workers,
+                timeout=c.constraint_timeout,
+                max_tools=c.constraint_max_tools,
+                max_tools_bytes=c.constraint_max_tools_bytes,
+            )
+        return self.constraint_planner
 
     def _pipeline(self, plan: _Plan) -> Pipeline:
         req = plan.req

@@ -137,6 +137,25 @@ _LIMITS: tuple[tuple[str, type, str, str], ...] = (
         "time budget for rendering one prompt with the chat template (default: {})",
     ),
     (
+        "--constraint-timeout",
+        float,
+        "SECONDS",
+        "seconds a request waits for its generation constraint (default: {})",
+    ),
+    ("--constraint-workers", int, "N", "threads deriving generation constraints (default: {})"),
+    (
+        "--constraint-max-tools",
+        int,
+        "N",
+        "most tools of a request that needs a generation constraint, else 413 (default: {})",
+    ),
+    (
+        "--constraint-max-tools-bytes",
+        int,
+        "BYTES",
+        "most bytes of tool JSON such a request may bring, else 413 (default: {})",
+    ),
+    (
         "--render-workers",
         int,
         "N",

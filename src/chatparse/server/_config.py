@@ -69,6 +69,16 @@ class ServerConfig:
     (only for trusted templates)."""
     render_timeout: float = 10.0
     """Time budget for rendering one prompt, in seconds (the worker is killed and replaced after it)."""
+    constraint_timeout: float = 10.0
+    """Seconds a request waits for its generation constraint (tool_choice required / named / strict /
+    parallel_tool_calls=false on a raw-text upstream) before a 503; the derivation goes on in the
+    background for up to 5x that, then the tool set is refused with 422."""
+    constraint_workers: int = 2
+    """Threads that derive generation constraints (a pool of their own)."""
+    constraint_max_tools: int = 128
+    """Most tools a request may bring when it needs a generation constraint (more: 413)."""
+    constraint_max_tools_bytes: int = 512 * 1024
+    """Most bytes of tool JSON a request may bring when it needs a generation constraint (more: 413)."""
     shutdown_timeout: float = 10.0
     """On SIGTERM/SIGINT: seconds running answers may take to finish before they are ended."""
     passthrough: list[str] = field(default_factory=list)
@@ -155,10 +165,24 @@ def resolve_config(config: ServerConfig) -> Resolved:
         raise ServerConfigError(f"--reasoning-key must be one of {', '.join(REASONING_KEYS)}")
     if config.upstream_api != "auto" and config.upstream_api not in API_KINDS:
         raise ServerConfigError(f"--upstream-api must be auto or one of {', '.join(API_KINDS)}")
-    for option in ("max_body_bytes", "max_upstream_line", "max_connections"):
+    for option in (
+        "max_body_bytes",
+        "max_upstream_line",
+        "max_connections",
+        "constraint_workers",
+        "constraint_max_tools",
+        "constraint_max_tools_bytes",
+    ):
         if getattr(config, option) < 1:
             raise ServerConfigError(f"--{option.replace('_', '-')} must be at least 1")
-    for option in ("connect_timeout", "upstream_timeout", "body_timeout", "header_timeout", "render_timeout"):
+    for option in (
+        "connect_timeout",
+        "upstream_timeout",
+        "body_timeout",
+        "header_timeout",
+        "render_timeout",
+        "constraint_timeout",
+    ):
         if not getattr(config, option) > 0:
             raise ServerConfigError(f"--{option.replace('_', '-')} must be a positive number of seconds")
     if config.keep_alive_timeout < 0 or config.shutdown_timeout < 0 or config.render_workers < 0:

@@ -23,14 +23,35 @@ what the template cannot express (`ConstraintError`), never sent unconstrained.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from ..openai import InvalidRequest
 
-__all__ = ["CONSTRAINT_FIELDS", "needs_constraint", "plan_constraint"]
+
+class ConstraintRefused(Exception):
+    """A request the planner answers without a constraint: `status` (413, 422, 503), `param`, `kind`."""
+
+    def __init__(self, status: int, message: str, param: str | None, kind: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.param = param
+        self.kind = kind
+
+
+__all__ = [
+    "CONSTRAINT_FIELDS",
+    "ConstraintPlanner",
+    "ConstraintRefused",
+    "needs_constraint",
+    "plan_constraint",
+]
 
 
 def needs_constraint(req: dict[str, Any]) -> str | None:
@@ -70,6 +91,7 @@ def plan_constraint(
     template_name: str | None,
     prefix: str | None,
     stop: list[str] | None,
+    time_budget: float | None = None,
 ) -> Any:
     """The `chatparse.constraints.Constraint` to attach to the upstream request for `req` on an
     upstream API `kind`, or None when none is needed or the upstream enforces the request itself.
@@ -77,7 +99,8 @@ def plan_constraint(
     Raises `InvalidRequest` (answered 400) naming the upstream API or what the template cannot
     express when `tool_choice` / a strict tool needs a constraint that cannot be attached.
     `parallel_tool_calls=false` alone never refuses: without a constraint the server still sends
-    only the first call (and reports the others)."""
+    only the first call (and reports the others). `time_budget`: seconds the derivation may take
+    (`ConstraintTimeout` past it, raised as it is)."""
     param = needs_constraint(req)
     if param is None or kind == "chat":  # a structured chat endpoint enforces tool_choice itself
         return None
@@ -97,7 +120,7 @@ def plan_constraint(
         raise InvalidRequest(
             f"{what} cannot be enforced on the {kind} upstream without a response template", param
         )
-    from ..constraints import ConstraintError, derive
+    from ..constraints import ConstraintError, ConstraintTimeout, derive
 
     label = template_name or "the response template"
     # Never written: the operator's stop strings and the catalog entry's end-of-turn markers (the
@@ -117,9 +140,12 @@ def plan_constraint(
             strict=True if param == "tools" else None,
             prefix=prefix,
             stop=stops,
+            time_budget=time_budget,
         )
         if kind == "ollama-generate":
             c.ollama_format()  # only a JSON schema travels to Ollama
+    except ConstraintTimeout:
+        raise
     except ConstraintError as e:
         if soft:
             return None
@@ -144,3 +170,113 @@ CONSTRAINT_FIELDS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "ollama-generate": lambda c: {"format": c.ollama_format()},
 }
 """How a constraint travels in the request body of each raw-text upstream API."""
+
+
+class ConstraintPlanner:
+    """Derives constraints for the server off the event loop, bounded per request.
+
+    * Limits first: more than `max_tools` tools or more than `max_tools_bytes` of tool JSON is
+      answered 413 naming the limit, before any derivation.
+    * Derivations run on a pool of their own (`workers` threads), so a slow one never takes the
+      threads that render prompts or read bodies, and never the event loop.
+    * A request waits at most `timeout` seconds for its constraint (queueing included), then is
+      answered 503 naming the budget. The derivation goes on in the background, up to
+      `timeout * BACKGROUND_FACTOR` seconds in all, after which it is interrupted (its worker freed)
+      and the tool set is remembered as too costly: the same request is then answered 422 at once.
+    * Identical requests share one derivation (a retry joins the running one, and once it is done
+      `derive`'s cache answers it at once).
+    """
+
+    BACKGROUND_FACTOR = 5.0
+    _REFUSED_SIZE = 256
+
+    def __init__(self, *, workers: int, timeout: float, max_tools: int, max_tools_bytes: int) -> None:
+        self.timeout = timeout
+        self.max_tools = max_tools
+        self.max_tools_bytes = max_tools_bytes
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(1, workers), thread_name_prefix="chatparse-constraints"
+        )
+        self._lock = threading.Lock()
+        self._running: dict[str, concurrent.futures.Future[Any]] = {}
+        self._refused: OrderedDict[str, str] = OrderedDict()
+
+    def check_limits(self, req: dict[str, Any]) -> None:
+        tools = req.get("tools") or []
+        if len(tools) > self.max_tools:
+            raise ConstraintRefused(
+                413,
+                f"{len(tools)} tools need a generation constraint, more than this server derives one "
+                f"for (--constraint-max-tools {self.max_tools})",
+                "tools",
+                kind="constraint_too_large",
+            )
+        size = len(json.dumps(tools, ensure_ascii=False).encode("utf-8"))
+        if size > self.max_tools_bytes:
+            raise ConstraintRefused(
+                413,
+                f"the tools take {size} bytes of JSON, more than this server derives a generation "
+                f"constraint for (--constraint-max-tools-bytes {self.max_tools_bytes})",
+                "tools",
+                kind="constraint_too_large",
+            )
+
+    async def plan(self, kind: str, req: dict[str, Any], **kw: Any) -> Any:
+        """`plan_constraint(kind, req, **kw)` within the budget (see the class)."""
+        self.check_limits(req)
+        key = json.dumps(
+            [kind, req.get("tools"), req.get("tool_choice"), req.get("parallel_tool_calls"), kw],
+            sort_keys=True,
+            default=str,
+        )
+        hard = self.timeout * self.BACKGROUND_FACTOR
+        with self._lock:
+            refused = self._refused.get(key)
+            fut = self._running.get(key)
+            started = refused is None and fut is None
+            if started:
+                fut = self._pool.submit(plan_constraint, kind, req, time_budget=hard, **kw)
+                self._running[key] = fut
+        if started:
+            assert fut is not None  # (a callback added to a finished future runs here, unlocked)
+            fut.add_done_callback(lambda f: self._done(key, f))
+        if refused is not None:
+            raise ConstraintRefused(422, refused, "tools", kind="constraint_timeout")
+        assert fut is not None
+        try:
+            return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(fut)), self.timeout)
+        except TimeoutError:
+            n = len(req.get("tools") or [])
+            raise ConstraintRefused(
+                503,
+                f"the generation constraint for {n} tool{'s' if n != 1 else ''} was not derived within "
+                f"the per-request budget of {self.timeout:g} s (--constraint-timeout); the derivation "
+                f"continues in the background for up to {hard:g} s and the same request then uses it",
+                "tools",
+                kind="constraint_timeout",
+            ) from None
+        except _timeout_error() as e:
+            raise ConstraintRefused(422, self._refusal(e), "tools", kind="constraint_timeout") from None
+
+    def _done(self, key: str, fut: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            if self._running.get(key) is fut:
+                del self._running[key]
+            exc = None if fut.cancelled() else fut.exception()
+            if isinstance(exc, _timeout_error()):
+                self._refused[key] = self._refusal(exc)
+                while len(self._refused) > self._REFUSED_SIZE:
+                    self._refused.popitem(last=False)
+
+    @staticmethod
+    def _refusal(e: BaseException) -> str:
+        return f"these tools cannot be constrained by this server: {e}"
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _timeout_error() -> type[Exception]:
+    from ..constraints import ConstraintTimeout
+
+    return ConstraintTimeout
