@@ -658,3 +658,19 @@ def test_corpus_outputs_under_auto(record_property: Any) -> None:
     assert rejected == set(NOT_ADMITTED)
     assert not_parsed == NOT_PARSED
     assert set(underived) <= set(UNSUPPORTED)
+
+
+def test_cache_keys_a_loaded_template_by_its_content() -> None:
+    """A loaded `Template` is keyed by its spec, not by `id()`: two loads of one spec (the
+    template cache evicted it in between, as a server with many templates does) share one
+    constraint, and different specs never do."""
+    from chatparse import _template, catalog, load_response_template
+
+    first = load_response_template(catalog.get("qwen3"))
+    _template._CACHE.clear()
+    second = load_response_template(catalog.get("qwen3"))
+    assert first is not second
+    a = constraints.derive(first, [WEATHER], tool_choice="required")
+    assert constraints.derive(second, [WEATHER], tool_choice="required") is a
+    other = constraints.derive(load_response_template(catalog.get("glm")), [WEATHER], tool_choice="required")
+    assert other is not a and other.gbnf() != a.gbnf()

@@ -162,7 +162,7 @@ def derive(
     smallest grammar). `time_budget`: seconds the derivation may take (checked as it builds each
     rule and automaton step); past it `ConstraintTimeout` is raised and nothing is cached.
 
-    Results are cached by all arguments but `time_budget`. Raises `ConstraintError` naming the template field or
+    Results are cached by all arguments but `time_budget` (a loaded `Template` by its spec). Raises `ConstraintError` naming the template field or
     schema keyword that cannot be expressed exactly.
 
     >>> c = derive("qwen3", [{"type": "function", "function": {"name": "ping", "parameters": {}}}],
@@ -173,7 +173,7 @@ def derive(
     try:
         key = json.dumps(
             [
-                template if not isinstance(template, Template) else id(template),
+                template if not isinstance(template, Template) else ["loaded", template.spec],
                 tools,
                 tool_choice,
                 parallel_tool_calls,
