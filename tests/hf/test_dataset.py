@@ -101,6 +101,28 @@ def test_memory_mapped_streaming_and_two_processes_equal_the_loop(tmp_path):
         parse_dataset(mapped.to_iterable_dataset(), num_proc=2, **kwargs)
 
 
+def test_one_process_parses_in_this_process(monkeypatch):
+    """`num_proc=1` parses in the calling process (datasets would fork one worker for it)."""
+    import os
+
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    data = rows_of("QWEN_JSON", repeat=2)
+    parser = RowParser(column="completion", prefix_column="prompt", template="qwen3", tools_column="tools")
+    out = parse_dataset(
+        Dataset.from_dict(data),
+        num_proc=1,
+        column="completion",
+        prefix_column="prompt",
+        template="qwen3",
+        tools_column="tools",
+        desc=None,
+    )
+    assert out.to_list() == loop(data, parser)
+    assert forks == []
+
+
 def test_100k_rows_with_one_and_two_processes_equal_a_plain_loop():
     cases = family_cases("QWEN_JSON")
     data = rows_of("QWEN_JSON", repeat=100_000 // len(cases) + 1)

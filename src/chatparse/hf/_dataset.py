@@ -360,4 +360,6 @@ def _map(
                 "it is read; shard it (dataset.shard) or use a map-style Dataset for several processes"
             )
         return dataset.map(parser.batch, **kwargs, **map_kwargs)
+    if num_proc == 1:
+        num_proc = None  # datasets >= 4 forks one worker for num_proc=1; in-process is the same, cheaper
     return dataset.map(parser.batch, num_proc=num_proc, desc=desc, **kwargs, **map_kwargs)
