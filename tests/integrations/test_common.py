@@ -159,12 +159,21 @@ def test_tool_choice(choice: Any, mode: str) -> None:
 
 
 def test_tool_constraint_names_the_template_and_field_it_cannot_express() -> None:
-    gpt = C.Resolved(catalog.get("gpt_oss"), "gpt_oss", "override")
-    offered = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    # MuSE Glimmer's argument tags use \b, which no grammar writes (docs/constraints.md)
+    gpt = C.Resolved(catalog.get("muse_glimmer"), "muse_glimmer", "override")
+    offered = [
+        {
+            "type": "function",
+            "function": {
+                "name": "f",
+                "parameters": {"type": "object", "properties": {"a": {"type": "string"}}},
+            },
+        }
+    ]
     with pytest.raises(C.ToolChoiceError) as err:
         C.tool_constraint(gpt, gpt.template, "required", offered)
     assert err.value.parameter == "tool_choice"
-    assert "gpt_oss" in str(err.value) and "tool_calls" in str(err.value)
+    assert "muse_glimmer" in str(err.value) and "tool_calls" in str(err.value)
     qwen = C.Resolved(catalog.get("qwen3"), "qwen3", "override")
     schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}}
     pattern = [{"type": "function", "function": {"name": "f", "parameters": schema}}]

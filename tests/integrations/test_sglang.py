@@ -359,11 +359,14 @@ def test_forced_tool_choice_the_constraints_cannot_express_is_sglangs_400(tok: A
     """SGLang's `get_structure_constraint` logs a detector's error and falls back to a JSON-array
     schema; the registered hook raises the `ValueError` SGLang's serving code answers 400."""
     harmony = harmony_tokenizer()
-    with environ(CHATPARSE_TEMPLATE="gpt_oss"):
+    # MuSE Glimmer's argument tags use \b, which no grammar writes (docs/constraints.md)
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE="muse_glimmer"):
         fp = FunctionCallParser(tools(), "chatparse", tokenizer=harmony)
         with pytest.raises(ValueError) as err:
             plugin._hook_structure_constraint(FunctionCallParser.get_structure_constraint, fp, "required")
-    assert "gpt_oss" in str(err.value) and "tool_calls" in str(err.value) and "chatparse" in str(err.value)
+    assert (
+        "muse_glimmer" in str(err.value) and "tool_calls" in str(err.value) and "chatparse" in str(err.value)
+    )
     schema = {"type": "object", "properties": {"city": {"type": "string", "pattern": "^[A-Z]"}}}
     fp = FunctionCallParser(
         tools([{"type": "function", "function": {"name": "f", "parameters": schema}}]),

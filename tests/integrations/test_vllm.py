@@ -22,7 +22,6 @@ from .cases import (
     PROMPT,
     TOOLS,
     TOOLS2,
-    harmony_tokenizer,
     qwen3_tokenizer,
     xgr_acceptor,
 )
@@ -353,11 +352,11 @@ def test_forced_tool_choice_the_constraints_cannot_express_is_vllms_400_naming_t
         forced(tok, "required", tools=[{"type": "function", "function": {"name": "f", "parameters": schema}}])
     assert err.value.parameter == "tools"
     assert "qwen3" in str(err.value) and "'pattern'" in str(err.value) and "chatparse" in str(err.value)
-    harmony = harmony_tokenizer()
-    with environ(CHATPARSE_TEMPLATE="gpt_oss"), pytest.raises(VLLMValidationError) as err:
-        forced(harmony, "required")
+    # MuSE Glimmer's argument tags use \b, which no grammar writes (docs/constraints.md)
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE="muse_glimmer"), pytest.raises(VLLMValidationError) as err:
+        forced(tok, "required")
     assert err.value.parameter == "tool_choice"
-    assert "gpt_oss" in str(err.value) and "tool_calls" in str(err.value)
+    assert "muse_glimmer" in str(err.value) and "tool_calls" in str(err.value)
     parser, req = forced(tok, "auto")
     assert req.structured_outputs is None  # auto and none: nothing attached
     assert forced(tok, "none")[1].structured_outputs is None
