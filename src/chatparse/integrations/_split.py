@@ -163,23 +163,6 @@ class ToolsOffSplitter(ReasoningSplitter):
         self._after_raw = False  # the last region was written raw (a call): the gap after it is too
         super().__init__(template, prefix=prefix)
 
-    def finish(self) -> tuple[str, str]:
-        if self._finished:
-            return "", ""
-        self._finished = True
-        try:
-            _, events = self._parser.finalize()
-        except RequiredFieldsMissing as e:
-            events = e.events
-        reasoning: list[str] = []
-        normal: list[str] = []
-        self._route(events, reasoning, normal)
-        buf = self._parser.input_text
-        if self._pos < len(buf) and not self._in_reasoning:
-            normal.append(buf[self._pos :])
-            self._pos = len(buf)
-        return "".join(reasoning), self._normal(normal)
-
     def _route(
         self, events: list[Any], reasoning: list[str], normal: list[str], initial: bool = False
     ) -> None:
