@@ -8,6 +8,16 @@ from typing import Any
 from chatparse.openai import AutoStream
 
 
+def split_at(text: str, cuts: list[int]) -> list[str]:
+    """`text` cut at the given positions (clamped to its length, each once): the pieces, in order."""
+    points = sorted({min(c, len(text)) for c in cuts})
+    out, prev = [], 0
+    for p in [*points, len(text)]:
+        out.append(text[prev:p])
+        prev = p
+    return out
+
+
 def counter_ids() -> Callable[[], str]:
     """Deterministic call ids: call_0, call_1, ..."""
     n = iter(range(10**6))

@@ -537,15 +537,6 @@ def test_local_fallback() -> None:
     assert out is plain and r is not None and r.calls == []
 
 
-def _split(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({min(c, len(text)) for c in cuts})
-    out, prev = [], 0
-    for p in [*points, len(text)]:
-        out.append(text[prev:p])
-        prev = p
-    return out
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     case=st.sampled_from([c for c in CASES if len(c[0]) < 1000]),
@@ -554,7 +545,7 @@ def _split(text: str, cuts: list[int]) -> list[str]:
 def test_stream_equals_detect_for_every_chunking(case: tuple, cuts: list[int]) -> None:
     text = case[0]
     one, one_deltas, one_reason, r1 = _stream([text])
-    msg, deltas, reason, r2 = _stream(_split(text, cuts))
+    msg, deltas, reason, r2 = _stream(helpers.split_at(text, cuts))
     assert msg == one and reason == one_reason and r1 == r2
     merged = merge_deltas(deltas)
     assert merged.get("content") == msg["content"]

@@ -54,15 +54,6 @@ PIECES = [
 PREFIXES = [None, "<|im_start|>assistant\n<think>\n", "<|start|>assistant<|channel|>analysis<|message|>"]
 
 
-def _split(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({min(c, len(text)) for c in cuts})
-    out, prev = [], 0
-    for p in [*points, len(text)]:
-        out.append(text[prev:p])
-        prev = p
-    return out
-
-
 texts = st.one_of(
     st.lists(st.sampled_from(PIECES), max_size=12).map("".join),
     st.sampled_from([c[0] for c in CASES if len(c[0]) < 1000]),
@@ -84,7 +75,9 @@ def test_events_are_well_formed_and_chunking_independent(
     one, input_text, result = helpers.auto_events([text], finish_reason, **options)
     helpers.check_region_events(one, input_text, result)
     assert result.raw == text and input_text.endswith(text)
-    streamed, input_text2, result2 = helpers.auto_events(_split(text, cuts), finish_reason, **options)
+    streamed, input_text2, result2 = helpers.auto_events(
+        helpers.split_at(text, cuts), finish_reason, **options
+    )
     assert input_text2 == input_text and result2 == result
     assert helpers.merged_events(streamed) == helpers.merged_events(one)
 
@@ -93,7 +86,7 @@ def test_events_are_well_formed_and_chunking_independent(
 @given(text=texts, cuts=st.lists(st.integers(0, 400), max_size=8))
 def test_orphan_reasoning_events_are_chunking_independent(text: str, cuts: list[int]) -> None:
     one, input_text, result = helpers.auto_events([text], orphan_reasoning=True)
-    streamed, _, result2 = helpers.auto_events(_split(text, cuts), orphan_reasoning=True)
+    streamed, _, result2 = helpers.auto_events(helpers.split_at(text, cuts), orphan_reasoning=True)
     assert result2 == result
     assert helpers.merged_events(streamed) == helpers.merged_events(one)
     if "<|im_end|>" not in text and "<|tool_calls_section_begin|>" not in text:

@@ -150,15 +150,6 @@ def test_detect(case: tuple) -> None:
     assert r.cleaned == cleaned
 
 
-def _split(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({min(c, len(text)) for c in cuts})
-    out, prev = [], 0
-    for p in [*points, len(text)]:
-        out.append(text[prev:p])
-        prev = p
-    return out
-
-
 def _check_equal(text: str, chunks: list[str], finish_reason: str = "stop") -> None:
     one, _, one_reason, r1 = _stream([text], finish_reason)
     msg, deltas, reason, r2 = _stream(chunks, finish_reason)
@@ -177,7 +168,7 @@ def _check_equal(text: str, chunks: list[str], finish_reason: str = "stop") -> N
     finish_reason=st.sampled_from(["stop", "length"]),
 )
 def test_stream_equals_detect_for_every_chunking(case: tuple, cuts: list[int], finish_reason: str) -> None:
-    _check_equal(case[0], _split(case[0], cuts), finish_reason)
+    _check_equal(case[0], helpers.split_at(case[0], cuts), finish_reason)
 
 
 def test_stream_char_by_char() -> None:
