@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import threading
@@ -17,7 +18,9 @@ from ._derive import REASONING_FIELDS, CallForms, Deriver, Request, normalise_re
 from ._grammar import (
     EMPTY,
     NOTHING,
+    WS_CHARS,
     Alt,
+    Chars,
     Expr,
     Grammar,
     Lit,
@@ -25,12 +28,14 @@ from ._grammar import (
     Rep,
     Seq,
     alt,
+    class_ranges,
     opt,
+    ranges_minus,
     rep,
     seq,
     violates_prefix,
 )
-from ._regex import first_literal
+from ._regex import Emitter, first_literal, parse
 from ._schema import KEY_ORDERS, ConstraintError
 
 __all__ = ["Constraint", "ConstraintError", "derive"]
@@ -360,6 +365,12 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
             regions.append(call_forms(cf, opener))
         (Cn, Kn, Ln), (Cs, Ks, Ls) = regions
         lo_r, hi_r = lo_calls, (0 if hi_calls == 0 else 1)  # type: int, int | None
+
+        def first_fitting(fits: Any) -> tuple[Expr, Expr, Expr]:
+            op = _fitting(_strip_ws_run(g, _deref(g, opener_n)), lambda e: fits(seq(e, listx)))
+            if op == NOTHING:
+                return NOTHING, NOTHING, NOTHING
+            return call_forms(CallForms("*", op, listx, c0.closer, c0.closes_at_eos, None), op)
     else:
         Cn_l, Kn_l, Ln_l = [], [], []
         for c in calls:
@@ -405,6 +416,30 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         if C_chain != NOTHING:
             Cn = seq(Cn, rep(C_chain, 0, None))
             Cs = seq(Cs, rep(C_chain, 0, None))
+
+        def first_fitting(fits: Any) -> tuple[Expr, Expr, Expr]:
+            forms = []
+            for c in calls:
+                assert f is not None
+                # the opener as written, then with its whitespace runs capped as the lookahead may
+                # need (`<tool_call>\s{0,16}<function=`), then without any; the body likewise
+                openers = [c.opener] + [
+                    d._emit(f, "open", subst={"name": Lit(c.tool)}, max_repeat=cap)[0] for cap in (16, 0)
+                ]
+                for op0 in dict.fromkeys(openers):
+                    for cap in (None, 16, 0):
+                        b = _cap_leading_ws(g, c.body, cap)
+                        op = _fitting(_strip_ws_run(g, _deref(g, op0)), lambda e, b=b: fits(seq(e, b)))
+                        if op != NOTHING:
+                            forms.append(call_forms(dataclasses.replace(c, opener=op, body=b), op))
+                            break
+            if not forms:
+                return NOTHING, NOTHING, NOTHING
+            C1, K1, L1 = (alt(*(x[i] for x in forms)) for i in range(3))
+            if C_chain != NOTHING and C1 != NOTHING:
+                C1 = seq(C1, rep(C_chain, 0, None))
+            return C1, K1, L1
+
         for c in calls:
             if c.chain_prefix is not None and not first_literal(_strip_ws_prefix(c.opener)).startswith(
                 c.chain_prefix
@@ -440,27 +475,35 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     gap = S_later
     tail_gap = rep(SEP, 0, SEP_RUN) if SEP != NOTHING else EMPTY
 
-    def body(lead: Expr, C0: Expr, K0: Expr, L0: Expr, C: Expr, K: Expr, L: Expr) -> Expr:
-        if hi_r == 0:
-            return lead
-        if hi_r == 1:
-            inner = alt(seq(C0, gap if text_allowed else tail_gap), L0)
+    def plain_body(lo_r: int) -> Any:
+        def body(lead: Expr, C0: Expr, K0: Expr, L0: Expr, C: Expr, K: Expr, L: Expr) -> Expr:
+            if hi_r == 0:
+                return lead
+            if hi_r == 1:
+                inner = alt(seq(C0, gap if text_allowed else tail_gap), L0)
+                return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+            Ks = rep(K, 0, None)
+            first_closed = alt(seq(K0, Ks, C), C0)
+            first_tail = alt(seq(K0, Ks, L), L0)
+            closed_run = seq(Ks, C)
+            tail_run = seq(Ks, L)
+            more = seq(gap, rep(seq(closed_run, gap), 0, None), opt(tail_run))
+            if not text_allowed:
+                more = seq(tail_gap, rep(seq(closed_run, tail_gap), 0, None), opt(tail_run))
+            inner = alt(seq(first_closed, more), first_tail)
             return seq(lead, inner) if lo_r else seq(lead, opt(inner))
-        Ks = rep(K, 0, None)
-        first_closed = alt(seq(K0, Ks, C), C0)
-        first_tail = alt(seq(K0, Ks, L), L0)
-        closed_run = seq(Ks, C)
-        tail_run = seq(Ks, L)
-        more = seq(gap, rep(seq(closed_run, gap), 0, None), opt(tail_run))
-        if not text_allowed:
-            more = seq(tail_gap, rep(seq(closed_run, tail_gap), 0, None), opt(tail_run))
-        inner = alt(seq(first_closed, more), first_tail)
-        return seq(lead, inner) if lo_r else seq(lead, opt(inner))
 
+        return body
+
+    body = plain_body(lo_r)
+    forced_body = plain_body(1)  # at least one call: what follows reasoning a call opener closed
     la = d.closer_lookahead() if calls and not each else None
     if la is not None:
-        body = _follow_checked_body(
-            d, calls, la, SEP, implicit, gap if text_allowed else tail_gap, lo_r, hi_r, call_forms
+        body, forced_body = (
+            _follow_checked_body(
+                d, calls, la, SEP, implicit, gap if text_allowed else tail_gap, lo, hi_r, call_forms
+            )
+            for lo in (lo_r, 1)
         )
     rest_later = body(S_later, Cn, Kn, Ln, Cn, Kn, Ln)
     if d.at_start:
@@ -497,16 +540,43 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         r_close = _written_closer(d, R)
         if r_close is None:
             raise ConstraintError(f"Field '{R.name}': no closer the model can write")
+        # a call (or call section) may start inside the reasoning where the reasoning's closer
+        # looks ahead for it (`</think>|(?=<tool_call>)`): the parser closes the reasoning there
+        implicit_end: Expr = NOTHING
+        if calls and hi_r != 0:
+            for look in _lookahead_closers(d, R):
+
+                def fits(e: Expr, look: Expr = look) -> bool:
+                    return not violates_prefix(g, e, look)
+
+                Cf, Kf, Lf = first_fitting(fits)
+                starts = []
+                if (Cf, Kf, Lf) != (NOTHING, NOTHING, NOTHING):
+                    starts.append(forced_body(EMPTY, Cf, Kf, Lf, Cn, Kn, Ln))
+                if SEP != NOTHING:
+                    sep_fit = _fitting(_strip_ws_run(g, _deref(g, SEP)), fits)
+                    if sep_fit != NOTHING:
+                        starts.append(seq(sep_fit, rest_later))
+                if starts:
+                    implicit_end = alt(implicit_end, *starts)
+        d.reasoning_closed_by_call = implicit_end != NOTHING
         if d.open_at_start == R.name:
             if req.reasoning is False:
                 raise ConstraintError("reasoning=False, but the prompt opened the reasoning region")
             mode = "inside"
-            root = seq(r_text, r_close, rest_later)
+            root = alt(seq(r_text, r_close, rest_later), seq(r_text, implicit_end))
         else:
             r_open_s, _ = d._emit(R, "open", at_start=d.at_start)
             r_open_n, _ = d._emit(R, "open")
             _, nullable = g.first_chars(r_open_s)
             block = seq(r_open_s, r_text, r_close)
+            if implicit_end != NOTHING:
+                # the reasoning block, or reasoning a call closes (then the calls and what follows);
+                # GLM 4.5 writes a line break before `<think>` (content the parser strips)
+                rest_later = alt(seq(r_close, rest_later), implicit_end)
+                if text_allowed and not start_bad and r_open_s == r_open_n:
+                    r_open_s = seq(rep(WS_CHARS, 0, 16 if d.max_ws is None else min(16, d.max_ws)), r_open_n)
+                block = seq(r_open_s, r_text)
             if nullable and d.at_start:
                 if req.reasoning is False:
                     raise ConstraintError(
@@ -575,6 +645,61 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     )
 
 
+def _strip_ws_run(g: Grammar, e: Expr) -> Expr:
+    """Drop a leading run of whitespace only (not another optional part)."""
+    e = _deref(g, e)
+    if isinstance(e, Alt):
+        return alt(*(_strip_ws_run(g, i) for i in e.items))
+    if isinstance(e, Seq) and e.items:
+        head = _deref(g, e.items[0])
+        if (
+            isinstance(head, Rep)
+            and head.lo == 0
+            and isinstance(head.item, Chars)
+            and not ranges_minus(head.item.ranges, class_ranges(r"\s", 0))
+        ):
+            return seq(*e.items[1:])
+        if isinstance(head, Alt):
+            return seq(_strip_ws_run(g, head), *e.items[1:])
+    return e
+
+
+def _deref(g: Grammar, e: Expr) -> Expr:
+    while isinstance(e, Ref):
+        e = g.rules[e.name]
+    return e
+
+
+def _cap_leading_ws(g: Grammar, e: Expr, cap: int | None) -> Expr:
+    """`e` with the whitespace run it starts with capped at `cap` (None: unchanged)."""
+    if cap is None:
+        return e
+    e = _deref(g, e)
+    if isinstance(e, Seq) and e.items:
+        head = _deref(g, e.items[0])
+        if isinstance(head, Rep) and head.lo == 0 and (head.hi is None or head.hi > cap):
+            return seq(rep(head.item, 0, cap), *e.items[1:])
+        return seq(_cap_leading_ws(g, head, cap), *e.items[1:])
+    return e
+
+
+def _lookahead_closers(d: Deriver, fld: Any) -> list[Expr]:
+    """What the zero-width alternatives `(?=X)` of a field's closer look ahead for, as expressions."""
+    if fld.closer is None or fld.closer.literals is not None:
+        return []
+    tree = parse(fld.closer.source)
+    out = []
+    for b in tree.kids if tree.op == "alt" else [tree]:
+        while b.op == "group" and b.args[0] is None:
+            b = b.kids[0]
+        if b.op == "look" and b.args[0] and not b.args[1]:
+            try:
+                out.append(Emitter(d.g, d._where(fld, "close"), peek=True).emit(b.kids[0]))
+            except ConstraintError:
+                continue
+    return out
+
+
 def _written_closer(d: Deriver, fld: Any, max_repeat: int | None = -1) -> Expr | None:
     if fld.closer is None:
         return None
@@ -618,7 +743,8 @@ def _follow_checked_body(
             op, _ = d._emit(
                 f, "open", subst={"name": Lit(c.tool)}, max_repeat=reps, behind=closer_text or None
             )
-            if op != NOTHING and fits(op):
+            op = _fitting(op, fits) if op != NOTHING else NOTHING  # forms that open no new section
+            if op != NOTHING:
                 nexts.append(call_forms(c, op)[0])
                 d.next_openers[c.tool] = op
                 break
@@ -633,7 +759,10 @@ def _follow_checked_body(
             if kept != NOTHING:
                 sep_fit = kept
                 break
-    if not end_ok and C_next == NOTHING and sep_fit == NOTHING:
+    # `X(?:A|(?=LA))`: after X, A (the section's end) and then the usual text and calls
+    ct = d.closer_tails()
+    tail: Expr = ct[1] if ct is not None else NOTHING
+    if not end_ok and C_next == NOTHING and sep_fit == NOTHING and tail == NOTHING:
         raise ConstraintError(
             f"{d._where(f, 'close')}: nothing the grammar writes after a call satisfies its lookahead"
         )
@@ -644,13 +773,22 @@ def _follow_checked_body(
         if hi_r == 0:
             return lead
         if hi_r == 1:
-            after1 = alt(end, seq(sep_fit, gap))
+            after1 = alt(end, seq(sep_fit, gap), seq(tail, gap))
             inner = alt(seq(C0, after1), L0)
             return seq(lead, inner) if lo_r else seq(lead, opt(inner))
         name = g.declare("after-call")
         after = Ref(name)
         again = alt(EMPTY, seq(C, after), L)  # after text: possibly another call
-        g.define(name, alt(end, seq(C_next, after), seq(sep_fit, gap, again), L if end_ok else NOTHING))
+        g.define(
+            name,
+            alt(
+                end,
+                seq(C_next, after),
+                seq(sep_fit, gap, again),
+                seq(tail, gap, again),
+                L if end_ok else NOTHING,
+            ),
+        )
         inner = alt(seq(C0, after), L0)
         return seq(lead, inner) if lo_r else seq(lead, opt(inner))
 
@@ -698,6 +836,8 @@ def _fitting(e: Expr, fits: Any, depth: int = 4) -> Expr:
         return alt(*(_fitting(i, fits, depth - 1) for i in e.items))
     if isinstance(e, Seq):
         for i, it in enumerate(e.items):
+            if isinstance(it, Rep) and it.lo == 0 and it.hi == 1:
+                it = Alt((EMPTY, it.item))  # an optional part: with it, or without
             if isinstance(it, Alt):
                 rest = e.items[i + 1 :]
                 return alt(*(_fitting(seq(*e.items[:i], a, *rest), fits, depth - 1) for a in it.items))
@@ -844,6 +984,7 @@ def _structural_tag(
         or not content_like
         or B != NOTHING
         or (mode == "inside" and reasoning_tag is None)
+        or d.reasoning_closed_by_call
         or _has_sections(d)
     ):
         return whole

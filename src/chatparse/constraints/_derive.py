@@ -39,9 +39,12 @@ from ._grammar import (
     NOTHING,
     WS_CHARS,
     Alt,
+    Chars,
     Expr,
     Grammar,
     Lit,
+    Rep,
+    Seq,
     alt,
     json_scalar_automaton,
     ranges_union,
@@ -55,6 +58,7 @@ from ._regex import (
     Node,
     _has_look,
     _literal_text,
+    as_match_pattern,
     cat,
     leading_negative_lookbehinds,
     literal_tree,
@@ -187,6 +191,8 @@ class Deriver:
         self.t = template
         self.req = request
         self.key_order = key_order
+        self.reasoning_closed_by_call = False  # a call opener may end the reasoning (no closer)
+        self._vtext_cache: dict[str, tuple[Expr, Expr | None, Expr | None] | None] = {}
         self.prefix = prefix if prefix is not None else ""
         self.stop = stop
         self.max_ws = max_whitespace
@@ -454,6 +460,10 @@ class Deriver:
             written = [lit for lit in f.closer.literals if not self._is_stop(lit)]
             closes_at_eos = len(written) < len(f.closer.literals)
             closer = alt(*(Lit(x) for x in written)) if written else None
+        elif self.closer_tails() is not None:
+            tails = self.closer_tails()
+            assert tails is not None
+            closer = Emitter(self.g, self._where(f, "close"), max_repeat=self.max_ws).emit(tails[0])
         else:
             tree = parse(f.closer.source)
             branches = tree.kids if tree.op == "alt" else [tree]
@@ -507,6 +517,10 @@ class Deriver:
                         f"grammar writes for {name!r}, and its other forms depend on what follows"
                     )
             closer = alt(*written_exprs) if written_exprs else None
+        if f.value_close and f.content in ("json", "python-call-list"):
+            # `close_after_value`: the call also ends right after its bracketed value, and what
+            # follows is the answer's text again (Mistral's `[ARGS]{...} I am checking`)
+            closer = alt(closer, EMPTY) if closer is not None else EMPTY
         if closer is None and not closes_at_eos and chain is None:
             raise ConstraintError(f"{self._where(f, 'close')}: no closer the model can write")
         return CallForms(name, opener, body, closer, closes_at_eos, chain, opener_repeat=opener_repeat)
@@ -654,6 +668,45 @@ class Deriver:
             self._closer_la = self._find_closer_lookahead()
         return self._closer_la
 
+    def closer_tails(self) -> tuple[Node, Expr] | None:
+        """For a closer written `X(?:A|(?=LA))` (K2 Horizon's `</ifm|tool_call>(?:\\s*</ifm|tool_calls>|
+        (?=\\s{0,16}<ifm|tool_call>...))`, Step 3's): X's node and A as an expression. The call then
+        ends with X, and after it comes A (the section's end) or what satisfies LA (the next call
+        in the same section)."""
+        if not hasattr(self, "_closer_tails"):
+            self._closer_tails = self._find_closer_tails()
+        return self._closer_tails
+
+    def _split_closer_tails(self) -> tuple[Node, list[Node], Node] | None:
+        f = self.tool_field
+        if f is None or f.closer is None or f.closer.literals is not None:
+            return None
+        tree = parse(f.closer.source)
+        while tree.op == "group" and tree.args[0] is None and tree.kids:
+            tree = tree.kids[0]
+        if tree.op != "cat" or len(tree.kids) < 2:
+            return None
+        last = tree.kids[-1]
+        while last.op == "group" and last.args[0] is None and last.kids:
+            last = last.kids[0]
+        if last.op != "alt":
+            return None
+        looks = [k for k in last.kids if k.op == "look" and k.args[:2] == (True, False)]
+        plain = [k for k in last.kids if not _has_look(k)]
+        head = cat(tree.kids[:-1])
+        if len(looks) != 1 or not plain or len(looks) + len(plain) != len(last.kids) or _has_look(head):
+            return None
+        return head, plain, looks[0]
+
+    def _find_closer_tails(self) -> tuple[Node, Expr] | None:
+        split = self._split_closer_tails()
+        if split is None:
+            return None
+        head, plain, _look = split
+        where = self._where(self.tool_field, "close")  # type: ignore[arg-type]
+        tails = alt(*(Emitter(self.g, where, max_repeat=self.max_ws).emit(k) for k in plain))
+        return head, tails
+
     def _find_closer_lookahead(self) -> tuple[Expr, bool, str] | None:
         """For a tool closer written as `X(?=LA)` (MiniMax M2's `</invoke>(?=\\s{0,64}(?:<invoke
         name=|</minimax:tool_call>|\\Z))`): (LA as an expression, whether LA admits the end of
@@ -661,6 +714,12 @@ class Deriver:
         f = self.tool_field
         if f is None or f.closer is None or f.closer.literals is not None:
             return None
+        split = self._split_closer_tails()
+        if split is not None:
+            head, _plain, look = split
+            where = self._where(f, "close")
+            la = Emitter(self.g, where, peek=True).emit(look.kids[0])
+            return la, _admits_end(look.kids[0]), _literal_text(head) or ""
         tree = parse(f.closer.source)
         branches = tree.kids if tree.op == "alt" else (tree,)
         found = None
@@ -811,6 +870,7 @@ class Deriver:
         if type_parsers and type_group is None:
             raise ConstraintError(f"Field '{f.name}': content_args 'type_parsers' without a 'type' group")
         for key, schema in props.items():
+            vtext = self._value_text(f, tree, key)
             if type_parsers:
                 assert type_group is not None
                 # The tag's `type` group chooses the value's parser (GigaChat 3.5's
@@ -820,7 +880,9 @@ class Deriver:
                 forms = []
                 for tname in self._type_names(type_group, schema):
                     parser = type_parsers.get(tname, vp)
-                    value = self._value_for(f, parser, schema, params, value_forbidden, f"{where}.{key}")
+                    value = self._value_for(
+                        f, parser, schema, params, value_forbidden, f"{where}.{key}", vtext
+                    )
                     em = Emitter(
                         self.g,
                         f"Field '{f.name}': content_args 'tag_pattern'",
@@ -841,7 +903,9 @@ class Deriver:
                     f"Field '{f.name}': content_args 'tag_pattern'",
                     subst={
                         "key": Lit(key),
-                        "value": self._value_for(f, vp, schema, params, value_forbidden, f"{where}.{key}"),
+                        "value": self._value_for(
+                            f, vp, schema, params, value_forbidden, f"{where}.{key}", vtext
+                        ),
                         "type": NOTHING,  # a form that writes the type is not this one
                     },
                     max_repeat=self.max_ws,
@@ -864,7 +928,7 @@ class Deriver:
                         f"{where}.{key}: a length bound or enum with edge whitespace cannot be kept "
                         "exactly by a value the 'text' value_parser strips"
                     )
-                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}")
+                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}", vtext)
             elif vp is not None:
                 vargs = vp.get("args") or {} if isinstance(vp, dict) else {}
                 if (
@@ -885,7 +949,7 @@ class Deriver:
                 if vargs.get("allow_non_json"):
                     # text that is not JSON is kept as written (Kimi K3 writes `Paris`, not `"Paris"`)
                     if _plain_string(schema):
-                        value = alt(value, _non_json_text(self.g, value_forbidden))
+                        value = alt(value, _non_json_text(self.g, value_forbidden, vtext))
                     elif (
                         isinstance(schema, dict)
                         and isinstance(schema.get("enum"), list)
@@ -893,7 +957,7 @@ class Deriver:
                     ):
                         value = alt(value, *_raw_enum(schema["enum"], value_forbidden))
             else:
-                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}")
+                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}", vtext)
             key_forms = [Lit(key)]
             if args.get("unescape_keys"):
                 if html.unescape(key) != key:
@@ -913,13 +977,27 @@ class Deriver:
             if tag == NOTHING:
                 raise ConstraintError(f"Field '{f.name}': the tag_pattern cannot be written for {key!r}")
             members.append((tag, key in required))
-        if not members:
-            return xml_ws
-        body = members_rule(self.g, members, xml_ws, f"{where}-params", order=self.key_order)
         # around the parameters, at most 16 whitespace characters in all when none is written
         # (what GLM's `(?<=<tool_call>NAME\s{0,16})` closer reads)
         edge = rep(WS_CHARS, 0, 8 if self.max_ws is None else min(8, self.max_ws))
-        return seq(edge, body, edge)
+        if not members:
+            out = xml_ws
+        else:
+            body = members_rule(self.g, members, xml_ws, f"{where}-params", order=self.key_order)
+            out = seq(edge, body, edge)
+        if args.get("json_body"):
+            # `json_body`: the arguments as one JSON object instead of tags (DeepSeek DSML's
+            # `<invoke name="f">{"a": 1}</invoke>`)
+            sc = SchemaCompiler(
+                self.g,
+                "json",
+                forbidden=value_forbidden,
+                ws=self.ws,
+                root_schema=params,
+                key_order=self.key_order,
+            )
+            out = alt(out, seq(edge, self._args_expr(sc, tool, where), edge))
+        return out
 
     _TYPE_NAMES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
@@ -938,11 +1016,18 @@ class Deriver:
         return [t for t in dict.fromkeys(types) if pattern.fullmatch(t)]
 
     def _value_for(
-        self, f: Field, parser: Any, schema: Any, params: Any, forbidden: tuple[str, ...], path: str
+        self,
+        f: Field,
+        parser: Any,
+        schema: Any,
+        params: Any,
+        forbidden: tuple[str, ...],
+        path: str,
+        vtext: tuple[Expr, Expr | None, Expr | None] | None = None,
     ) -> Expr:
         """A value in the form `parser` reads back as a schema-valid value (raw text or JSON)."""
         if parser is None:
-            return self._raw_value(schema, forbidden, params, path)
+            return self._raw_value(schema, forbidden, params, path, vtext)
         pargs = parser.get("args") or {} if isinstance(parser, dict) else {}
         if (
             not isinstance(parser, dict)
@@ -956,7 +1041,53 @@ class Deriver:
         )
         return sc.value(schema, path)
 
-    def _raw_value(self, schema: Any, forbidden: tuple[str, ...], root: Any, path: str) -> Expr:
+    def _value_text(self, f: Field, tree: Node, key: str) -> tuple[Expr, Expr | None, Expr | None] | None:
+        """(pattern, context) for a raw value of `key`: the text may hold no match of what would end
+        it (the tag pattern's part after the value, lookaheads included) or end the call (the
+        closer, lookarounds included); `context` is what the tag writes right before the value.
+        Markers matched only in context (`</parameter>` followed by prose) stay writable. None:
+        the patterns cannot be read so (the caller keeps every marker literal out instead)."""
+        if f.closer is None or f.string_guard is not None:
+            return None
+        cache = self._vtext_cache
+        if key in cache:
+            return cache[key]
+        subst: dict[str, Expr] = {"key": Lit(key)}
+        parts = []
+        follows: list[Expr | None] = []
+        for rest in _after_group_nodes(tree, "value"):
+            parts.append(as_match_pattern(rest, subst))
+            try:
+                follows.append(Emitter(self.g, "follow", subst=subst, max_repeat=self.max_ws).emit(rest))
+            except ConstraintError:
+                follows.append(None)
+        follow = alt(*(x for x in follows if x is not None)) if follows and None not in follows else None
+        close_tree = self._tree(f, "close")
+        parts.append(as_match_pattern(close_tree, subst) if close_tree is not None else None)
+        out: tuple[Expr, Expr | None, Expr | None] | None = None
+        if parts and all(p is not None for p in parts):
+            pattern = _match_core(self.g, alt(*(p for p in parts if p is not None)))
+            if pattern is not None:
+                context: Expr | None = None
+                before = _before_group_nodes(tree, "value")
+                if before is not None:
+                    try:
+                        context = Emitter(self.g, "context", subst=subst, peek=True).emit(before)
+                    except ConstraintError:
+                        context = None
+                if context is not None or before is None:
+                    out = (pattern, context, follow)
+        cache[key] = out
+        return out
+
+    def _raw_value(
+        self,
+        schema: Any,
+        forbidden: tuple[str, ...],
+        root: Any,
+        path: str,
+        vtext: tuple[Expr, Expr | None, Expr | None] | None = None,
+    ) -> Expr:
         if not isinstance(schema, dict):
             raise ConstraintError(f"{path}: a schema must be an object")
         t = schema.get("type")
@@ -981,6 +1112,8 @@ class Deriver:
             # verbatim: the tool coercion keeps a string value's text as written, whitespace too;
             # a typeless schema, or a union of plain types with `string`, takes any text (what the
             # coercion casts is valid for the type it cast to, the rest stays a string)
+            if vtext is not None:
+                return self.g.text_avoiding(vtext[0], context=vtext[1], follow=vtext[2], hint="value")
             return self.g.text_excluding(forbidden, follow=None, hint="value")
         sc = SchemaCompiler(
             self.g,
@@ -1123,13 +1256,19 @@ def _plain_string(schema: Any) -> bool:
     return not set(schema) - {"type", "description", "title", "default", "examples", "deprecated"}
 
 
-def _non_json_text(g: Grammar, forbidden: tuple[str, ...]) -> Expr:
+def _non_json_text(
+    g: Grammar, forbidden: tuple[str, ...], vtext: tuple[Expr, Expr | None, Expr | None] | None = None
+) -> Expr:
     """Text `json.loads` refuses, so that a value parser with `allow_non_json` keeps it verbatim.
 
     Exact (an automaton of the JSON scalars runs beside the text), except that text starting with
     `{` or `[` (after whitespace) is never written raw: objects and arrays are not regular. Such a
     value can still be written as a JSON string.
     """
+    if vtext is not None:
+        return g.text_avoiding(
+            vtext[0], context=vtext[1], follow=vtext[2], avoid=json_scalar_automaton(), hint="rawtext"
+        )
     return g.text_excluding(forbidden, avoid=json_scalar_automaton(), hint="rawtext")
 
 
@@ -1283,6 +1422,87 @@ def _after_group(tree: Node, group: str) -> set[str] | None:
     if not found or any(x is None for x in found):
         return None
     return set().union(*(x for x in found if x is not None))
+
+
+def _after_group_nodes(tree: Node, group: str) -> list[Node]:
+    """What follows each occurrence of `group` in `tree`, as one node each."""
+    found: list[Node] = []
+
+    def walk(node: Node, rest: tuple[Node, ...]) -> None:
+        if node.op == "group" and node.args[0] == group:
+            found.append(cat(rest))
+        elif node.op == "cat":
+            for i, k in enumerate(node.kids):
+                walk(k, node.kids[i + 1 :] + rest)
+        elif node.op == "alt":
+            for k in node.kids:
+                walk(k, rest)
+        elif node.op in ("group", "atomic") and node.kids:
+            walk(node.kids[0], rest)
+        elif node.op == "rep" and node.kids:
+            walk(node.kids[0], (node, *rest))
+
+    walk(tree, ())
+    return found
+
+
+def _before_group_nodes(tree: Node, group: str) -> Node | None:
+    """What precedes the one occurrence of `group` in a tree of `cat`s and plain groups (None:
+    another shape, or the group is not there)."""
+    if tree.op == "group" and tree.args[0] == group:
+        return cat(())
+    if tree.op in ("group", "atomic") and tree.kids:
+        return _before_group_nodes(tree.kids[0], group)
+    if tree.op == "cat":
+        for i, k in enumerate(tree.kids):
+            inner = _before_group_nodes(k, group)
+            if inner is not None:
+                return cat((*tree.kids[:i], inner))
+    return None
+
+
+def _match_core(g: Grammar, e: Expr) -> Expr | None:
+    """A smaller pattern contained in the same texts as `e`: optional parts at a match's start or
+    end are dropped (text holds a match of `\\n?</p>` exactly where it holds `</p>`), so the
+    text may end after a newline. None: `e` matches the empty string (nothing avoids it)."""
+
+    def nullable(x: Expr) -> bool:
+        if isinstance(x, Lit):
+            return x.text == ""
+        if isinstance(x, Chars):
+            return False
+        if isinstance(x, Seq):
+            return all(nullable(i) for i in x.items)
+        if isinstance(x, Alt):
+            return any(nullable(i) for i in x.items)
+        if isinstance(x, Rep):
+            return x.lo == 0 or nullable(x.item)
+        return g.shortest(x) == ""
+
+    def lead(x: Expr) -> Expr:
+        if isinstance(x, Alt):
+            return alt(*(lead(i) for i in x.items))
+        if isinstance(x, Seq):
+            items = list(x.items)
+            while len(items) > 1 and nullable(items[0]):
+                items.pop(0)
+            return seq(lead(items[0]), *items[1:])
+        return x
+
+    def trail(x: Expr) -> Expr:
+        if isinstance(x, Alt):
+            return alt(*(trail(i) for i in x.items))
+        if isinstance(x, Seq):
+            items = list(x.items)
+            while len(items) > 1 and nullable(items[-1]):
+                items.pop()
+            return seq(*items[:-1], trail(items[-1]))
+        return x
+
+    out = trail(lead(e))
+    if out == NOTHING or nullable(out):
+        return None
+    return out
 
 
 def _find_group(tree: Node, name: str) -> Node | None:

@@ -319,6 +319,7 @@ class Grammar:
         self._nfas: dict[Expr, _Nfa] = {}
         self._suffixes: dict[str, int] = {}
         self._reversed: dict[str, str] = {}
+        self._substring_dfas: dict[Expr, SubstringDfa] = {}
 
     def rule(self, hint: str, expr: Expr) -> Ref:
         """A reference to a rule for `expr` (an equal expression reuses its rule)."""
@@ -498,6 +499,72 @@ class Grammar:
             self.rules[names[(s, n, last_trim, q)]] = alt(*choices) if choices else NOTHING
             self._version += 1
         self._by_expr[("text",) + key] = start  # type: ignore[index]
+        self.automata[start] = list(names.values())
+        return Ref(start)
+
+    def text_avoiding(
+        self,
+        pattern: Expr,
+        *,
+        context: Expr | None = None,
+        follow: Expr | None = None,
+        avoid: Avoid | None = None,
+        hint: str = "text",
+    ) -> Ref:
+        """Any string that contains no match of the regular `pattern` (an expression of this grammar).
+
+        Where `text_excluding` keeps fixed strings out, this keeps out every substring the pattern
+        matches: a closing tag followed by what its lookahead reads (`</parameter>\\s*<parameter=`),
+        while the same tag followed by other text stays writable. `context`: what is written right
+        before the text (a match may begin there); `follow`: what is written right after it. The text
+        may end only where no match under way can complete in `follow` or outlive it. `avoid`: an automaton that must not accept the
+        whole text. The automaton is built once per pattern and shared by every value that uses it.
+        """
+        key = ("avoiding", pattern, context, follow, avoid)
+        cached = self._by_expr.get(key)  # type: ignore[call-overload]
+        if cached is not None:
+            return Ref(cached)
+        dfa = self._substring_dfas.get(pattern)
+        if dfa is None:
+            dfa = self._substring_dfas[pattern] = SubstringDfa(self, pattern)
+        d0 = dfa.start
+        if context is not None:
+            reached = dfa.after(d0, context)
+            d0 = frozenset().union(*reached) if reached else dfa.start
+        names: dict[tuple[frozenset[int], int], str] = {}
+        pending: list[tuple[frozenset[int], int]] = []
+
+        def state_name(st: tuple[frozenset[int], int]) -> str:
+            if st not in names:
+                names[st] = self.declare(f"{hint}-s{len(names)}")
+                pending.append(st)
+            return names[st]
+
+        def split(q: int, part: tuple[tuple[int, int], ...]) -> list[tuple[tuple[tuple[int, int], ...], int]]:
+            if avoid is None or q < 0:
+                return [(part, -1)] if part else []
+            return [(r, t) for r, t in avoid.split(q, part) if r and t != Avoid.BLOCK]
+
+        start = state_name((d0, avoid.start if avoid is not None else -1))
+        while pending:
+            d, q = pending.pop()
+            _budget.check()
+            choices: list[Expr] = []
+            if dfa.may_end(d, follow) and (avoid is None or q < 0 or q not in avoid.accepting):
+                choices.append(EMPTY)
+            edges: dict[tuple[frozenset[int], int], tuple[tuple[int, int], ...]] = {}
+            for part, d2 in dfa.moves(d):
+                if dfa.final in d2:
+                    continue
+                for piece, q2 in split(q, part):
+                    edges[(d2, q2)] = ranges_union(edges.get((d2, q2), ()), piece)
+            for tgt, label in edges.items():
+                one = label[0][0] if len(label) == 1 and label[0][0] == label[0][1] else None
+                edge: Expr = Lit(chr(one)) if one is not None else Chars(label)
+                choices.append(seq(edge, Ref(state_name(tgt))))
+            self.rules[names[(d, q)]] = alt(*choices) if choices else NOTHING
+            self._version += 1
+        self._by_expr[key] = start  # type: ignore[index]
         self.automata[start] = list(names.values())
         return Ref(start)
 
@@ -1018,6 +1085,153 @@ class _Nfa:
             del b
             out.add(self.closure({t for lab, t in labels if ranges_contain(lab, a)}))
         return out
+
+
+class SubstringDfa:
+    """The subset automaton of `.*P` for a regular expression P: a state is the set of NFA states of
+    the matches under way; a state holding P's final state has just completed a match."""
+
+    def __init__(self, g: Grammar, pattern: Expr) -> None:
+        self.nfa = _Nfa(g, pattern)
+        self.final = self.nfa.final
+        self.start = self.nfa.closure({self.nfa.start})
+        # a match under way never comes back to the states a match starts in: the states of `d`
+        # outside `start` are then exactly the matches that began in the text read so far
+        self.tagged = all(
+            not (self.nfa.closure({t}) & self.start)
+            for tr in self.nfa.trans
+            for lab, t in tr
+            if lab is not None
+        )
+        self._ends: dict[tuple[frozenset[int], Expr], bool] = {}
+        self._moves: dict[frozenset[int], list[tuple[tuple[tuple[int, int], ...], frozenset[int]]]] = {}
+
+    def moves(self, d: frozenset[int]) -> list[tuple[tuple[tuple[int, int], ...], frozenset[int]]]:
+        """A partition of all characters into (characters, next state)."""
+        hit = self._moves.get(d)
+        if hit is not None:
+            return hit
+        labels = [(lab, t) for s in d for lab, t in self.nfa.trans[s] if lab is not None]
+        cuts = {0, MAX_CODEPOINT + 1}
+        for lab, _ in labels:
+            cuts |= {lo for lo, _ in lab} | {hi + 1 for _, hi in lab}
+        points = sorted(cuts)
+        by_target: dict[frozenset[int], list[tuple[int, int]]] = {}
+        for a, b in zip(points, points[1:]):
+            t = self.nfa.closure({t for lab, t in labels if ranges_contain(lab, a)}) | self.start
+            by_target.setdefault(t, []).append((a, b - 1))
+        out = []
+        for t, rs in by_target.items():
+            part = ranges_minus(ranges_union(tuple(rs)), (_SURROGATES,))
+            if part:
+                out.append((part, t))
+        self._moves[d] = out
+        return out
+
+    def may_end(self, d: frozenset[int], follow: Expr | None) -> bool:
+        """Whether text whose automaton stands at `d` may end where `follow` is written next: no
+        match under way survives `follow` or completes inside it (without `follow`, or where the
+        matches under way cannot be told apart, only where none is under way)."""
+        if d == self.start:
+            return True
+        if follow is None or not self.tagged:
+            return False
+        key = (d, follow)
+        hit = self._ends.get(key)
+        if hit is None:
+            pending = d - self.start
+            try:
+                hit = not self._raw(
+                    {frozenset(self.nfa.closure(set(pending)) - self.start) or frozenset()}, follow, 0
+                )
+            except _Completed:
+                hit = False
+            self._ends[key] = hit
+        return hit
+
+    def _raw_step(self, d: frozenset[int], ranges: tuple[tuple[int, int], ...]) -> set[frozenset[int]]:
+        out = set()
+        for t in self.nfa.step(d, ranges):
+            if self.final in t:
+                raise _Completed
+            if t:
+                out.add(t)
+        return out
+
+    def _raw(self, ds: set[frozenset[int]], e: Expr, depth: int) -> set[frozenset[int]]:
+        """The matches under way after `e` (no new ones start); `_Completed` if one completes."""
+        ds = {d for d in ds if d}
+        if not ds:
+            return ds
+        if depth > 50:
+            raise _Completed  # too deep to follow: as if one completed (the text may not end)
+        if isinstance(e, Lit):
+            for ch in e.text:
+                ds = {t for d in ds for t in self._raw_step(d, ranges_of(ch))}
+            return ds
+        if isinstance(e, Chars):
+            return {t for d in ds for t in self._raw_step(d, e.ranges)} if e.ranges else set()
+        if isinstance(e, Seq):
+            for it in e.items:
+                ds = self._raw(ds, it, depth + 1)
+            return ds
+        if isinstance(e, Alt):
+            return set().union(*(self._raw(ds, it, depth + 1) for it in e.items)) if e.items else set()
+        if isinstance(e, Rep):
+            cur, acc = set(ds), set(ds) if e.lo == 0 else set()
+            i = 0
+            while e.hi is None or i < e.hi:
+                _budget.check()
+                i += 1
+                cur = self._raw(cur, e.item, depth + 1)
+                if i >= e.lo:
+                    if cur <= acc:
+                        break
+                    acc |= cur
+                if not cur:
+                    break
+            return acc
+        return self._raw(ds, self.nfa.g.rules[e.name], depth + 1)
+
+    def after(self, d: frozenset[int], expr: Expr, depth: int = 0) -> set[frozenset[int]]:
+        """The states reached from `d` by the strings of `expr` (a small, non-recursive expression)."""
+        return self._after({d}, expr, depth)
+
+    def _after(self, ds: set[frozenset[int]], e: Expr, depth: int) -> set[frozenset[int]]:
+        if depth > 50:
+            raise ValueError("SubstringDfa.after: expression too deep")
+        if isinstance(e, Lit):
+            out = ds
+            for ch in e.text:
+                out = {t for d in out for r, t in self.moves(d) if ranges_contain(r, ord(ch))}
+            return out
+        if isinstance(e, Chars):
+            return {t for d in ds for r, t in self.moves(d) if ranges_intersect(r, e.ranges)}
+        if isinstance(e, Seq):
+            for it in e.items:
+                ds = self._after(ds, it, depth + 1)
+            return ds
+        if isinstance(e, Alt):
+            return set().union(*(self._after(ds, it, depth + 1) for it in e.items)) if e.items else set()
+        if isinstance(e, Rep):
+            cur, acc = set(ds), set(ds) if e.lo == 0 else set()
+            i = 0
+            while e.hi is None or i < e.hi:
+                _budget.check()
+                i += 1
+                cur = self._after(cur, e.item, depth + 1)
+                if i >= e.lo:
+                    if cur <= acc:
+                        break
+                    acc |= cur
+                if not cur:
+                    break
+            return acc
+        return self._after(ds, self.nfa.g.rules[e.name], depth + 1)
+
+
+class _Completed(Exception):
+    pass
 
 
 def violates_prefix(g: Grammar, expr: Expr, prefix: Expr) -> bool:

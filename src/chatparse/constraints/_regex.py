@@ -25,6 +25,7 @@ from .. import _rx
 from ._grammar import (
     ANY_CHAR,
     EMPTY,
+    MAX_CODEPOINT,
     NOTHING,
     Chars,
     Expr,
@@ -32,6 +33,7 @@ from ._grammar import (
     Lit,
     alt,
     class_ranges,
+    opt,
     ranges_complement,
     ranges_contain,
     ranges_intersect,
@@ -608,3 +610,80 @@ __all__ = [
     "parse",
     "ranges_of",
 ]
+
+
+END_MARK = chr(MAX_CODEPOINT)  # stands for `\Z` in a pattern of matches (`as_match_pattern`)
+
+
+def as_match_pattern(node: Node, subst: dict[str, Expr] | None = None) -> Expr | None:
+    """The strings every match of `node` spans together with what its lookarounds read, as one
+    regular expression (None: a construct that cannot be read so).
+
+    A positive lookahead or lookbehind is written in line (`</p>(?=\\s*<p=)` spans `</p>\\s*<p=`),
+    a negative one and `^` / `\\b` are dropped and long repetition bounds lifted (more strings: a
+    superset), and `\\Z` is `END_MARK`,
+    a character the text around it never holds at the end, so a match that needs the end of the
+    text is one still under way where the text stops. Text that contains no string of the result
+    therefore contains no match of `node`, wherever it is placed.
+    """
+    subst = subst or {}
+
+    def go(n: Node, first: bool = True, last: bool = True) -> Expr:
+        op = n.op
+        if op == "empty":
+            return EMPTY
+        if op == "lit":
+            return Lit(n.args[0])
+        if op == "cls":
+            return _cls(n)
+        if op == "any":
+            return ANY_CHAR if n.args[0] else Chars(class_ranges(".", 0))
+        if op == "cat":
+            k = n.kids
+            return seq(*(go(x, first and i == 0, last and i == len(k) - 1) for i, x in enumerate(k)))
+        if op == "alt":
+            return alt(*(go(k, first, last) for k in n.kids))
+        if op == "group":
+            name = n.args[0]
+            if name is not None and name in subst:
+                return subst[name]
+            return go(n.kids[0], first, last)
+        if op == "atomic":
+            return go(n.kids[0], first, last)
+        if op == "backref":
+            if n.args[0] not in subst:
+                raise _Unreadable
+            return subst[n.args[0]]
+        if op == "rep":
+            lo, hi, _kind = n.args
+            # a long bound (`[^"]{1,256}`, `\\s{0,64}`) is read as unbounded: more matches, and an
+            # automaton that does not count
+            if hi is not None and hi > 4:
+                hi = None
+            return rep(go(n.kids[0], False, False), min(lo, 4), hi)
+        if op == "assert":
+            kind = n.args[0]
+            if kind in ("eos", "Z"):
+                return Lit(END_MARK)
+            if kind == "eol":
+                return seq(opt(Lit("\n")), Lit(END_MARK))
+            if kind in ("bos", "bol", "b", "B"):
+                return EMPTY
+            raise _Unreadable
+        if op == "look":
+            ahead, negate = n.args[0], n.args[1]
+            # in line only where it reads past the match's edge (a lookbehind first, a lookahead
+            # last); a negative one, or one that overlaps the match, is dropped (only adds matches)
+            if negate or not (last if ahead else first):
+                return EMPTY
+            return go(n.kids[0], first, last)
+        raise _Unreadable
+
+    try:
+        return go(node)
+    except _Unreadable:
+        return None
+
+
+class _Unreadable(Exception):
+    pass
