@@ -467,7 +467,8 @@ MISSING_CLOSER = "a closing tag is missing (the parser tolerates it; the constra
 # Llama JSON / pythonic, Granite lists) is the answer's text again, and is admitted.
 # A second call in the same section through the closer's lookahead form (GigaChat 3.5, K2 Horizon,
 # Step 3: `X(?:A|(?=LA))`) is admitted.
-# DSML arguments as one JSON object inside `invoke` (`json_body`) are admitted.
+# DSML arguments as one JSON object inside `invoke` (`json_body`), and a self-closing invoke for a
+# tool whose arguments may be empty, are admitted.
 # Calls that start inside unclosed reasoning, which the reasoning closer's lookahead closes
 # (`</think>|(?=<tool_call>)`), are admitted (catalog round 2's leniency, written as the template reads it).
 # Leniencies of catalog round 2 (issue 10): outputs the parser reads, written in a form the
@@ -499,8 +500,6 @@ NOT_ADMITTED: dict[str, str] = {
         ),
         BARE_FUNCTION,
     ),
-    "deepseek/sglang-v4-self-closing-invoke": "a self-closing call without arguments "
-    '(`<invoke name="x"/>`): the constraint always writes the closing tag',
     "glm/glm47-missing-last-close-arg-value": MISSING_CLOSER,
     "qwen3-xml/vllm-coder-missing-close-parameter": MISSING_CLOSER,
     "qwen3-xml/bug-missing-close-parameter-before-function": MISSING_CLOSER,

@@ -332,7 +332,9 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         if opener == NOTHING:  # an opener only at the start of the output (`^`), asked elsewhere
             return NOTHING, NOTHING, NOTHING
         body = g.rule(f"call-{c.tool}", seq(opener, c.body))
-        C = g.rule(f"call-{c.tool}-closed", seq(body, c.closer)) if c.closer is not None else NOTHING
+        C: Expr = g.rule(f"call-{c.tool}-closed", seq(body, c.closer)) if c.closer is not None else NOTHING
+        if c.alone is not None and opener == c.opener:
+            C = alt(C, c.alone)
         L = body if c.closes_at_eos else NOTHING
         K = body if c.chain_prefix is not None else NOTHING
         return C, K, L

@@ -99,6 +99,7 @@ class CallForms:
     chain_prefix: str | None  # the call may be closed by the next call starting with this literal
     sample: str = ""
     opener_repeat: int | None = -1  # the opener's repetition cap (-1: max_whitespace; 0: none)
+    alone: Expr | None = None  # a whole call without body or closer (DSML's `<invoke name="x"/>`)
 
 
 @dataclass
@@ -474,7 +475,7 @@ class Deriver:
                 if lt is not None:
                     chain = lt
                     continue
-                lb = _lookbehind_form(b)
+                lb = _lookbehind_form(b, tuple(x for x in branches if x is not b))
                 if lb is not None:
                     where_c = self._where(f, "close")
                     behind.append(
@@ -516,6 +517,12 @@ class Deriver:
                         f"{self._where(f, 'close')}: its lookbehind does not hold after every call the "
                         f"grammar writes for {name!r}, and its other forms depend on what follows"
                     )
+            elif written_exprs and behind and not f.transform_each:
+                # a lookbehind form next to plain ones (Qwen3-Coder's bare `</function>`): written too
+                # where every call the grammar writes ends with what it looks behind for
+                written_exprs += [
+                    x for lb_re, x in behind if not violates_suffix(self.g, seq(opener, body), lb_re)
+                ]
             closer = alt(*written_exprs) if written_exprs else None
         if f.value_close and f.content in ("json", "python-call-list"):
             # `close_after_value`: the call also ends right after its bracketed value, and what
@@ -523,7 +530,47 @@ class Deriver:
             closer = alt(closer, EMPTY) if closer is not None else EMPTY
         if closer is None and not closes_at_eos and chain is None:
             raise ConstraintError(f"{self._where(f, 'close')}: no closer the model can write")
-        return CallForms(name, opener, body, closer, closes_at_eos, chain, opener_repeat=opener_repeat)
+        return CallForms(
+            name,
+            opener,
+            body,
+            closer,
+            closes_at_eos,
+            chain,
+            opener_repeat=opener_repeat,
+            alone=self._self_closed(f, tool, opener, captures),
+        )
+
+    def _self_closed(
+        self, f: Field, tool: dict[str, Any], opener: Expr, captures: dict[str, Expr]
+    ) -> Expr | None:
+        """The call written as a self-closing opener (`<invoke name="x"/>`), which the closer's
+        lookbehind alternative ends with no body: only for a tool whose arguments may be empty, and
+        only where that lookbehind holds after every string of it (checked)."""
+        tails = self._self_closing_tails(f)
+        params = tool["parameters"]
+        if not tails or params.get("required") or f.content != "xml-inline":
+            return None
+        assert f.closer is not None
+        # the opener as written, else with its whitespace runs capped as the lookbehind reads them
+        forms = [opener] + [self._emit(f, "open", subst=captures, max_repeat=cap)[0] for cap in (8, 0)]
+        forms = [op for op in forms if isinstance(op, Seq) and op.items and op.items[-1] == Lit(">")]
+        tree = parse(f.closer.source)
+        for b in tree.kids if tree.op == "alt" else [tree]:
+            while b.op == "group" and b.args[0] is None:
+                b = b.kids[0]
+            if b.op != "look" or b.args[:2] != (False, False):
+                continue
+            behind = Emitter(self.g, self._where(f, "close"), peek=True).emit(b.kids[0])
+            for tail in tails:
+                for op in forms:
+                    assert isinstance(op, Seq)
+                    if not tail.endswith(">"):
+                        continue
+                    alone = seq(*op.items[:-1], Lit(tail))
+                    if not violates_suffix(self.g, alone, behind):
+                        return alone
+        return None
 
     def _body(
         self,
@@ -1359,8 +1406,11 @@ def _trailing_literal(node: Node) -> str:
     return run
 
 
-def _lookbehind_form(node: Node) -> tuple[Node, Node] | None:
-    """`(?<=L)X` with no other lookaround -> (L, X)."""
+def _lookbehind_form(node: Node, others: tuple[Node, ...] = ()) -> tuple[Node, Node] | None:
+    """`(?<=L)X` with no other lookaround -> (L, X). `(?<=L)X(?!N)` too where another of the
+    closer's alternatives (`others`) is `XN` (Qwen3-Coder's bare `</function>(?!\\s*</tool_call>)`
+    next to `</function>\\s*</tool_call>`): where N follows, that one closes the call at the same
+    place."""
     while node.op == "group" and node.args[0] is None and node.kids:
         node = node.kids[0]
     if node.op != "cat" or len(node.kids) < 2:
@@ -1368,8 +1418,24 @@ def _lookbehind_form(node: Node) -> tuple[Node, Node] | None:
     first, rest = node.kids[0], node.kids[1:]
     if first.op != "look" or first.args[:2] != (False, False):
         return None
+    last = rest[-1]
+    if last.op == "look" and last.args[:2] == (True, True) and len(rest) > 1:
+        x = rest[:-1]
+        covered = _flat(cat(x + (last.kids[0],)))
+        if not any(_flat(o) == covered for o in others):
+            return None
+        rest = x
     tail = cat(rest)
     return (first.kids[0], tail) if not _has_look(tail) else None
+
+
+def _flat(node: Node) -> tuple[Node, ...]:
+    """A node's sequence of items with nested `cat`s and plain groups flattened."""
+    while node.op == "group" and node.args[0] is None and node.kids:
+        node = node.kids[0]
+    if node.op == "cat":
+        return tuple(x for k in node.kids for x in _flat(k))
+    return (node,)
 
 
 def _literal_of(node: Node) -> str | None:

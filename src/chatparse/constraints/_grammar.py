@@ -520,10 +520,6 @@ class Grammar:
         may end only where no match under way can complete in `follow` or outlive it. `avoid`: an automaton that must not accept the
         whole text. The automaton is built once per pattern and shared by every value that uses it.
         """
-        key = ("avoiding", pattern, context, follow, avoid)
-        cached = self._by_expr.get(key)  # type: ignore[call-overload]
-        if cached is not None:
-            return Ref(cached)
         dfa = self._substring_dfas.get(pattern)
         if dfa is None:
             dfa = self._substring_dfas[pattern] = SubstringDfa(self, pattern)
@@ -531,41 +527,84 @@ class Grammar:
         if context is not None:
             reached = dfa.after(d0, context)
             d0 = frozenset().union(*reached) if reached else dfa.start
-        names: dict[tuple[frozenset[int], int], str] = {}
-        pending: list[tuple[frozenset[int], int]] = []
-
-        def state_name(st: tuple[frozenset[int], int]) -> str:
-            if st not in names:
-                names[st] = self.declare(f"{hint}-s{len(names)}")
-                pending.append(st)
-            return names[st]
+        # keyed by the state the context leaves, not the context: every value after a context in
+        # which no match is under way (all of them, in practice) shares one automaton
+        key = ("avoiding", pattern, d0, follow, avoid)
+        cached = self._by_expr.get(key)  # type: ignore[call-overload]
+        if cached is not None:
+            return Ref(cached)
 
         def split(q: int, part: tuple[tuple[int, int], ...]) -> list[tuple[tuple[tuple[int, int], ...], int]]:
             if avoid is None or q < 0:
                 return [(part, -1)] if part else []
             return [(r, t) for r, t in avoid.split(q, part) if r and t != Avoid.BLOCK]
 
-        start = state_name((d0, avoid.start if avoid is not None else -1))
-        while pending:
-            d, q = pending.pop()
+        # explore the product automaton (substring DFA x `avoid`)
+        St = tuple[frozenset[int], int]
+        first: St = (d0, avoid.start if avoid is not None else -1)
+        index: dict[St, int] = {first: 0}
+        order: list[St] = [first]
+        ends: list[bool] = []
+        out_edges: list[dict[int, tuple[tuple[int, int], ...]]] = []
+        i = 0
+        while i < len(order):
             _budget.check()
-            choices: list[Expr] = []
-            if dfa.may_end(d, follow) and (avoid is None or q < 0 or q not in avoid.accepting):
-                choices.append(EMPTY)
-            edges: dict[tuple[frozenset[int], int], tuple[tuple[int, int], ...]] = {}
+            d, q = order[i]
+            i += 1
+            ends.append(dfa.may_end(d, follow) and (avoid is None or q < 0 or q not in avoid.accepting))
+            edges: dict[int, tuple[tuple[int, int], ...]] = {}
             for part, d2 in dfa.moves(d):
                 if dfa.final in d2:
-                    continue
+                    continue  # the character would complete a match: not written
                 for piece, q2 in split(q, part):
-                    edges[(d2, q2)] = ranges_union(edges.get((d2, q2), ()), piece)
-            for tgt, label in edges.items():
+                    tgt = (d2, q2)
+                    if tgt not in index:
+                        index[tgt] = len(order)
+                        order.append(tgt)
+                    j = index[tgt]
+                    edges[j] = ranges_union(edges.get(j, ()), piece)
+            out_edges.append(edges)
+        # minimise (Moore): states that accept the same continuations share one rule, which keeps
+        # the grammar (and XGrammar's per-rule token masks) small
+        block = [1 if e else 0 for e in ends]
+        while True:
+            sigs: dict[tuple[object, ...], int] = {}
+            new_block = []
+            for st in range(len(order)):
+                cuts: dict[int, list[tuple[tuple[int, int], ...]]] = {}
+                for j, rs in out_edges[st].items():
+                    cuts.setdefault(block[j], []).append(rs)
+                sig = (
+                    block[st],
+                    tuple(
+                        sorted((b, rs[0] if len(rs) == 1 else ranges_union(*rs)) for b, rs in cuts.items())
+                    ),
+                )
+                new_block.append(sigs.setdefault(sig, len(sigs)))
+            if len(sigs) == len(set(block)):
+                break
+            block = new_block
+        n_blocks = len(set(block))
+        names = [self.declare(f"{hint}-s{k}") for k in range(n_blocks)]
+        rep_of: dict[int, int] = {}
+        for st, b in enumerate(block):
+            rep_of.setdefault(b, st)
+        for b, st in rep_of.items():
+            choices: list[Expr] = [EMPTY] if ends[st] else []
+            merged: dict[int, tuple[tuple[int, int], ...]] = {}
+            for j, rs in out_edges[st].items():
+                merged[block[j]] = ranges_union(merged.get(block[j], ()), rs)
+            for tb, label in merged.items():
                 one = label[0][0] if len(label) == 1 and label[0][0] == label[0][1] else None
                 edge: Expr = Lit(chr(one)) if one is not None else Chars(label)
-                choices.append(seq(edge, Ref(state_name(tgt))))
-            self.rules[names[(d, q)]] = alt(*choices) if choices else NOTHING
+                choices.append(seq(edge, Ref(names[tb])))
+            self.rules[names[b]] = alt(*choices) if choices else NOTHING
             self._version += 1
+        start = names[block[0]]
+        # the start rule first: the Lark rendering starts its left-linear form there
+        names.sort(key=lambda n: n != start)
         self._by_expr[key] = start  # type: ignore[index]
-        self.automata[start] = list(names.values())
+        self.automata[start] = names
         return Ref(start)
 
     # -- analysis ----------------------------------------------------------------------------
