@@ -584,7 +584,9 @@ class Grammar:
             if len(sigs) == len(set(block)):
                 break
             block = new_block
-        n_blocks = len(set(block))
+        renumber: dict[int, int] = {}
+        block = [renumber.setdefault(b, len(renumber)) for b in block]
+        n_blocks = len(renumber)
         names = [self.declare(f"{hint}-s{k}") for k in range(n_blocks)]
         rep_of: dict[int, int] = {}
         for st, b in enumerate(block):

@@ -676,6 +676,8 @@ def as_match_pattern(node: Node, subst: dict[str, Expr] | None = None) -> Expr |
             # last); a negative one, or one that overlaps the match, is dropped (only adds matches)
             if negate or not (last if ahead else first):
                 return EMPTY
+            if not ahead:
+                return go(_behind_tail(n.kids[0]), first, last)
             return go(n.kids[0], first, last)
         raise _Unreadable
 
@@ -687,3 +689,21 @@ def as_match_pattern(node: Node, subst: dict[str, Expr] | None = None) -> Expr |
 
 class _Unreadable(Exception):
     pass
+
+
+def _behind_tail(node: Node) -> Node:
+    """What a lookbehind reads, cut to its last literal character and the repetitions after it
+    (`</parameter>\\s{0,64}` -> `>\\s{0,64}`): every match ends with a match of the cut form, so
+    keeping the cut form out of a text keeps the whole out too, with a far smaller automaton. A
+    branch that does not end that way is kept whole."""
+    while node.op == "group" and node.args[0] is None and node.kids:
+        node = node.kids[0]
+    if node.op == "alt":
+        return Node("alt", kids=tuple(_behind_tail(k) for k in node.kids))
+    kids = list(node.kids) if node.op == "cat" else [node]
+    i = len(kids) - 1
+    while i >= 0 and kids[i].op == "rep":
+        i -= 1
+    if i >= 0 and kids[i].op == "lit":
+        return cat(kids[i:])
+    return node
