@@ -704,6 +704,6 @@ def _behind_tail(node: Node) -> Node:
     i = len(kids) - 1
     while i >= 0 and kids[i].op == "rep":
         i -= 1
-    if i >= 0 and kids[i].op == "lit":
-        return cat(kids[i:])
+    if 0 <= i < len(kids) - 1 and kids[i].op == "lit":
+        return cat(kids[i:])  # a literal character, then whitespace-like repetitions
     return node
