@@ -57,7 +57,7 @@ from ._scan import (
 )
 from ._template import Template
 
-__all__ = ["Bail", "FastScanner", "FastWatch", "plan_for"]
+__all__ = ["Bail", "FastScanner", "FastWatch", "fast_end", "parse_events", "plan_for"]
 
 
 class Bail(Exception):
@@ -373,26 +373,30 @@ class FastScanner:
 # The one-shot parse
 
 
-def _one_shot_parser_class() -> type:
-    from ._parser import ResponseParser
-
-    class OneShotParser(ResponseParser):
-        """A `ResponseParser` whose scanners are `FastScanner`s once `_plan` is set (at the end)."""
-
-        _plan: Plan | None = None
-
-        def _watch(self) -> Any:
-            wl = super()._watch()
-            plan = self._plan
-            return wl if plan is None else plan.watches[id(wl)]
-
-    return OneShotParser
-
-
-_CLASS: list[type] = []
-
 #: How many one-shot parses fell back to the streaming scanner (`Bail`); read by tests.
 BAILS = [0]
+
+
+def fast_end(parser: Any, text: str) -> list[Any]:
+    """Append the rest of the output `text` to a `ResponseParser` that has been fed nothing and
+    end the stream with the one-shot scanner: the events of `_end(cut_off=False)` (no cut-off
+    report). Raises `Bail` when the fast path gives up; the parser is then unusable.
+
+    Event values are not copied (the callers never hand them out)."""
+    plan = plan_for(parser._t)
+    watches = plan.watches
+    streaming_watch = parser._watch
+
+    def watch() -> Any:
+        return watches[id(streaming_watch())]
+
+    parser._watch = watch  # this parser's scanners are one-shot scanners from now on
+    # The whole text at once: one pass at the end of the stream (no holds), which is the
+    # one-chunk case of the streaming parser and so gives the same message.
+    parser._buf += text
+    parser._copy_values = False
+    parser._scanner = None  # the prefix's scanner held from `_pos`: decide afresh from there
+    return parser._end(cut_off=False)
 
 
 def parse_events(
@@ -403,25 +407,18 @@ def parse_events(
     (the parser is ready for `_check_required` and `_finish`). Event values are not copied."""
     from ._parser import ResponseParser
 
-    if not _CLASS:
-        _CLASS.append(_one_shot_parser_class())
-    cls = _CLASS[0] if fast else ResponseParser
-    parser = cls(response_template, prefix=prefix, tools=tools)
+    parser = ResponseParser(response_template, prefix=prefix, tools=tools)
     if type(text) is not str:
         if not isinstance(text, str):
             raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
         text = str(text)
     initial = parser.initial_events
-    # The whole text at once: one pass at the end of the stream (no holds, no cut-off report),
-    # which is the one-chunk case of the streaming parser and so gives the same message.
-    parser._buf += text
-    parser._copy_values = False
     if fast:
-        parser._plan = plan_for(parser._t)
-        parser._scanner = None  # the prefix's scanner held from `_pos`: decide afresh from there
         try:
-            return parser, initial + parser._end(cut_off=False)
+            return parser, initial + fast_end(parser, text)
         except Bail:
             BAILS[0] += 1
             return parse_events(text, response_template, prefix, tools, fast=False)
+    parser._buf += text
+    parser._copy_values = False
     return parser, initial + parser._end(cut_off=False)
