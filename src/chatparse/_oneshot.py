@@ -44,15 +44,25 @@ import weakref
 from bisect import bisect_left
 from typing import Any
 
+import regex
+
 from . import _rx
+from ._rx import Node
 from ._scan import (
     Commit,
     Hold,
     LoopSearch,
+    PrefixSearch,
     StringGuard,
+    TriggerSearch,
+    UnionSearch,
     Watch,
     WatchList,
+    _branches,
+    _First,
+    _first,
     _flatten,
+    _sequence_strategy,
     _unwrap,
 )
 from ._template import Template
@@ -175,12 +185,15 @@ class _SearchSeek(_Seek):
 
 
 class _LoopSeek(_SearchSeek):
+    """Candidates from the delimiter's own search strategy (C-speed finders), decided by the
+    compiled pattern's `match`: for patterns `forced_linear` proves."""
+
     __slots__ = ("finder",)
 
-    def __init__(self, rx: Any, names: list[str], strategy: LoopSearch) -> None:
+    def __init__(self, rx: Any, names: list[str], strategy: Any) -> None:
         super().__init__(rx, names)
         self.finder = strategy.finder()
-        self.loop = strategy.loop
+        self.loop = _any_loop(strategy)
 
     def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
         n = len(buf)
@@ -193,6 +206,17 @@ class _LoopSeek(_SearchSeek):
                 return s, m.end(), m
             s = finder.next(buf, finder.failed(buf, s), True)
         return n + 1, 0, None
+
+
+def _any_loop(strategy: Any) -> Any:
+    """A test for the leading loop characters of a strategy (of any union branch), or None."""
+    loops = strategy.loops if isinstance(strategy, (LoopSearch,)) else None
+    if loops is None and hasattr(strategy, "parts"):
+        loops = [p.loop for p in strategy.parts if isinstance(p, LoopSearch)]
+    if not loops:
+        return None
+    tests = list(loops)
+    return lambda ch: any(t(ch) for t in tests)
 
 
 class _CursorSeek:
@@ -226,6 +250,198 @@ class _CursorSeek:
 
 _LITERAL, _SEARCH, _LOOP, _CURSOR = range(4)
 
+# -- the proof for patterns with unbounded runs ----------------------------------------------
+#
+# An attempt of the `regex` module's matcher at one position is cheap when every unbounded repeat
+# is a run of one character class C that is *forced*: what follows it cannot start with a C
+# character (so backtracking into the run fails at once, step by step) or nothing follows it. The
+# attempt then costs at most the pattern's bound (its bounded parts) times the characters of the
+# runs it crosses. Across attempts, no candidate start lies inside a run that another attempt
+# crossed, when every character a candidate can start with is outside every such run's class: a
+# character of a run is then crossed only by attempts that start within the bounded parts before
+# it, a constant number. A leading loop (`\s*REST`) is the exception that its finder handles: its
+# candidates are starts of maximal runs, one per run, and a failure skips the whole run.
+
+_ALL: list[str] = []
+_MEMBERS: dict[str, frozenset[str] | None] = {}
+_MAX_MEMBERS = 4096
+_MAX_EXPANSION = 64
+
+
+def _members(src: str) -> frozenset[str] | None:
+    """Every character of the one-character class `src` (None when there are more than 4096)."""
+    if src in _MEMBERS:
+        return _MEMBERS[src]
+    if not _ALL:
+        from array import array
+
+        _ALL.append(
+            array("I", range(0xD800)).tobytes().decode("utf-32-le")
+            + array("I", range(0xE000, 0x110000)).tobytes().decode("utf-32-le")
+        )
+    out: set[str] | None = set()
+    for m in regex.finditer(src, _ALL[0]):
+        out.add(m.group())  # type: ignore[union-attr]
+        if len(out) > _MAX_MEMBERS:  # type: ignore[arg-type]
+            out = None
+            break
+    got = _MEMBERS[src] = frozenset(out) if out is not None else None
+    return got
+
+
+def _disjoint(a: str, b: str) -> bool:
+    """Whether the one-character classes `a` and `b` share no character (False when unknown)."""
+    for small, other in ((a, b), (b, a)):
+        members = _members(small)
+        if members is not None:
+            rx = regex.compile(other)
+            return not any(rx.fullmatch(ch) for ch in members)
+    return False  # two large classes (complements of small ones) always intersect
+
+
+def _atom_src(node: Node) -> str | None:
+    node = _unwrap(node)
+    if node.op in _rx.ATOMS:
+        return _rx.atom_source(node)
+    return None
+
+
+def _run_class(node: Node) -> str | None:
+    """The class of an unbounded repeat of one character (`\\s*`, `[^>\n]+`), else None."""
+    node = _unwrap(node)
+    if node.op is _rx.Op.REP and node.args[1] is None:
+        return _atom_src(node.kids[0])
+    return None
+
+
+def _expand(items: list[Node], limit: int = _MAX_EXPANSION) -> list[list[Node]] | None:
+    """The flat sequences a sequence can take: alternations and optional groups split into their
+    choices (for the proof only; the match itself runs the original pattern). None past `limit`."""
+    out: list[list[Node]] = [[]]
+    for item in items:
+        node = _unwrap(item)
+        choices: list[list[Node]] | None = None
+        if node.op is _rx.Op.ALT:
+            choices = []
+            for k in node.kids:
+                sub = _expand(_flatten(k), limit)
+                if sub is None:
+                    return None
+                choices.extend(sub)
+        elif (
+            node.op is _rx.Op.REP
+            and node.args[0] == 0
+            and node.args[1] == 1
+            and _unwrap(node.kids[0]).op not in _rx.ATOMS
+        ):
+            sub = _expand(_flatten(node.kids[0]), limit)
+            if sub is None:
+                return None
+            choices = [*sub, []]
+        elif node.op is _rx.Op.CAT:
+            choices = _expand(_flatten(node), limit)
+            if choices is None:
+                return None
+        if choices is None:
+            out = [x + [item] for x in out]
+        else:
+            out = [x + c for x in out for c in choices]
+        if len(out) > limit:
+            return None
+    return out
+
+
+def _follow_disjoint(follow: list[Node], cls: str) -> bool:
+    """Whether no match of `follow` (non-empty) can start with a character of `cls`."""
+    first = _First()
+    if _first(follow, first) or first.anywhere or first.at0:
+        return False
+    if any(regex.fullmatch(cls, ch) for ch in first.chars):
+        return False
+    return all(_disjoint(c, cls) for c in first.classes)
+
+
+def _linear_sequence(seq: list[Node], runs: list[str]) -> bool:
+    """Check one flat choice of a pattern body: every unbounded repeat a forced run (its class
+    added to `runs`), everything else bounded, the whole bounded with each run taken once."""
+    if any(_unwrap(n).op is _rx.Op.ASSERT for n in seq):
+        return False
+    flat: list[Node] = []
+    for i, item in enumerate(seq):
+        cls = _run_class(item)
+        if cls is not None:
+            follow = seq[i + 1 :]
+            if follow and not _follow_disjoint(follow, cls):
+                return False
+            runs.append(cls)
+            flat.append(_unwrap(item).kids[0])
+            continue
+        if _rx.backtrack_bound(item) is None:
+            return False
+        flat.append(item)
+    b = _rx.backtrack_bound(_rx.Node(_rx.Op.CAT, kids=flat))
+    return b is not None and b <= _rx.SAFE_STEPS
+
+
+def _lead_classes(strategy: Any) -> tuple[set[str], list[str]] | None:
+    """The characters and classes a candidate of a non-loop strategy starts with."""
+    if isinstance(strategy, PrefixSearch):
+        return {strategy.prefix[0]}, []
+    if isinstance(strategy, TriggerSearch):
+        return set(strategy.chars), list(strategy.classes)
+    if isinstance(strategy, LoopSearch):
+        return _lead_classes(strategy.rest)
+    if isinstance(strategy, UnionSearch):
+        chars: set[str] = set()
+        classes: list[str] = []
+        for part in strategy.parts:
+            got = _lead_classes(part)
+            if got is None:
+                return None
+            chars |= got[0]
+            classes += got[1]
+        return chars, classes
+    return None
+
+
+def forced_linear(d: Any) -> bool:
+    """Whether the pattern delimiter `d` can be searched by its finder and decided by the compiled
+    pattern's `match` in linear total time (see the comment above)."""
+    if d.module_re is None or d.module_re.flags & (regex.IGNORECASE | regex.MULTILINE):
+        return False
+    items = _flatten(d.prog.tree)
+    branches = _branches(items)
+    if not branches:
+        return False
+    runs: list[str] = []
+    leads: list[tuple[set[str], list[str]]] = []
+    for branch in branches:
+        strategy = _sequence_strategy(branch)
+        body = branch
+        if isinstance(strategy, LoopSearch):
+            if _run_class(branch[0]) is None:
+                return False
+            body = branch[1:]
+            lead = _lead_classes(strategy.rest)
+        else:
+            lead = _lead_classes(strategy)
+        if lead is None:
+            return False
+        leads.append(lead)
+        choices = _expand(body)
+        if choices is None:
+            return False
+        for seq in choices:
+            if not _linear_sequence(seq, runs):
+                return False
+    for chars, classes in leads:
+        for cls in dict.fromkeys(runs):
+            if any(regex.fullmatch(cls, ch) for ch in chars):
+                return False
+            if not all(_disjoint(c, cls) for c in classes):
+                return False
+    return True
+
 
 def _kind(d: Any) -> int:
     if d.literals is not None:
@@ -238,12 +454,14 @@ def _kind(d: Any) -> int:
         return _SEARCH
     s = d.strategy
     if isinstance(s, LoopSearch) and s.unbounded:
+        # `C* REST` with REST bounded: its finder proposes maximal run starts only.
         items = _flatten(tree)
-        head = _unwrap(items[0])
-        if head.op is _rx.Op.REP and len(items) >= 2:
+        if _run_class(items[0]) is not None and len(items) >= 2:
             rest = _rx.backtrack_bound(_rx.Node(_rx.Op.CAT, kids=items[1:]))
             if rest is not None and rest <= _rx.SAFE_STEPS:
                 return _LOOP
+    if forced_linear(d):
+        return _LOOP
     return _CURSOR
 
 

@@ -162,7 +162,7 @@ def test_call_dense_texts_parse_the_same(family: str) -> None:
     assert len(got["tool_calls"]) == 60
 
 
-@pytest.mark.parametrize("family", ["qwen3"])
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3"])
 def test_call_dense_texts_take_the_fast_path(family: str) -> None:
     # No bail-out and no step of the streaming matcher: every decision came from a C search.
     text = _calls_text(family, 50)
@@ -224,3 +224,56 @@ def test_no_match_steps_for_proven_delimiters() -> None:
                 if kind == _oneshot._SEARCH:
                     b = _rx.backtrack_bound(d.prog.tree)
                     assert b is not None and b <= _rx.SAFE_STEPS, (name, d.source)
+
+
+def test_forced_linear_rejects_a_run_a_candidate_can_start_in() -> None:
+    # `<f=[^>\n]+>`: a candidate `<` can start inside the name run of an earlier attempt, so
+    # "<f=<f=<f=..." would cross the same run once per candidate: not proven, streaming cursor.
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {
+                    "open_pattern": "\\s*<f=(?P<name>[^>\\n]+)>",
+                    "close": "</f>",
+                    "transform": {"name": "{name}"},
+                },
+                "content": {},
+            },
+        }
+    )
+    d = t.fields["tool_calls"].opener
+    assert not _oneshot.forced_linear(d)
+    # the same run after a lead it cannot contain is proven
+    t2 = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {
+                    "open_pattern": "\\s*<f=(?P<name>[^<>\\n]+)>",
+                    "close": "</f>",
+                    "transform": {"name": "{name}"},
+                },
+                "content": {},
+            },
+        }
+    )
+    assert _oneshot.forced_linear(t2.fields["tool_calls"].opener)
+
+
+def test_hostile_candidates_inside_runs_stay_linear() -> None:
+    spec = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": "\\s*<f=(?P<name>[^>\\n]+)>",
+                "close": "</f>",
+                "transform": {"name": "{name}"},
+            },
+            "content": {},
+        },
+    }
+    t = chatparse.load_response_template(spec)
+    small = _fast_work(t, "<f=" * 2000 + "\n")
+    large = _fast_work(t, "<f=" * 4000 + "\n")
+    assert large <= 2.3 * small + 200, (small, large)
