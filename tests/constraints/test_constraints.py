@@ -477,29 +477,15 @@ REPEATED_BLOCK = (
     "a second `[TOOL_CALLS]` list: the field does not repeat, so the parser keeps only the last "
     "block's calls (the first call is lost); the constraint writes one block"
 )
-BARE_FUNCTION = (
-    "calls closed by `</function>` without `</tool_call>`: the constraint closes each call with "
-    "`</function></tool_call>`"
-)
 MARKER_IN_REASONING = "reasoning text quoting a call marker: free text excludes every marker"
 PAST_STOP = (
     "text after a call closed by `<|call|>`, a stop string the engine ends generation on: the "
     "constraint ends the output there"
 )
 NOT_ADMITTED: dict[str, str] = {
-    "gpt-oss/vllm-sequential-calls": PAST_STOP,
     "gpt-oss/vllm-call-then-final": PAST_STOP,
     "hunyuan-a13b/call-quoted-in-reasoning": MARKER_IN_REASONING,
     "mistral/cf-v3-repeated-tool-calls": REPEATED_BLOCK,
-    **dict.fromkeys(
-        (
-            "qwen3-xml/cf-bare-function-marker-in-value",
-            "qwen3-xml/cf-bare-function-then-text",
-            "qwen3-xml/cf-two-bare-functions",
-            "qwen3-xml/cf-two-functions-one-wrapper",
-        ),
-        BARE_FUNCTION,
-    ),
     "glm/glm47-missing-last-close-arg-value": MISSING_CLOSER,
     "qwen3-xml/vllm-coder-missing-close-parameter": MISSING_CLOSER,
     "qwen3-xml/bug-missing-close-parameter-before-function": MISSING_CLOSER,
