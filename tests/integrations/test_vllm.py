@@ -667,3 +667,84 @@ def test_a_long_prompt_is_decoded_from_its_tail(tok: Any, monkeypatch: pytest.Mo
     msg = stream(tok, parser_cls(tok), "done\n</think>\n\nHi", prompt=prewritten)[1]
     assert msg["reasoning"].startswith("step.") and msg["reasoning"].endswith("done")
     assert msg["content"] == "Hi" and max(decoded) == len(ids(tok, prewritten))
+
+
+# --------------------------------------------------------------------------------------------------
+# deliberate differences from vLLM's own parsers (docs/compatibility.md, "The engine plugins"): the
+# same Qwen3 output, token by token, through vLLM's `hermes` + `qwen3` parsers and through chatparse
+
+
+MALFORMED = 'Hi.<tool_call>\n{"name": "get_weather", "arguments": {"city": Paris}}\n</tool_call>'
+
+
+def _builtin(tok: Any) -> Any:
+    return parser_cls(tok, "hermes", "qwen3")
+
+
+def _fragments(deltas: Sequence[Any]) -> list[str]:
+    return [
+        tc.function.arguments
+        for d in deltas
+        if d is not None
+        for tc in d.tool_calls
+        if tc.function is not None and tc.function.arguments
+    ]
+
+
+def _parses(arguments: str) -> bool:
+    try:
+        json.loads(arguments)
+    except ValueError:
+        return False
+    return True
+
+
+def test_difference_a_call_is_sent_once_complete(tok: Any) -> None:
+    builtin, _ = stream(tok, _builtin(tok), OUTPUT)
+    ours, msg = stream(tok, parser_cls(tok), OUTPUT)
+    assert len(_fragments(builtin)) > 1  # vLLM: argument fragments as they are generated
+    assert _fragments(ours) == ['{"city": "Paris"}']  # chatparse: whole, with the id and name
+    first = next(tc for d in ours if d is not None for tc in d.tool_calls)
+    assert first.id and first.function is not None and first.function.name == "get_weather"
+    assert json.loads(msg["tool_calls"][0]["arguments"]) == {"city": "Paris"}
+
+
+def test_difference_a_cut_off_call_is_never_streamed(tok: Any) -> None:
+    n = len(ids(tok, CUT))
+    _, builtin = stream(tok, _builtin(tok), CUT, req=request(stream=True, max_tokens=n), stop=False)
+    _, ours = stream(tok, parser_cls(tok), CUT, req=request(stream=True, max_tokens=n), stop=False)
+    # vLLM: the client receives a call whose arguments are not JSON; chatparse: no call.
+    assert [c["name"] for c in builtin["tool_calls"]] == ["get_weather"]
+    assert not _parses(builtin["tool_calls"][0]["arguments"])
+    assert ours["tool_calls"] == [] and ours["content"] == "Checking."
+
+
+def test_difference_a_malformed_call_is_dropped(tok: Any) -> None:
+    _, builtin = stream(tok, _builtin(tok), MALFORMED)
+    _, ours = stream(tok, parser_cls(tok), MALFORMED)
+    # vLLM streams the call with its arguments as written (not JSON) and, non-streamed, returns the
+    # markup as content; chatparse returns no call and keeps the rest of the message, both ways.
+    assert [c["name"] for c in builtin["tool_calls"]] == ["get_weather"]
+    assert not _parses(builtin["tool_calls"][0]["arguments"])
+    _, content, calls = one_shot(tok, _builtin(tok), MALFORMED)
+    assert calls is None and content is not None and "<tool_call>" in content
+    assert ours["tool_calls"] == [] and ours["content"] == "Hi."
+    assert one_shot(tok, parser_cls(tok), MALFORMED)[1:] == ("Hi.", None)
+
+
+def test_difference_reasoning_field_and_call_ids(tok: Any) -> None:
+    def shown(deltas: Sequence[Any]) -> tuple[set[str], list[str]]:
+        keys = {
+            k
+            for d in deltas
+            if d is not None
+            for k in d.model_dump(exclude_none=True)
+            if k.startswith("reasoning")
+        }
+        return keys, [tc.id for d in deltas if d is not None for tc in d.tool_calls if tc.id]
+
+    keys, call_ids = shown(stream(tok, _builtin(tok), OUTPUT)[0])
+    assert keys == {"reasoning"} and call_ids[0].startswith("chatcmpl-tool-")
+    keys, call_ids = shown(stream(tok, parser_cls(tok), OUTPUT)[0])
+    assert keys == {"reasoning", "reasoning_content"}
+    assert call_ids[0].startswith("call_") and len(call_ids[0]) == len("call_") + 24
