@@ -748,3 +748,29 @@ def test_difference_reasoning_field_and_call_ids(tok: Any) -> None:
     keys, call_ids = shown(stream(tok, parser_cls(tok), OUTPUT)[0])
     assert keys == {"reasoning", "reasoning_content"}
     assert call_ids[0].startswith("call_") and len(call_ids[0]) == len("call_") + 24
+
+
+@pytest.mark.parametrize(
+    "template, markers, start, end",
+    [
+        (
+            "deepseek_dsml",
+            ["<think>", "</think>", "<｜DSML｜"],
+            "<think>",
+            "</think>",
+        ),  # pattern opener and closer
+        ("qwen3", ["<think>", "</think>", "<tool_call>"], "<think>", "</think>"),  # pattern closer
+    ],
+)
+def test_reasoning_delimiters_for_vllms_reasoning_config(
+    template: str, markers: list[str], start: str, end: str
+) -> None:
+    """vLLM's `ReasoningConfig` tokenizes `reasoning_start_str` / `reasoning_end_str`: a pattern
+    delimiter gives the added token it matches whole (None before, so the config stayed off)."""
+    tok = build_tokenizer(
+        markers, ["<think>\nok\n</think>\n\nHi."] * 4, stop=["<｜end▁of▁sentence｜>"], vocab_size=300
+    )
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE=template):
+        rp = plugin.ChatparseReasoningParser(tok)
+    assert (rp.reasoning_start_str, rp.reasoning_end_str) == (start, end)
+    assert [len(tok.encode(s, add_special_tokens=False)) for s in (start, end)] == [1, 1]

@@ -172,6 +172,22 @@ def _literal_id_sequences(tokenizer: Any, literals: Iterable[str]) -> list[list[
     return out or None
 
 
+def _delimiter_literal(d: Any, tokenizer: Any) -> str | None:
+    """The text vLLM should tokenize for a reasoning delimiter: its first literal; for a pattern
+    delimiter (DeepSeek DSML's `^\\s*<think>`), the shortest of the tokenizer's added tokens the
+    pattern matches whole (the marker the model writes as one token), else None."""
+    if d is None:
+        return None
+    if d.literals:
+        return str(d.literals[0])
+    try:
+        added = tokenizer.get_added_vocab()
+    except Exception:
+        return None
+    hits = sorted((t for t in added if t and d.module_re.fullmatch(t)), key=lambda t: (len(t), t))
+    return hits[0] if hits else None
+
+
 def _ends_within(ids: Sequence[int], end: list[int], new: int) -> bool:
     """Whether `end` completes within the last `new` ids (looks at `new + len(end) - 1` ids only)."""
     n = len(ids)
@@ -224,13 +240,18 @@ class ChatparseReasoningParser(ReasoningParser):
 
     @property
     def reasoning_start_str(self) -> str | None:
-        lits = self._field.opener.literals if self._field is not None and self._field.opener else None
-        return lits[0] if lits else None
+        """The reasoning opener vLLM tokenizes (`ReasoningConfig`): a literal, or the added token a
+        pattern opener matches (`_delimiter_literal`)."""
+        return _delimiter_literal(
+            self._field.opener if self._field is not None else None, self.model_tokenizer
+        )
 
     @property
     def reasoning_end_str(self) -> str | None:
-        lits = self._field.closer.literals if self._field is not None and self._field.closer else None
-        return lits[0] if lits else None
+        """The reasoning closer vLLM tokenizes, found as `reasoning_start_str` is."""
+        return _delimiter_literal(
+            self._field.closer if self._field is not None else None, self.model_tokenizer
+        )
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         self._prompt_ids = list(prompt_token_ids)
