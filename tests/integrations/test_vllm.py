@@ -330,6 +330,28 @@ def test_forced_tool_choice_attaches_the_template_constraint_as_vllms_structural
     assert msg["reasoning"] == reasoning == "The user wants the time."
 
 
+def test_forced_tool_choice_under_vllms_guidance_backend_is_its_400(tok: Any) -> None:
+    """`--structured-outputs-config.backend guidance`: vLLM's guidance backend reads structural tags
+    only in the legacy `triggers` / `structures` form, so a forced call is answered 400 by vLLM's
+    own validation (under `auto`, the default, and `xgrammar` it is enforced: the tests above).
+    The constraint's Lark form is no way round it: llguidance (that backend's matcher) maps the
+    tokenizer's added tokens (`<tool_call>`, `<think>`) to special tokens, which the grammar's text
+    literals never match, so even a call the grammar describes is refused."""
+    import llguidance
+    import llguidance.hf
+    from vllm.v1.structured_output.backend_guidance import validate_guidance_grammar
+
+    ll_tok = llguidance.hf.from_tokenizer(tok)
+    parser, req = forced(tok, "required")
+    with pytest.raises(VLLMValidationError, match="triggers"):
+        validate_guidance_grammar(req.to_sampling_params(64, {}), tokenizer=ll_tok)
+    from chatparse.integrations._common import tool_constraint
+
+    c = tool_constraint(parser._resolved, parser._resolved.template, "required", TOOLS2)
+    m = llguidance.LLMatcher(ll_tok, llguidance.LLMatcher.grammar_from_lark(c.lark()))
+    assert not m.consume_token(ids(tok, CALL2)[0])  # `<tool_call>`, one added token
+
+
 def test_forced_tool_choice_continues_the_prompts_open_reasoning(tok: Any) -> None:
     _, req = forced(tok, "required", prompt=PROMPT + "<think>\n")
     accepts = xgr_acceptor(req.structured_outputs.structural_tag)
