@@ -84,6 +84,7 @@ from ._common import (
     Policy,
     Resolved,
     ToolChoiceError,
+    call_id,
     describe,
     forces_tool_calls,
     recover_finish_reason,
@@ -507,7 +508,7 @@ def _chat_parser(template: Any, prefix: str, tools: list[dict[str, Any]], policy
         tools=tools or None,
         stream_tool_calls=policy.stream_tool_calls,
         unknown_tools=policy.unknown_tools,
-        id_factory=make_tool_call_id if policy.call_ids == "engine" else None,
+        id_factory=make_tool_call_id if policy.call_ids == "engine" else call_id,
     )
 
 
