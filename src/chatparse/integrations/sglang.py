@@ -178,6 +178,12 @@ class _OneParse:
         self._last: Any = None  # this step's normal text, as handed over
 
     def _split(self, deltas: list[dict[str, Any]], end: bool) -> tuple[str, str]:
+        if not deltas and not end and self._last is not None:
+            ctx = _REQUEST.get()
+            if ctx is not None and ctx.get("handoff") is None:
+                # Nothing released, and the tool parser took the last hand-off: it is in hand-off
+                # mode and releases nothing without one, so there is nothing to publish.
+                return "", ""
         # The common steps first (nothing released, or one reasoning delta): no joins, no lists.
         if not deltas:
             reasoning, rest = "", deltas
@@ -212,6 +218,10 @@ class _OneParse:
     def finish(self) -> tuple[str, str]:
         reason = _finish_type(request_context().get("finish_reason"))
         return self._split(self._parser.finish(reason)[1], end=True)
+
+
+_NO_TEXT = ReasoningResult()
+"""The result of a reasoning step that releases nothing, shared (SGLang only reads it)."""
 
 
 class ChatparseReasoningDetector(BaseReasoningFormatDetector):
@@ -275,6 +285,8 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
 
     def _release(self, reasoning: str, normal: str, end: bool) -> ReasoningResult:
         if self.stream_reasoning:
+            if not reasoning and not normal:
+                return _NO_TEXT
             return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
         self._held += reasoning
         assert self._splitter is not None
