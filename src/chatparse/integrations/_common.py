@@ -499,7 +499,24 @@ def stop_token_ids(tokenizer: Any, resolved: Resolved, extra: Sequence[int] | No
     The tokenizer's EOS id, the catalog entry's end-of-turn markers when each is one token, and the
     request's own `stop_token_ids`.
     """
-    ids: set[int] = {int(i) for i in extra or () if isinstance(i, int)}
+    base = _base_stop_ids(tokenizer, resolved)
+    if not extra:
+        return base
+    return base | {int(i) for i in extra if isinstance(i, int)}
+
+
+_STOP_IDS: weakref.WeakKeyDictionary[Any, tuple[Resolved, frozenset[int]]] = weakref.WeakKeyDictionary()
+
+
+def _base_stop_ids(tokenizer: Any, resolved: Resolved) -> frozenset[int]:
+    """EOS and the catalog's end-of-turn ids, once per tokenizer and template (every request asks)."""
+    try:
+        hit = _STOP_IDS.get(tokenizer)
+    except TypeError:  # not weak-referenceable
+        hit = None
+    if hit is not None and hit[0] is resolved:
+        return hit[1]
+    ids: set[int] = set()
     eos = getattr(tokenizer, "eos_token_id", None)
     if isinstance(eos, int):
         ids.add(eos)
@@ -513,7 +530,10 @@ def stop_token_ids(tokenizer: Any, resolved: Resolved, extra: Sequence[int] | No
         unk = getattr(tokenizer, "unk_token_id", None)
         if isinstance(found, int) and found >= 0 and found != unk:
             ids.add(found)
-    return frozenset(ids)
+    out = frozenset(ids)
+    with contextlib.suppress(TypeError):
+        _STOP_IDS[tokenizer] = (resolved, out)
+    return out
 
 
 def recover_finish_reason(
