@@ -2,9 +2,9 @@
 the request context, finish reasons, policies, structural tags.
 
 The detectors run inside SGLang's `FunctionCallParser` and `ReasoningParser`, as `OpenAIServingChat`
-creates them. `OpenAIServingChat` itself cannot be imported on this CPU-only machine (its module
-imports `torchvision`, whose PyPI wheels need CUDA torch), so the serving hooks are checked as
-registered with SGLang's `HookRegistry`, and their logic is run around small stand-in methods.
+creates them; the serving hooks are checked as registered with SGLang's `HookRegistry`, and their
+logic is run around small stand-in methods. `test_sglang_serving.py` runs them all inside SGLang's
+own server.
 """
 
 from __future__ import annotations
