@@ -579,9 +579,13 @@ def _hook_reasoning_stream(
     parses once for both (`_OneParse`) and hands each step's content and calls to the tool-call
     detector through the context. Set for the whole step, not reset: the hand-off is read by
     `_process_tool_call_stream` right after, in the same task (one request)."""
-    finish = kwargs.get("finish_reason_type", args[0] if args else None)
-    previous = _REQUEST.get() or {}
-    if finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+    finish = (
+        kwargs.get("finish_reason_type", args[0] if args else None) if kwargs else (args[0] if args else None)
+    )
+    previous = _REQUEST.get()
+    if previous is None:
+        previous = {}
+    elif finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
         # A step like the last one of this request: the context is already what it should be.
         return original(self, index, delta, parsers, content, request, *args, **kwargs)
     context: dict[str, Any] = {
