@@ -579,3 +579,18 @@ def test_difference_text_is_trimmed_as_the_template_says(tok: Any) -> None:
         "\n\nLet me check.",
     )
     assert (ours["reasoning"], ours["content"]) == ("The user wants the weather.", "Let me check.")
+
+
+def test_calls_not_returned_are_logged(tok: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A malformed call is not returned; the server log says so, once per output (not again when
+    SGLang's non-streaming path first asks `has_tool_call`)."""
+    for run in (lambda: pipeline(tok, MALFORMED, chunk=1), lambda: non_stream(tok, MALFORMED)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="chatparse.integrations"):
+            run()
+        (line,) = [r.getMessage() for r in caplog.records if r.name == "chatparse.integrations"]
+        assert line.startswith("chatparse (sglang): not returned: 1 malformed region(s)")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="chatparse.integrations"):
+        pipeline(tok, OUTPUT, chunk=1)
+    assert not [r for r in caplog.records if r.name == "chatparse.integrations"]

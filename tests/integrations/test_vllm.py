@@ -796,3 +796,15 @@ def test_reasoning_delimiters_for_vllms_reasoning_config(
         rp = plugin.ChatparseReasoningParser(tok)
     assert (rp.reasoning_start_str, rp.reasoning_end_str) == (start, end)
     assert [len(tok.encode(s, add_special_tokens=False)) for s in (start, end)] == [1, 1]
+
+
+def test_calls_not_returned_are_logged(tok: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A malformed call (or one cut off) is not returned; the server log says so, in one line."""
+    with caplog.at_level("WARNING", logger="chatparse.integrations"):
+        stream(tok, parser_cls(tok), MALFORMED)
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "chatparse.integrations"]
+    assert line.startswith("chatparse (vllm): not returned: 1 malformed region(s)") and "JSON" in line
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="chatparse.integrations"):
+        stream(tok, parser_cls(tok), OUTPUT)
+    assert not [r for r in caplog.records if r.name == "chatparse.integrations"]

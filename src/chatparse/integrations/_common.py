@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import string
@@ -76,6 +77,33 @@ class IntegrationError(ValueError):
 
 class TemplateNotFound(IntegrationError):
     """No response template applies to the served model."""
+
+
+# --------------------------------------------------------------------------------------------------
+# the end of an output
+
+_log = logging.getLogger("chatparse.integrations")
+
+
+def finish_output(parser: Any, reason: str, engine: str, *, report: bool = True) -> Any:
+    """`parser.finish(reason)` (a `chatparse.openai.ChatParser`), with one warning line when the
+    output held regions that are not returned (malformed calls, calls cut off or dropped by policy),
+    as the engines' own parsers warn when they drop a call: the client only sees them missing."""
+    out = parser.finish(reason)
+    info = out[0].get("chatparse") if report and isinstance(out[0], dict) else None
+    if info:
+        errors = info.get("errors") or ()
+        dropped = info.get("dropped") or ()
+        if errors or dropped:
+            first = str(errors[0].get("error", "")).splitlines()[0][:160] if errors else ""
+            _log.warning(
+                "chatparse (%s): not returned: %d malformed region(s), %d dropped call(s)%s",
+                engine,
+                len(errors),
+                len(dropped),
+                f" (first: {first})" if first else "",
+            )
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ from ._common import (
     REASONING_FIELDS,
     Resolved,
     describe,
+    finish_output,
     forces_tool_calls,
     no_call_id,
     resolve,
@@ -217,7 +218,7 @@ class _OneParse:
 
     def finish(self) -> tuple[str, str]:
         reason = _finish_type(request_context().get("finish_reason"))
-        return self._split(self._parser.finish(reason)[1], end=True)
+        return self._split(finish_output(self._parser, reason, "sglang")[1], end=True)
 
 
 _NO_TEXT = ReasoningResult()
@@ -386,14 +387,20 @@ class ChatparseDetector(BaseFormatDetector):
         around the content (Harmony channels, Kimi K3 sections, a cut-off call opener) that the
         parse removes. SGLang's non-streaming path returns the text untouched when this is False
         (and logs that no complete call was found when it is True and no call parses)."""
-        result = self.detect_and_parse(text, self._tools_seen or [])
+        result = self._parse_whole(text, self._tools_seen or [], report=False)
         return bool(result.calls) or result.normal_text != text
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
+        return self._parse_whole(text, tools, report=True)
+
+    def _parse_whole(self, text: str, tools: list[Any], *, report: bool) -> StreamingParseResult:
+        """One-shot parse; `report`: warn about regions not returned (not when only probing)."""
         self._tools_seen = tools
         parser = self._parser(tools)
         deltas = parser.feed(text)
-        _, last, _ = parser.finish(_finish_type(request_context().get("finish_reason")))
+        _, last, _ = finish_output(
+            parser, _finish_type(request_context().get("finish_reason")), "sglang", report=report
+        )
         normal, calls = _items(deltas + last)
         merged: dict[int, ToolCallItem] = {}
         for c in calls:  # one item per call, as non-streaming callers expect
@@ -435,7 +442,9 @@ class ChatparseDetector(BaseFormatDetector):
         self._done = True
         if self._stream is None:  # nothing parsed here (or everything handed over)
             return StreamingParseResult()
-        _, last, _ = self._stream.finish(_finish_type(request_context().get("finish_reason")))
+        _, last, _ = finish_output(
+            self._stream, _finish_type(request_context().get("finish_reason")), "sglang"
+        )
         normal, calls = _items(last)
         return StreamingParseResult(normal_text=normal, calls=calls)
 

@@ -86,6 +86,7 @@ from ._common import (
     ToolChoiceError,
     call_id,
     describe,
+    finish_output,
     forces_tool_calls,
     recover_finish_reason,
     resolve,
@@ -428,7 +429,7 @@ class ChatparseToolParser(ToolParser):
     def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
         parser = self._parser()
         parser.feed(model_output)
-        message, _, _ = parser.finish("stop")
+        message, _, _ = finish_output(parser, "stop", "vllm")
         calls = [
             ToolCall(
                 id=c["id"],
@@ -812,7 +813,7 @@ class ChatparseParser(Parser):
         parser.feed(model_output)
         ids = list(model_output_token_ids)
         reason = self._finish_reason(request, ids, len(ids)) if ids else "stop"
-        message, _, _ = parser.finish(reason)
+        message, _, _ = finish_output(parser, reason, "vllm")
         reasoning = message.get("reasoning_content")
         content = message.get("content")
         if self._reasoning_as_content and reasoning:
@@ -862,7 +863,7 @@ class ChatparseParser(Parser):
         if finished:
             self._done = True
             reason = self._finish_reason(request, self._last_ids, self._generated)
-            _, last, _ = stream.finish(reason)
+            _, last, _ = finish_output(stream, reason, "vllm")
             deltas = deltas + last
         include = self._include
         queue = self._pending + [d for d in deltas if include or "reasoning_content" not in d]
