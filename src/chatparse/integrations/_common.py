@@ -39,8 +39,6 @@ import contextlib
 import json
 import logging
 import os
-import secrets
-import string
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,20 +106,6 @@ def finish_output(parser: Any, reason: str, engine: str, *, report: bool = True)
 
 # --------------------------------------------------------------------------------------------------
 # call ids
-
-_ID_ALPHABET = (string.ascii_letters + string.digits).encode()
-_ID_TABLE = bytes(_ID_ALPHABET[b % len(_ID_ALPHABET)] for b in range(256))
-
-
-def call_id() -> str:
-    """`call_` and 24 alphanumerics from one read of the system's random source (~140 bits):
-    the id chatparse gives a call. `chatparse.openai`'s default draws each character separately
-    (24 `secrets.choice` calls, tens of µs per call under load), a visible part of a short turn.
-
-    >>> len(call_id()), call_id()[:5], call_id()[5:].isalnum()
-    (29, 'call_', True)
-    """
-    return "call_" + secrets.token_bytes(24).translate(_ID_TABLE).decode()
 
 
 def no_call_id() -> str:

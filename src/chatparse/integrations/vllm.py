@@ -84,7 +84,6 @@ from ._common import (
     Policy,
     Resolved,
     ToolChoiceError,
-    call_id,
     describe,
     finish_output,
     forces_tool_calls,
@@ -509,7 +508,7 @@ def _chat_parser(template: Any, prefix: str, tools: list[dict[str, Any]], policy
         tools=tools or None,
         stream_tool_calls=policy.stream_tool_calls,
         unknown_tools=policy.unknown_tools,
-        id_factory=make_tool_call_id if policy.call_ids == "engine" else call_id,
+        id_factory=make_tool_call_id if policy.call_ids == "engine" else None,
     )
 
 
