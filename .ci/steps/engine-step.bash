@@ -1,15 +1,16 @@
 # Shared by vllm.sh and sglang.sh (sourced, not run): one engine's venv, installed the same way,
 # and its tests, with per-phase times.
 #
-# engine_step NAME LOCKFILE REQUIRE_VAR TEST...
-#   CPU torch 2.13.0 first (anything else resolves a multi-GB CUDA build), then everything else
+# engine_step NAME LOCKFILE REQUIRE_VAR TORCH TEST...
+#   TORCH first (e.g. "torch==2.13.0", the CPU build on the project's machines; an unpinned torch
+#   resolves a multi-GB CUDA build), then everything else
 #   with --no-deps from the exact pins of LOCKFILE (no resolver run, nothing unpinned), then
 #   chatparse itself (--no-deps: its runtime dependency, regex, is pinned in LOCKFILE); then the
 #   TESTs with REQUIRE_VAR=1, so that a skip is a failure (tests/integrations/conftest.py).
 # Regenerate a lock from a working venv: pip freeze --exclude-editable | grep -v '^torch=='
 engine_step() {
-    local name=$1 lock=$2 require=$3
-    shift 3
+    local name=$1 lock=$2 require=$3 torch=$4
+    shift 4
     local start=$SECONDS phase=$SECONDS
     lap() {
         echo "$name step: $1 in $((SECONDS - phase)) s"
@@ -17,9 +18,12 @@ engine_step() {
     }
     local venv="$PWD/.venv-$name"
     python3.11 -m venv "$venv"
-    local pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
-    "${pip[@]}" torch==2.13.0
-    lap "torch installed"
+    # --no-compile: no bytecode for the thousands of modules never imported here (torch, CUDA
+    # libraries); Python compiles what it imports.
+    local pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q --no-compile)
+    # shellcheck disable=SC2086  # TORCH is a list of requirements
+    "${pip[@]}" $torch
+    lap "$torch installed"
     "${pip[@]}" --no-deps -r "$lock"
     lap "$name and pinned dependencies installed"
     "${pip[@]}" --no-deps -e .

@@ -9,6 +9,6 @@
 # Left out on purpose: triton (xgrammar's Linux dependency, ~1 GB unpacked; nothing here imports it).
 set -euo pipefail
 source .ci/steps/engine-step.bash
-engine_step vllm .ci/steps/vllm-requirements.txt CHATPARSE_REQUIRE_VLLM \
+engine_step vllm .ci/steps/vllm-requirements.txt CHATPARSE_REQUIRE_VLLM torch==2.13.0 \
     tests/integrations/test_common.py tests/integrations/test_vllm.py tests/integrations/test_vllm_corpus.py \
     tests/integrations/test_vllm_serving.py

@@ -290,7 +290,11 @@ def _sglang_finish(su: Setup) -> dict[str, Any]:
     return {"type": "stop", "matched": None} if su.stopped else {"type": "length", "length": len(su.ids)}
 
 
-def sglang_stream(su: Setup, tool: str | None, reasoning: str | None, strategy: str) -> ParseResult:
+def sglang_stream(
+    su: Setup, tool: str | None, reasoning: str | None, strategy: str, items: list[Any] | None = None
+) -> ParseResult:
+    """One streamed request as SGLang's server drives its parsers; `items`, when given, receives
+    every `ToolCallItem` the tool-call parser released, in order."""
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
     from sglang.srt.parser.reasoning_parser import ReasoningParser
 
@@ -340,6 +344,8 @@ def sglang_stream(su: Setup, tool: str | None, reasoning: str | None, strategy: 
             acc.add_content(t or None)
             for c in calls:
                 acc.add_tool_call(c.tool_index, c.name, c.parameters)
+            if items is not None:
+                items.extend(calls)
             if last:
                 rest = _unstreamed_args(fp.detector)
                 if rest is not None:

@@ -2,9 +2,9 @@
 the request context, finish reasons, policies, structural tags.
 
 The detectors run inside SGLang's `FunctionCallParser` and `ReasoningParser`, as `OpenAIServingChat`
-creates them. `OpenAIServingChat` itself cannot be imported on this CPU-only machine (its module
-imports `torchvision`, whose PyPI wheels need CUDA torch), so the serving hooks are checked as
-registered with SGLang's `HookRegistry`, and their logic is run around small stand-in methods.
+creates them; the serving hooks are checked as registered with SGLang's `HookRegistry`, and their
+logic is run around small stand-in methods. `test_sglang_serving.py` runs them all inside SGLang's
+own server.
 """
 
 from __future__ import annotations
@@ -62,16 +62,19 @@ def pipeline(
     finish: str = "stop",
     offered: list[dict[str, Any]] | None = TOOLS,
     stream_reasoning: bool = True,
+    tool: str = "chatparse",
+    reasoning: str = "chatparse",
 ) -> dict[str, Any]:
     """ReasoningParser, then FunctionCallParser on its normal text, per chunk; `parse_stream_end`
-    on the last; the serving context as the hooks publish it. Returns the merged message."""
+    on the last; the serving context as the hooks publish it. Returns the merged message.
+    `tool` / `reasoning`: the parsers selected by name (an engine's own, to compare)."""
     active = bool(offered)
     token = plugin._REQUEST.set({"prefix": prompt, "finish_reason": None})
     try:
         rp = ReasoningParser(
-            "chatparse", stream_reasoning, False, None, tokenizer=tok, tool_call_parser_active=active
+            reasoning, stream_reasoning, False, None, tokenizer=tok, tool_call_parser_active=active
         )
-        fp = FunctionCallParser(tools(offered or []), "chatparse", tokenizer=tok) if active else None
+        fp = FunctionCallParser(tools(offered or []), tool, tokenizer=tok) if active else None
         msg: dict[str, Any] = {"reasoning": "", "content": "", "calls": {}, "items": []}
         pieces = [text[i : i + chunk] for i in range(0, len(text), chunk)] or [""]
         for n, piece in enumerate(pieces):
@@ -103,20 +106,27 @@ def pipeline(
 
 
 def non_stream(
-    tok: Any, text: str, *, prompt: str = PROMPT, finish: str = "stop"
+    tok: Any,
+    text: str,
+    *,
+    prompt: str = PROMPT,
+    finish: str = "stop",
+    offered: list[dict[str, Any]] = TOOLS,
+    tool: str = "chatparse",
+    reasoning: str = "chatparse",
 ) -> tuple[str, str, list[Any]]:
     """`_build_chat_response`: ReasoningParser.parse_non_stream, then `_process_tool_calls`."""
     token = plugin._REQUEST.set({"prefix": prompt, "finish_reason": {"type": finish}})
     try:
-        rp = ReasoningParser("chatparse", False, False, None, tokenizer=tok, tool_call_parser_active=True)
-        reasoning, text = rp.parse_non_stream(text)
-        fp = FunctionCallParser(tools(), "chatparse", tokenizer=tok)
+        rp = ReasoningParser(reasoning, False, False, None, tokenizer=tok, tool_call_parser_active=True)
+        thought, text = rp.parse_non_stream(text)
+        fp = FunctionCallParser(tools(offered), tool, tokenizer=tok)
         calls: list[Any] = []
         if fp.has_tool_call(text):
             text, calls = fp.parse_non_stream(text)
     finally:
         plugin._REQUEST.reset(token)
-    return reasoning, text, calls
+    return thought, text, calls
 
 
 def test_registered_through_the_sglang_plugins_entry_point() -> None:
@@ -503,3 +513,84 @@ def test_detokenization_hook_and_startup_hook(tok: Any) -> None:
     serving.tokenizer_manager = SimpleNamespace(tokenizer=unknown)
     with pytest.raises(IntegrationError, match="CHATPARSE_TEMPLATE"):
         plugin._hook_init(lambda self: None, serving)
+
+
+# --------------------------------------------------------------------------------------------------
+# deliberate differences from SGLang's own parsers (docs/compatibility.md, "The engine plugins"): the
+# same Qwen3 output, character by character, through SGLang's `qwen25` + `qwen3` parsers (what
+# canitoolcall maps Qwen3 to) and through chatparse
+
+BUILTIN = {"tool": "qwen25", "reasoning": "qwen3"}
+UNKNOWN = 'Hi.<tool_call>\n{"name": "launch", "arguments": {}}\n</tool_call>'
+CUT = 'Checking.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
+MALFORMED = 'Hi.<tool_call>\n{"name": "get_weather", "arguments": {"city": Paris}}\n</tool_call>'
+
+
+def test_difference_unknown_tools_are_returned(tok: Any) -> None:
+    assert pipeline(tok, UNKNOWN, chunk=1, **BUILTIN)["calls"] == []  # SGLang drops them
+    assert non_stream(tok, UNKNOWN, **BUILTIN)[2] == []
+    assert [c["name"] for c in pipeline(tok, UNKNOWN, chunk=1)["calls"]] == ["launch"]
+    assert [c.name for c in non_stream(tok, UNKNOWN)[2]] == ["launch"]
+    with environ(CHATPARSE_UNKNOWN_TOOLS="drop"):  # SGLang's convention, on request
+        assert pipeline(tok, UNKNOWN, chunk=1)["calls"] == [] and non_stream(tok, UNKNOWN)[2] == []
+
+
+def test_difference_a_call_is_sent_once_complete(tok: Any) -> None:
+    builtin = pipeline(tok, OUTPUT, chunk=1, **BUILTIN)
+    ours = pipeline(tok, OUTPUT, chunk=1)
+    assert len([i for i in builtin["items"] if i.parameters]) > 1  # SGLang: fragments as generated
+    (item,) = ours["items"]  # chatparse: one item, the name and the whole arguments
+    assert item.name == "get_weather" and json.loads(item.parameters) == {"city": "Paris"}
+    assert json.loads(builtin["calls"][0]["arguments"]) == json.loads(ours["calls"][0]["arguments"])
+
+
+def test_difference_cut_off_and_malformed_calls_are_never_streamed(tok: Any) -> None:
+    # SGLang streams the start of a call cut off by max_tokens (its arguments not JSON) and the name
+    # of a malformed one (no arguments); chatparse streams neither. Non-streamed, neither returns them.
+    cut = pipeline(tok, CUT, chunk=1, finish="length", **BUILTIN)["calls"]
+    assert [c["name"] for c in cut] == ["get_weather"] and cut[0]["arguments"] != ""
+    with pytest.raises(ValueError):
+        json.loads(cut[0]["arguments"])
+    assert pipeline(tok, MALFORMED, chunk=1, **BUILTIN)["calls"] == [{"name": "get_weather", "arguments": ""}]
+    for text, finish in ((CUT, "length"), (MALFORMED, "stop")):
+        msg = pipeline(tok, text, chunk=1, finish=finish)
+        assert msg["calls"] == [] and msg["content"] in ("Checking.", "Hi.")
+        assert non_stream(tok, text, finish=finish, **BUILTIN)[2] == []
+        assert non_stream(tok, text, finish=finish)[2] == []
+
+
+def test_difference_non_streamed_index_is_the_call_order(tok: Any) -> None:
+    # One call to the second tool offered: SGLang's non-streaming path indexes it by its position in
+    # `tools` (1), its streaming path by call order (0); chatparse uses the call order both ways.
+    assert [(c.tool_index, c.name) for c in non_stream(tok, CALL2, offered=TOOLS2, **BUILTIN)[2]] == [
+        (1, "get_time")
+    ]
+    assert [(c.tool_index, c.name) for c in non_stream(tok, CALL2, offered=TOOLS2)[2]] == [(0, "get_time")]
+    assert [i.tool_index for i in pipeline(tok, CALL2, chunk=1, offered=TOOLS2)["items"]] == [0]
+
+
+def test_difference_text_is_trimmed_as_the_template_says(tok: Any) -> None:
+    # SGLang's qwen3 parsers keep the newlines the chat template writes around the reasoning and
+    # before the answer; chatparse applies the template's own trimming.
+    builtin = pipeline(tok, OUTPUT, chunk=1, **BUILTIN)
+    ours = pipeline(tok, OUTPUT, chunk=1)
+    assert (builtin["reasoning"], builtin["content"]) == (
+        "\nThe user wants the weather.\n",
+        "\n\nLet me check.",
+    )
+    assert (ours["reasoning"], ours["content"]) == ("The user wants the weather.", "Let me check.")
+
+
+def test_calls_not_returned_are_logged(tok: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A malformed call is not returned; the server log says so, once per output (not again when
+    SGLang's non-streaming path first asks `has_tool_call`)."""
+    for run in (lambda: pipeline(tok, MALFORMED, chunk=1), lambda: non_stream(tok, MALFORMED)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="chatparse.integrations"):
+            run()
+        (line,) = [r.getMessage() for r in caplog.records if r.name == "chatparse.integrations"]
+        assert line.startswith("chatparse (sglang): not returned: 1 malformed region(s)")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="chatparse.integrations"):
+        pipeline(tok, OUTPUT, chunk=1)
+    assert not [r for r in caplog.records if r.name == "chatparse.integrations"]

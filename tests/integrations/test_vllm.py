@@ -330,6 +330,28 @@ def test_forced_tool_choice_attaches_the_template_constraint_as_vllms_structural
     assert msg["reasoning"] == reasoning == "The user wants the time."
 
 
+def test_forced_tool_choice_under_vllms_guidance_backend_is_its_400(tok: Any) -> None:
+    """`--structured-outputs-config.backend guidance`: vLLM's guidance backend reads structural tags
+    only in the legacy `triggers` / `structures` form, so a forced call is answered 400 by vLLM's
+    own validation (under `auto`, the default, and `xgrammar` it is enforced: the tests above).
+    The constraint's Lark form is no way round it: llguidance (that backend's matcher) maps the
+    tokenizer's added tokens (`<tool_call>`, `<think>`) to special tokens, which the grammar's text
+    literals never match, so even a call the grammar describes is refused."""
+    import llguidance
+    import llguidance.hf
+    from vllm.v1.structured_output.backend_guidance import validate_guidance_grammar
+
+    ll_tok = llguidance.hf.from_tokenizer(tok)
+    parser, req = forced(tok, "required")
+    with pytest.raises(VLLMValidationError, match="triggers"):
+        validate_guidance_grammar(req.to_sampling_params(64, {}), tokenizer=ll_tok)
+    from chatparse.integrations._common import tool_constraint
+
+    c = tool_constraint(parser._resolved, parser._resolved.template, "required", TOOLS2)
+    m = llguidance.LLMatcher(ll_tok, llguidance.LLMatcher.grammar_from_lark(c.lark()))
+    assert not m.consume_token(ids(tok, CALL2)[0])  # `<tool_call>`, one added token
+
+
 def test_forced_tool_choice_continues_the_prompts_open_reasoning(tok: Any) -> None:
     _, req = forced(tok, "required", prompt=PROMPT + "<think>\n")
     accepts = xgr_acceptor(req.structured_outputs.structural_tag)
@@ -667,3 +689,122 @@ def test_a_long_prompt_is_decoded_from_its_tail(tok: Any, monkeypatch: pytest.Mo
     msg = stream(tok, parser_cls(tok), "done\n</think>\n\nHi", prompt=prewritten)[1]
     assert msg["reasoning"].startswith("step.") and msg["reasoning"].endswith("done")
     assert msg["content"] == "Hi" and max(decoded) == len(ids(tok, prewritten))
+
+
+# --------------------------------------------------------------------------------------------------
+# deliberate differences from vLLM's own parsers (docs/compatibility.md, "The engine plugins"): the
+# same Qwen3 output, token by token, through vLLM's `hermes` + `qwen3` parsers and through chatparse
+
+
+MALFORMED = 'Hi.<tool_call>\n{"name": "get_weather", "arguments": {"city": Paris}}\n</tool_call>'
+
+
+def _builtin(tok: Any) -> Any:
+    return parser_cls(tok, "hermes", "qwen3")
+
+
+def _fragments(deltas: Sequence[Any]) -> list[str]:
+    return [
+        tc.function.arguments
+        for d in deltas
+        if d is not None
+        for tc in d.tool_calls
+        if tc.function is not None and tc.function.arguments
+    ]
+
+
+def _parses(arguments: str) -> bool:
+    try:
+        json.loads(arguments)
+    except ValueError:
+        return False
+    return True
+
+
+def test_difference_a_call_is_sent_once_complete(tok: Any) -> None:
+    builtin, _ = stream(tok, _builtin(tok), OUTPUT)
+    ours, msg = stream(tok, parser_cls(tok), OUTPUT)
+    assert len(_fragments(builtin)) > 1  # vLLM: argument fragments as they are generated
+    assert _fragments(ours) == ['{"city": "Paris"}']  # chatparse: whole, with the id and name
+    first = next(tc for d in ours if d is not None for tc in d.tool_calls)
+    assert first.id and first.function is not None and first.function.name == "get_weather"
+    assert json.loads(msg["tool_calls"][0]["arguments"]) == {"city": "Paris"}
+
+
+def test_difference_a_cut_off_call_is_never_streamed(tok: Any) -> None:
+    n = len(ids(tok, CUT))
+    _, builtin = stream(tok, _builtin(tok), CUT, req=request(stream=True, max_tokens=n), stop=False)
+    _, ours = stream(tok, parser_cls(tok), CUT, req=request(stream=True, max_tokens=n), stop=False)
+    # vLLM: the client receives a call whose arguments are not JSON; chatparse: no call.
+    assert [c["name"] for c in builtin["tool_calls"]] == ["get_weather"]
+    assert not _parses(builtin["tool_calls"][0]["arguments"])
+    assert ours["tool_calls"] == [] and ours["content"] == "Checking."
+
+
+def test_difference_a_malformed_call_is_dropped(tok: Any) -> None:
+    _, builtin = stream(tok, _builtin(tok), MALFORMED)
+    _, ours = stream(tok, parser_cls(tok), MALFORMED)
+    # vLLM streams the call with its arguments as written (not JSON) and, non-streamed, returns the
+    # markup as content; chatparse returns no call and keeps the rest of the message, both ways.
+    assert [c["name"] for c in builtin["tool_calls"]] == ["get_weather"]
+    assert not _parses(builtin["tool_calls"][0]["arguments"])
+    _, content, calls = one_shot(tok, _builtin(tok), MALFORMED)
+    assert calls is None and content is not None and "<tool_call>" in content
+    assert ours["tool_calls"] == [] and ours["content"] == "Hi."
+    assert one_shot(tok, parser_cls(tok), MALFORMED)[1:] == ("Hi.", None)
+
+
+def test_difference_reasoning_field_and_call_ids(tok: Any) -> None:
+    def shown(deltas: Sequence[Any]) -> tuple[set[str], list[str]]:
+        keys = {
+            k
+            for d in deltas
+            if d is not None
+            for k in d.model_dump(exclude_none=True)
+            if k.startswith("reasoning")
+        }
+        return keys, [tc.id for d in deltas if d is not None for tc in d.tool_calls if tc.id]
+
+    keys, call_ids = shown(stream(tok, _builtin(tok), OUTPUT)[0])
+    assert keys == {"reasoning"} and call_ids[0].startswith("chatcmpl-tool-")
+    keys, call_ids = shown(stream(tok, parser_cls(tok), OUTPUT)[0])
+    assert keys == {"reasoning", "reasoning_content"}
+    assert call_ids[0].startswith("call_") and len(call_ids[0]) == len("call_") + 24
+
+
+@pytest.mark.parametrize(
+    "template, markers, start, end",
+    [
+        (
+            "deepseek_dsml",
+            ["<think>", "</think>", "<｜DSML｜"],
+            "<think>",
+            "</think>",
+        ),  # pattern opener and closer
+        ("qwen3", ["<think>", "</think>", "<tool_call>"], "<think>", "</think>"),  # pattern closer
+    ],
+)
+def test_reasoning_delimiters_for_vllms_reasoning_config(
+    template: str, markers: list[str], start: str, end: str
+) -> None:
+    """vLLM's `ReasoningConfig` tokenizes `reasoning_start_str` / `reasoning_end_str`: a pattern
+    delimiter gives the added token it matches whole (None before, so the config stayed off)."""
+    tok = build_tokenizer(
+        markers, ["<think>\nok\n</think>\n\nHi."] * 4, stop=["<｜end▁of▁sentence｜>"], vocab_size=300
+    )
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE=template):
+        rp = plugin.ChatparseReasoningParser(tok)
+    assert (rp.reasoning_start_str, rp.reasoning_end_str) == (start, end)
+    assert [len(tok.encode(s, add_special_tokens=False)) for s in (start, end)] == [1, 1]
+
+
+def test_calls_not_returned_are_logged(tok: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A malformed call (or one cut off) is not returned; the server log says so, in one line."""
+    with caplog.at_level("WARNING", logger="chatparse.integrations"):
+        stream(tok, parser_cls(tok), MALFORMED)
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "chatparse.integrations"]
+    assert line.startswith("chatparse (vllm): not returned: 1 malformed region(s)") and "JSON" in line
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="chatparse.integrations"):
+        stream(tok, parser_cls(tok), OUTPUT)
+    assert not [r for r in caplog.records if r.name == "chatparse.integrations"]

@@ -43,39 +43,13 @@ pytest.importorskip("canitoolcall")
 pytest.importorskip("openai")
 pytest.importorskip("uvicorn")
 
-from canitoolcall.fixtures import Fixture, load_fixtures  # noqa: E402
-
 from chatparse import catalog  # noqa: E402
-from chatparse.openai import ChatParser  # noqa: E402
 
 from . import replay as R  # noqa: E402
 from .cases import xgr_acceptor  # noqa: E402
+from .serving import MODELS, call_fixture, chunk_conventions, library, merged, selected, write_model  # noqa: E402
 
-# One reference model per family (the model directory's name selects the template by model id),
-# and the fixtures of that model sent through the server (at most PER_FAMILY of them: every
-# truncated one first, then the ones with calls, then the rest, in corpus order).
-MODELS = {
-    "deepseek": "deepseek-ai/DeepSeek-V3.1",
-    "gemma4": "google/gemma-4-31B-it",
-    "glm": "zai-org/GLM-4.7",
-    "gpt-oss": "openai/gpt-oss-20b",
-    "kimi": "moonshotai/Kimi-K2.6",
-    "llama": "meta-llama/Llama-3.3-70B-Instruct",
-    "mistral": "mistralai/Magistral-Small-2509",
-    "qwen3-hermes": "Qwen/Qwen3-0.6B",
-    "qwen3-xml": "Qwen/Qwen3.8-27B",
-}
-PER_FAMILY = 5
 STREAMS = ("token", "rand:1:8")
-
-
-def _selected(family: str) -> list[Fixture]:
-    model = MODELS[family]
-    own = [fx for fx in load_fixtures() if fx.family == family and fx.reference_model == model]
-    cut = [fx for fx in own if fx.truncated]
-    calls = [fx for fx in own if not fx.truncated and fx.expected is not None and fx.expected.tool_calls]
-    rest = [fx for fx in own if fx not in cut and fx not in calls]
-    return (cut[:2] + calls + rest)[:PER_FAMILY]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -229,42 +203,6 @@ def _engine_client(vllm_config: Any, renderer: Any) -> Any:
 # the server
 
 
-def _write_model(root: Path, family: str) -> Path:
-    """A model directory named after the family's reference model (tokenizer, chat template,
-    config of a tiny Qwen3 architecture; no weights: the replay engine never loads a model)."""
-    from .localtok import family_tokenizer
-
-    d = root / MODELS[family]
-    d.mkdir(parents=True)
-    tok = family_tokenizer(family)
-    tok.save_pretrained(str(d))
-    # A chat template that renders the conformance harness's generation prompt for the fixture, which
-    # the request passes in `chat_template_kwargs` (so fixtures with thinking on and off share a model).
-    (d / "chat_template.jinja").write_text("{{ generation_prompt }}", encoding="utf-8")
-    cfg = json.loads((d / "tokenizer_config.json").read_text(encoding="utf-8"))
-    cfg.pop("chat_template", None)
-    (d / "tokenizer_config.json").write_text(json.dumps(cfg), encoding="utf-8")
-    config = {
-        "architectures": ["Qwen3ForCausalLM"],
-        "model_type": "qwen3",
-        "vocab_size": len(tok),
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 1,
-        "head_dim": 32,
-        "max_position_embeddings": 8192,
-        "rms_norm_eps": 1e-6,
-        "rope_theta": 10000.0,
-        "tie_word_embeddings": True,
-        "torch_dtype": "float32",
-        "eos_token_id": tok.eos_token_id,
-    }
-    (d / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    return d
-
-
 _ARG_PARSER: Any = None
 
 
@@ -337,10 +275,10 @@ class Server:
 @pytest.fixture(scope="module", params=sorted(MODELS))
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     family = request.param
-    fixtures = _selected(family)
+    fixtures = selected(family)
     setups = [R.setup_for(fx) for fx in fixtures]
     assert setups and all(su is not None for su in setups)
-    model_dir = _write_model(tmp_path_factory.mktemp(family), family)
+    model_dir = write_model(tmp_path_factory.mktemp(family), family)
     server = Server(model_dir, MODELS[family])
     try:
         yield SimpleNamespace(family=family, server=server, setups=setups)
@@ -382,74 +320,8 @@ def _send(server: Server, su: R.Setup, *, stream: str | None) -> tuple[dict[str,
             model=MODELS[su.fixture.family], messages=messages, stream=True, **extra
         )
     )
-    message: dict[str, Any] = {"content": "", "reasoning": "", "tool_calls": []}
-    calls: dict[int, list[str]] = {}
-    finish = None
-    for ch in chunks:
-        for c in ch.choices:
-            d = c.delta
-            message["content"] += d.content or ""
-            message["reasoning"] += (d.model_extra or {}).get("reasoning") or ""
-            for tc in d.tool_calls or ():
-                entry = calls.setdefault(tc.index, ["", ""])
-                if tc.function is not None:
-                    entry[0] += tc.function.name or ""
-                    entry[1] += tc.function.arguments or ""
-            finish = c.finish_reason or finish
-    message["tool_calls"] = [tuple(calls[i]) for i in sorted(calls)]
+    message, finish = merged(chunks, "reasoning")
     return message, finish, chunks
-
-
-def _library(su: R.Setup) -> tuple[dict[str, Any], str]:
-    """What chatparse answers for the same text, prefix, tools and finish reason."""
-    tok = su.tokenizer
-    ids = su.ids[:-1] if su.stopped else su.ids
-    text = tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-    parser = ChatParser(template=catalog.get(su.template), prefix=su.prefix, tools=su.tools or None)
-    parser.feed(text)
-    message, _, reason = parser.finish("stop" if su.stopped else "length")
-    return (
-        {
-            "content": message.get("content") or "",
-            "reasoning": message.get("reasoning_content") or "",
-            "tool_calls": [
-                (c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or ()
-            ],
-        },
-        reason,
-    )
-
-
-def _chunk_conventions(chunks: list[Any], *, single_token: bool) -> list[str]:
-    """OpenAI stream conventions over the chunks a client receives: one kind (reasoning, content
-    or calls) per chunk of a one-token step before the last (a step of several tokens carries what
-    it completed, as vLLM's own reasoning parsers do); id, type and name only in the first
-    fragment of an index; contiguous indices; argument fragments only for the newest index."""
-    problems: list[str] = []
-    seen: set[int] = set()
-    newest = -1
-    for n, ch in enumerate(chunks):
-        for c in ch.choices:
-            d = c.delta
-            reasoning = (d.model_extra or {}).get("reasoning")
-            kinds = [bool(reasoning), bool(d.content), bool(d.tool_calls)]
-            if single_token and c.finish_reason is None and sum(kinds) > 1:
-                problems.append(f"chunk {n} carries more than one of reasoning, content, calls")
-            for tc in d.tool_calls or ():
-                if tc.index not in seen:
-                    if tc.index != newest + 1:
-                        problems.append(f"chunk {n}: index {tc.index} after {newest}")
-                    if not tc.id or tc.type != "function" or tc.function is None or not tc.function.name:
-                        problems.append(
-                            f"chunk {n}: first fragment of index {tc.index} lacks id, type or name"
-                        )
-                    seen.add(tc.index)
-                    newest = tc.index
-                elif tc.id or (tc.function is not None and tc.function.name):
-                    problems.append(f"chunk {n}: id or name repeated for index {tc.index}")
-                elif tc.index != newest:
-                    problems.append(f"chunk {n}: arguments for index {tc.index} after {newest} started")
-    return problems
 
 
 # --------------------------------------------------------------------------------------------------
@@ -469,7 +341,7 @@ def test_answers_equal_the_librarys(served: Any) -> None:
     """Non-streamed and streamed (one token per step, 1-8 tokens per step): the library's message."""
     problems = []
     for su in served.setups:
-        want, want_reason = _library(su)
+        want, want_reason = library(su)
         for mode in (None, *STREAMS):
             got, reason, chunks = _send(served.server, su, stream=mode)
             label = f"{su.fixture.id} [{mode or 'non-streamed'}]"
@@ -477,7 +349,10 @@ def test_answers_equal_the_librarys(served: Any) -> None:
                 problems.append(f"{label}: got {got!r}, library {want!r}")
             if reason != want_reason:
                 problems.append(f"{label}: finish_reason {reason!r}, library {want_reason!r}")
-            problems += [f"{label}: {p}" for p in _chunk_conventions(chunks, single_token=mode == "token")]
+            problems += [
+                f"{label}: {p}"
+                for p in chunk_conventions(chunks, single_token=mode == "token", reasoning_key="reasoning")
+            ]
     assert not problems, "\n".join(problems[:20])
 
 
@@ -494,10 +369,10 @@ def test_the_prompt_reached_the_parser_and_special_tokens_were_kept(served: Any)
 
 
 def _call_fixture(served: Any) -> R.Setup:
-    for su in served.setups:
-        if su.stopped and su.fixture.expected is not None and su.fixture.expected.tool_calls and su.tools:
-            return su
-    pytest.skip(f"{served.family}: no selected fixture ends with a call")  # every family has one
+    su = call_fixture(served.setups)
+    if su is None:
+        pytest.skip(f"{served.family}: no selected fixture ends with a call")  # every family has one
+    return su
 
 
 # `tool_choice="none"`: the plugin parses with the whole template and writes every call region back
@@ -534,7 +409,7 @@ def test_forced_tool_choice_gets_the_template_constraint_and_a_call(served: Any,
     from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
 
     su = _call_fixture(served)
-    want, _ = _library(su)
+    want, _ = library(su)
     name = want["tool_calls"][0][0]
     tool_choice: Any = (
         "required" if choice == "required" else {"type": "function", "function": {"name": name}}

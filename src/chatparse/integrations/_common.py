@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import weakref
 from collections.abc import Mapping, Sequence
@@ -74,6 +75,42 @@ class IntegrationError(ValueError):
 
 class TemplateNotFound(IntegrationError):
     """No response template applies to the served model."""
+
+
+# --------------------------------------------------------------------------------------------------
+# the end of an output
+
+_log = logging.getLogger("chatparse.integrations")
+
+
+def finish_output(parser: Any, reason: str, engine: str, *, report: bool = True) -> Any:
+    """`parser.finish(reason)` (a `chatparse.openai.ChatParser`), with one warning line when the
+    output held regions that are not returned (malformed calls, calls cut off or dropped by policy),
+    as the engines' own parsers warn when they drop a call: the client only sees them missing."""
+    out = parser.finish(reason)
+    info = out[0].get("chatparse") if report and isinstance(out[0], dict) else None
+    if info:
+        errors = info.get("errors") or ()
+        dropped = info.get("dropped") or ()
+        if errors or dropped:
+            first = str(errors[0].get("error", "")).splitlines()[0][:160] if errors else ""
+            _log.warning(
+                "chatparse (%s): not returned: %d malformed region(s), %d dropped call(s)%s",
+                engine,
+                len(errors),
+                len(dropped),
+                f" (first: {first})" if first else "",
+            )
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# call ids
+
+
+def no_call_id() -> str:
+    """The id a plugin gives a call when the engine mints its own (SGLang): never sent."""
+    return "call"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -304,6 +341,21 @@ def _resolve(tokenizer: Any, model: str | None, env: Mapping[str, str]) -> Resol
 _CACHE: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], Resolved]] = weakref.WeakKeyDictionary()
 
 
+_ENV_KEYS_RAW = tuple(os.fsencode(k) for k in _ENV_KEYS) if os.name != "nt" else ()
+
+
+def _env_key(env: Mapping[str, str]) -> tuple[Any, ...]:
+    """The values of the variables that select a template and policies: the cache key of `resolve`.
+
+    Read from `os.environ`'s own (encoded) mapping when that is what is asked, which every
+    `os.environ` assignment updates: `os.environ.get` encodes each name first, 7 names ~20 µs
+    per request under load, twice per SGLang request."""
+    data = getattr(env, "_data", None) if env is os.environ else None
+    if isinstance(data, dict) and _ENV_KEYS_RAW:
+        return tuple(data.get(k) for k in _ENV_KEYS_RAW)
+    return tuple(env.get(k) for k in _ENV_KEYS)
+
+
 def resolve(tokenizer: Any, *, model: str | None = None, env: Mapping[str, str] | None = None) -> Resolved:
     """The template for `tokenizer` (see the module docstring). Raises `IntegrationError`.
 
@@ -311,7 +363,7 @@ def resolve(tokenizer: Any, *, model: str | None = None, env: Mapping[str, str] 
     construction costs a dictionary lookup.
     """
     env = os.environ if env is None else env
-    key = (model, *(env.get(k) for k in _ENV_KEYS))
+    key = (model, *_env_key(env))
     try:
         hit = _CACHE.get(tokenizer)
     except TypeError:  # not weak-referenceable
@@ -474,7 +526,24 @@ def stop_token_ids(tokenizer: Any, resolved: Resolved, extra: Sequence[int] | No
     The tokenizer's EOS id, the catalog entry's end-of-turn markers when each is one token, and the
     request's own `stop_token_ids`.
     """
-    ids: set[int] = {int(i) for i in extra or () if isinstance(i, int)}
+    base = _base_stop_ids(tokenizer, resolved)
+    if not extra:
+        return base
+    return base | {int(i) for i in extra if isinstance(i, int)}
+
+
+_STOP_IDS: weakref.WeakKeyDictionary[Any, tuple[Resolved, frozenset[int]]] = weakref.WeakKeyDictionary()
+
+
+def _base_stop_ids(tokenizer: Any, resolved: Resolved) -> frozenset[int]:
+    """EOS and the catalog's end-of-turn ids, once per tokenizer and template (every request asks)."""
+    try:
+        hit = _STOP_IDS.get(tokenizer)
+    except TypeError:  # not weak-referenceable
+        hit = None
+    if hit is not None and hit[0] is resolved:
+        return hit[1]
+    ids: set[int] = set()
     eos = getattr(tokenizer, "eos_token_id", None)
     if isinstance(eos, int):
         ids.add(eos)
@@ -488,7 +557,10 @@ def stop_token_ids(tokenizer: Any, resolved: Resolved, extra: Sequence[int] | No
         unk = getattr(tokenizer, "unk_token_id", None)
         if isinstance(found, int) and found >= 0 and found != unk:
             ids.add(found)
-    return frozenset(ids)
+    out = frozenset(ids)
+    with contextlib.suppress(TypeError):
+        _STOP_IDS[tokenizer] = (resolved, out)
+    return out
 
 
 def recover_finish_reason(

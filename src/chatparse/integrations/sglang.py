@@ -63,6 +63,7 @@ log the error and fall back to a JSON-array schema). `auto` is not constrained.
 from __future__ import annotations
 
 import contextvars
+import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -85,7 +86,9 @@ from ._common import (
     REASONING_FIELDS,
     Resolved,
     describe,
+    finish_output,
     forces_tool_calls,
+    no_call_id,
     resolve,
     tool_constraint,
     tool_dicts,
@@ -170,11 +173,18 @@ class _OneParse:
             tools=tool_dicts(tools) or None,
             stream_tool_calls=policy.stream_tool_calls,
             unknown_tools=policy.unknown_tools,
+            id_factory=no_call_id,  # SGLang's server mints the ids
         )
         self.in_reasoning = False
         self._last: Any = None  # this step's normal text, as handed over
 
     def _split(self, deltas: list[dict[str, Any]], end: bool) -> tuple[str, str]:
+        if not deltas and not end and self._last is not None:
+            ctx = _REQUEST.get()
+            if ctx is not None and ctx.get("handoff") is None:
+                # Nothing released, and the tool parser took the last hand-off: it is in hand-off
+                # mode and releases nothing without one, so there is nothing to publish.
+                return "", ""
         # The common steps first (nothing released, or one reasoning delta): no joins, no lists.
         if not deltas:
             reasoning, rest = "", deltas
@@ -208,7 +218,11 @@ class _OneParse:
 
     def finish(self) -> tuple[str, str]:
         reason = _finish_type(request_context().get("finish_reason"))
-        return self._split(self._parser.finish(reason)[1], end=True)
+        return self._split(finish_output(self._parser, reason, "sglang")[1], end=True)
+
+
+_NO_TEXT = ReasoningResult()
+"""The result of a reasoning step that releases nothing, shared (SGLang only reads it)."""
 
 
 class ChatparseReasoningDetector(BaseReasoningFormatDetector):
@@ -272,6 +286,8 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
 
     def _release(self, reasoning: str, normal: str, end: bool) -> ReasoningResult:
         if self.stream_reasoning:
+            if not reasoning and not normal:
+                return _NO_TEXT
             return ReasoningResult(normal_text=normal, reasoning_text=reasoning)
         self._held += reasoning
         assert self._splitter is not None
@@ -363,6 +379,7 @@ class ChatparseDetector(BaseFormatDetector):
             tools=tool_dicts(tools) or None,
             stream_tool_calls=self._policy.stream_tool_calls,
             unknown_tools=self._policy.unknown_tools,
+            id_factory=no_call_id,  # SGLang's server mints the ids
         )
 
     def has_tool_call(self, text: str) -> bool:
@@ -370,14 +387,20 @@ class ChatparseDetector(BaseFormatDetector):
         around the content (Harmony channels, Kimi K3 sections, a cut-off call opener) that the
         parse removes. SGLang's non-streaming path returns the text untouched when this is False
         (and logs that no complete call was found when it is True and no call parses)."""
-        result = self.detect_and_parse(text, self._tools_seen or [])
+        result = self._parse_whole(text, self._tools_seen or [], report=False)
         return bool(result.calls) or result.normal_text != text
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
+        return self._parse_whole(text, tools, report=True)
+
+    def _parse_whole(self, text: str, tools: list[Any], *, report: bool) -> StreamingParseResult:
+        """One-shot parse; `report`: warn about regions not returned (not when only probing)."""
         self._tools_seen = tools
         parser = self._parser(tools)
         deltas = parser.feed(text)
-        _, last, _ = parser.finish(_finish_type(request_context().get("finish_reason")))
+        _, last, _ = finish_output(
+            parser, _finish_type(request_context().get("finish_reason")), "sglang", report=report
+        )
         normal, calls = _items(deltas + last)
         merged: dict[int, ToolCallItem] = {}
         for c in calls:  # one item per call, as non-streaming callers expect
@@ -419,7 +442,9 @@ class ChatparseDetector(BaseFormatDetector):
         self._done = True
         if self._stream is None:  # nothing parsed here (or everything handed over)
             return StreamingParseResult()
-        _, last, _ = self._stream.finish(_finish_type(request_context().get("finish_reason")))
+        _, last, _ = finish_output(
+            self._stream, _finish_type(request_context().get("finish_reason")), "sglang"
+        )
         normal, calls = _items(last)
         return StreamingParseResult(normal_text=normal, calls=calls)
 
@@ -470,6 +495,13 @@ class ChatparseDetector(BaseFormatDetector):
         raise NotImplementedError(
             "chatparse: legacy structure_info tags are not offered (get_structural_tag gives the whole constraint)"
         )
+
+
+# SGLang's `ReasoningParser` and `FunctionCallParser` ask `inspect.signature(detector_class)` which
+# keyword arguments to pass, on every request (three calls; ~50-150 µs each for these classes,
+# most of a short turn's parser set-up). The signature, computed once, is what inspect returns.
+ChatparseReasoningDetector.__signature__ = inspect.signature(ChatparseReasoningDetector)
+ChatparseDetector.__signature__ = inspect.signature(ChatparseDetector)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -556,9 +588,13 @@ def _hook_reasoning_stream(
     parses once for both (`_OneParse`) and hands each step's content and calls to the tool-call
     detector through the context. Set for the whole step, not reset: the hand-off is read by
     `_process_tool_call_stream` right after, in the same task (one request)."""
-    finish = kwargs.get("finish_reason_type", args[0] if args else None)
-    previous = _REQUEST.get() or {}
-    if finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+    finish = (
+        kwargs.get("finish_reason_type", args[0] if args else None) if kwargs else (args[0] if args else None)
+    )
+    previous = _REQUEST.get()
+    if previous is None:
+        previous = {}
+    elif finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
         # A step like the last one of this request: the context is already what it should be.
         return original(self, index, delta, parsers, content, request, *args, **kwargs)
     context: dict[str, Any] = {

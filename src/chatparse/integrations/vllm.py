@@ -85,6 +85,7 @@ from ._common import (
     Resolved,
     ToolChoiceError,
     describe,
+    finish_output,
     forces_tool_calls,
     recover_finish_reason,
     resolve,
@@ -172,6 +173,22 @@ def _literal_id_sequences(tokenizer: Any, literals: Iterable[str]) -> list[list[
     return out or None
 
 
+def _delimiter_literal(d: Any, tokenizer: Any) -> str | None:
+    """The text vLLM should tokenize for a reasoning delimiter: its first literal; for a pattern
+    delimiter (DeepSeek DSML's `^\\s*<think>`), the shortest of the tokenizer's added tokens the
+    pattern matches whole (the marker the model writes as one token), else None."""
+    if d is None:
+        return None
+    if d.literals:
+        return str(d.literals[0])
+    try:
+        added = tokenizer.get_added_vocab()
+    except Exception:
+        return None
+    hits = sorted((t for t in added if t and d.module_re.fullmatch(t)), key=lambda t: (len(t), t))
+    return hits[0] if hits else None
+
+
 def _ends_within(ids: Sequence[int], end: list[int], new: int) -> bool:
     """Whether `end` completes within the last `new` ids (looks at `new + len(end) - 1` ids only)."""
     n = len(ids)
@@ -224,13 +241,18 @@ class ChatparseReasoningParser(ReasoningParser):
 
     @property
     def reasoning_start_str(self) -> str | None:
-        lits = self._field.opener.literals if self._field is not None and self._field.opener else None
-        return lits[0] if lits else None
+        """The reasoning opener vLLM tokenizes (`ReasoningConfig`): a literal, or the added token a
+        pattern opener matches (`_delimiter_literal`)."""
+        return _delimiter_literal(
+            self._field.opener if self._field is not None else None, self.model_tokenizer
+        )
 
     @property
     def reasoning_end_str(self) -> str | None:
-        lits = self._field.closer.literals if self._field is not None and self._field.closer else None
-        return lits[0] if lits else None
+        """The reasoning closer vLLM tokenizes, found as `reasoning_start_str` is."""
+        return _delimiter_literal(
+            self._field.closer if self._field is not None else None, self.model_tokenizer
+        )
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         self._prompt_ids = list(prompt_token_ids)
@@ -406,7 +428,7 @@ class ChatparseToolParser(ToolParser):
     def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
         parser = self._parser()
         parser.feed(model_output)
-        message, _, _ = parser.finish("stop")
+        message, _, _ = finish_output(parser, "stop", "vllm")
         calls = [
             ToolCall(
                 id=c["id"],
@@ -790,7 +812,7 @@ class ChatparseParser(Parser):
         parser.feed(model_output)
         ids = list(model_output_token_ids)
         reason = self._finish_reason(request, ids, len(ids)) if ids else "stop"
-        message, _, _ = parser.finish(reason)
+        message, _, _ = finish_output(parser, reason, "vllm")
         reasoning = message.get("reasoning_content")
         content = message.get("content")
         if self._reasoning_as_content and reasoning:
@@ -840,7 +862,7 @@ class ChatparseParser(Parser):
         if finished:
             self._done = True
             reason = self._finish_reason(request, self._last_ids, self._generated)
-            _, last, _ = stream.finish(reason)
+            _, last, _ = finish_output(stream, reason, "vllm")
             deltas = deltas + last
         include = self._include
         queue = self._pending + [d for d in deltas if include or "reasoning_content" not in d]
