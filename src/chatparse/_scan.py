@@ -1088,6 +1088,10 @@ class PatternCursor(Cursor):
 
 _GUARD_OPENERS: dict[tuple, Any] = {}
 _STRING_STOPS: dict[str, Any] = {}
+# Whitespace around a `close_after_value` value: JSON's four (Python's literals take the same
+# ones), not `str.isspace`'s Unicode set, so a character the value's parser would reject (`\x85`,
+# U+2028, ...) is text after the value, never part of its body.
+_VALUE_SPACE = frozenset(" \t\n\r")
 
 
 class StringGuard:
@@ -1101,7 +1105,8 @@ class StringGuard:
     right, string contents in C (positions are asked in increasing order; an earlier one restarts
     the scan).
 
-    Value end (`close_after_value`): when the first non-whitespace character of the body opens a
+    Value end (`close_after_value`): when the first non-whitespace character (JSON whitespace:
+    space, tab, newline, carriage return) of the body opens a
     bracket (`[`, `{`, or `(`), the value ends right after the bracket that brings the nesting
     depth back to zero, counted outside strings. The field then also closes, zero-width, at the
     first non-whitespace character after that value (`value_close_at`), so text or a repeated
@@ -1231,7 +1236,7 @@ class StringGuard:
                     continue
                 if depth < 0:
                     ch = buf[i]
-                    if ch.isspace():
+                    if ch in _VALUE_SPACE:
                         i += 1
                         continue
                     if ch not in "[{(":
@@ -1273,7 +1278,7 @@ class StringGuard:
                 return None
             self._wi = self._vend
         w = self._wi
-        while w < n and buf[w].isspace():
+        while w < n and buf[w] in _VALUE_SPACE:
             w += 1
         self._wi = w
         return self._vend, w

@@ -54,6 +54,11 @@ def stream(template: dict, text: str, chunks: list[str], prefix: str = "") -> di
         ('<c>{"a": "\\"}"} x', {"calls": {"a": '"}'}, "content": "x"}),  # escaped quote in a string
         ('<c>{"a": 1}<c>{"b": 2}', {"calls": {"b": 2}}),  # repeated opener (not repeats: last wins)
         ("<c>nope</s>", None),  # no bracket first: the closer decides, as without the option
+        # whitespace around the value is JSON's: a Unicode space json.loads rejects is text after it
+        ('<c>{"a": 1}\x85tail', {"calls": {"a": 1}, "content": "tail"}),
+        ('<c>{"a": 1}\u2028', {"calls": {"a": 1}}),  # content strips it, as str.strip
+        ('<c>\t\r\n{"a": 1}\r\n</s>', {"calls": {"a": 1}}),
+        ('<c>\x85{"a": 1}</s>', None),  # not JSON whitespace before the value: the closer decides
     ],
 )
 def test_close_after_value(text: str, expected: dict | None) -> None:
