@@ -19,11 +19,15 @@ proven about its cost:
   start wins.
 * `_SearchSeek`: a pattern whose backtracking per position `_rx.backtrack_bound` proves to be at
   most `_rx.SAFE_STEPS`: one `regex` `search` from the position, which is then linear in the text.
-* `_LoopSeek`: `C* REST` (`\\s*<tool_call>`) with REST so bounded: the streaming strategy's finder
-  proposes the start of the C-run before each place REST can start (C speed) and the compiled
-  pattern's `match` decides there; a failure decides the whole run (the finder skips it).
-* `_CursorSeek`: anything else (unbounded repeats inside the pattern, anchors): the streaming
-  parser's own exact `PatternCursor`, run at end of stream. Exact and linear, only slower.
+* `_LoopSeek`: a pattern with unbounded repeats that `forced_linear` proves (every unbounded
+  repeat a single-class run that what follows cannot start, no candidate start possible inside
+  such a run; `C* REST` with REST bounded is the common case): the delimiter's own streaming
+  search strategy proposes candidate starts (C speed: literal leads, the start of a `C` run
+  before a place REST can start) and the compiled pattern's `match` decides at each; a failure
+  skips what the finder knows it decided (a whole leading run).
+* `_CursorSeek`: anything else (a name run a candidate can start in, as `<function=[^>\\n]+>`,
+  lookbehind-led branches, anchors): the streaming parser's own exact `PatternCursor`, run at
+  end of stream and never asked past the best start found so far. Exact and linear, only slower.
 
 Every seeker remembers its last answer: the leftmost match at or after `q0` starts at `s`, which
 stays the answer for every query in `[q0, s]` (a match at a start does not depend on where the
@@ -32,7 +36,8 @@ region visits together is linear in the text.
 
 Refusals are those of the streaming scanner: a zero-width match at the position of the previous
 zero-width commit, and, in a `close_outside_strings` region, a match inside a string literal of
-the body (asked of the same `StringGuard`). A refused match of a `_LoopSeek` inside a C-run would
+the body (asked of the same `StringGuard`, or, for plain `"..."` strings, of `_QuoteGuard`: the
+same answer from one possessive C match). A refused match of a `_LoopSeek` inside a C-run would
 make the next query re-scan the run: the fast path then gives up (`Bail`) and the caller parses
 with the streaming scanner instead, so the worst case stays linear (the fast work before the bail
 is at most linear too).
