@@ -225,6 +225,8 @@ class ChatParser:
             events: list[Any] = [
                 {"type": "region_chunk", "field": name, "text": r, "dirty": self._t.fields[name].dirty}
             ]
+        elif not r and not self._pending:
+            return []  # the core holds everything: nothing changed here
         else:
             events = r
         deltas = self._pending + self._process(events, truncated_drops=False)
