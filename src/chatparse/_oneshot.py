@@ -19,11 +19,15 @@ proven about its cost:
   start wins.
 * `_SearchSeek`: a pattern whose backtracking per position `_rx.backtrack_bound` proves to be at
   most `_rx.SAFE_STEPS`: one `regex` `search` from the position, which is then linear in the text.
-* `_LoopSeek`: `C* REST` (`\\s*<tool_call>`) with REST so bounded: the streaming strategy's finder
-  proposes the start of the C-run before each place REST can start (C speed) and the compiled
-  pattern's `match` decides there; a failure decides the whole run (the finder skips it).
-* `_CursorSeek`: anything else (unbounded repeats inside the pattern, anchors): the streaming
-  parser's own exact `PatternCursor`, run at end of stream. Exact and linear, only slower.
+* `_LoopSeek`: a pattern with unbounded repeats that `forced_linear` proves (every unbounded
+  repeat a single-class run that what follows cannot start, no candidate start possible inside
+  such a run; `C* REST` with REST bounded is the common case): the delimiter's own streaming
+  search strategy proposes candidate starts (C speed: literal leads, the start of a `C` run
+  before a place REST can start) and the compiled pattern's `match` decides at each; a failure
+  skips what the finder knows it decided (a whole leading run).
+* `_CursorSeek`: anything else (a name run a candidate can start in, as `<function=[^>\\n]+>`,
+  lookbehind-led branches, anchors): the streaming parser's own exact `PatternCursor`, run at
+  end of stream and never asked past the best start found so far. Exact and linear, only slower.
 
 Every seeker remembers its last answer: the leftmost match at or after `q0` starts at `s`, which
 stays the answer for every query in `[q0, s]` (a match at a start does not depend on where the
@@ -32,7 +36,8 @@ region visits together is linear in the text.
 
 Refusals are those of the streaming scanner: a zero-width match at the position of the previous
 zero-width commit, and, in a `close_outside_strings` region, a match inside a string literal of
-the body (asked of the same `StringGuard`). A refused match of a `_LoopSeek` inside a C-run would
+the body (asked of the same `StringGuard`, or, for plain `"..."` strings, of `_QuoteGuard`: the
+same answer from one possessive C match). A refused match of a `_LoopSeek` inside a C-run would
 make the next query re-scan the run: the fast path then gives up (`Bail`) and the caller parses
 with the streaming scanner instead, so the worst case stays linear (the fast work before the bail
 is at most linear too).
@@ -306,10 +311,11 @@ def _atom_src(node: Node) -> str | None:
     return None
 
 
-def _run_class(node: Node) -> str | None:
-    """The class of an unbounded repeat of one character (`\\s*`, `[^>\n]+`), else None."""
+def _run_class(node: Node, bounded: bool = False) -> str | None:
+    """The class of an unbounded repeat of one character (`\\s*`, `[^>\\n]+`), else None; with
+    `bounded`, of any repeat of one character (`[^<]{0,256}`)."""
     node = _unwrap(node)
-    if node.op is _rx.Op.REP and node.args[1] is None:
+    if node.op is _rx.Op.REP and (bounded or node.args[1] is None):
         return _atom_src(node.kids[0])
     return None
 
@@ -368,14 +374,18 @@ def _linear_sequence(seq: list[Node], runs: list[str]) -> bool:
         return False
     flat: list[Node] = []
     for i, item in enumerate(seq):
-        cls = _run_class(item)
+        cls = _run_class(item, bounded=True)
         if cls is not None:
             follow = seq[i + 1 :]
-            if follow and not _follow_disjoint(follow, cls):
-                return False
-            runs.append(cls)
-            flat.append(_unwrap(item).kids[0])
-            continue
+            forced = not follow or _follow_disjoint(follow, cls)
+            if _unwrap(item).args[1] is None:
+                if not forced:
+                    return False
+                runs.append(cls)  # unbounded: no candidate may start inside it
+            if forced:
+                # A forced run costs its length, once: count it as one step.
+                flat.append(_unwrap(item).kids[0])
+                continue
         if _rx.backtrack_bound(item) is None:
             return False
         flat.append(item)
@@ -468,7 +478,7 @@ def _kind(d: Any) -> int:
 class FastWatch:
     """The one-shot view of a `WatchList`: each entry with its seeker kind."""
 
-    __slots__ = ("entries", "kinds", "keys", "order")
+    __slots__ = ("entries", "kinds", "keys", "order", "cursors")
 
     def __init__(self, watch: WatchList) -> None:
         self.entries: list[Watch] = watch.entries
@@ -476,6 +486,7 @@ class FastWatch:
         self.keys = [(0 if w.is_open else 1, w.field) for w in self.entries]
         # the streaming cursors last, so that they are never asked past the best start found
         self.order = sorted(range(len(self.entries)), key=lambda j: self.kinds[j] == _CURSOR)
+        self.cursors = _CURSOR in self.kinds
 
     def scanner(self, q: int, states: dict[Any, Any], guard: StringGuard | None = None) -> FastScanner:
         return FastScanner(self, q, states, guard)
@@ -524,6 +535,31 @@ def _seeker(d: Any, kind: int, states: dict[Any, Any]) -> Any:
 # The scanner
 
 
+# Text outside JSON strings, possessively (no backtracking): it stops right before the opening
+# quote of a string that is not closed before the end of the searched range.
+_OUTSIDE_STRINGS = regex.compile(r'(?:[^"]++|"(?:[^"\\]++|\\.)*+")*+', regex.DOTALL)
+
+
+class _QuoteGuard:
+    """`StringGuard.inside` for `"..."` strings with backslash escapes only (no `string_delims`,
+    no `close_after_value`): one possessive C match from the last position known to be outside
+    a string, so asking in increasing order is linear, as for `StringGuard`."""
+
+    __slots__ = ("start", "i")
+    value_close = False
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.i = start  # a position outside every string of the body
+
+    def inside(self, buf: str, p: int) -> bool:
+        i = self.i if self.i <= p else self.start
+        m = _OUTSIDE_STRINGS.match(buf, i, p)
+        e = m.end() if m is not None else i
+        self.i = e
+        return e != p
+
+
 class FastScanner:
     """`Scanner.decide` at end of stream, from seekers (see the module docstring)."""
 
@@ -532,8 +568,20 @@ class FastScanner:
     def __init__(self, fw: FastWatch, q: int, states: dict[Any, Any], guard: StringGuard | None) -> None:
         self.fw = fw
         self.q = q
+        if guard is not None and not guard.delims and guard.quotes == '"' and not guard.value_close:
+            guard = _QuoteGuard(guard.start)  # type: ignore[assignment]
         self.guard = guard
-        self.seekers = [_seeker(fw.entries[j].delimiter, fw.kinds[j], states) for j in fw.order]
+        key = id(fw)
+        seekers = states.get(key)
+        if seekers is None:
+            seekers = states[key] = [_seeker(fw.entries[j].delimiter, fw.kinds[j], states) for j in fw.order]
+        if fw.cursors:
+            # The streaming cursors are per region visit (their finders are kept in `states`).
+            seekers = [
+                _CursorSeek(fw.entries[j].delimiter, states) if fw.kinds[j] == _CURSOR else sk
+                for j, sk in zip(fw.order, seekers)
+            ]
+        self.seekers = seekers
 
     def decide(self, buf: str, eos: bool, zw_forbid: int = -1) -> Hold | Commit:
         if not eos:  # pragma: no cover - the one-shot parser decides only at the end of the text

@@ -277,3 +277,19 @@ def test_hostile_candidates_inside_runs_stay_linear() -> None:
     small = _fast_work(t, "<f=" * 2000 + "\n")
     large = _fast_work(t, "<f=" * 4000 + "\n")
     assert large <= 2.3 * small + 200, (small, large)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    body=st.text(alphabet='ab"\\ {}\n', max_size=40),
+    points=st.lists(st.integers(min_value=0, max_value=42), max_size=6),
+)
+def test_quote_guard_agrees_with_the_string_guard(body: str, points: list[int]) -> None:
+    from chatparse._scan import StringGuard
+
+    buf = "<x>" + body
+    slow = StringGuard(3, (), '"', False)
+    fast = _oneshot._QuoteGuard(3)
+    for p in points:
+        p = min(3 + p, len(buf))
+        assert fast.inside(buf, p) == slow.inside(buf, p), (buf, p)
