@@ -1,10 +1,14 @@
 """Stored generations at scale: parse a column of a Hugging Face dataset (or of any table) into columns.
 
 `RowParser` is the row function: a picklable callable that turns one row (a mapping) into the
-parsed columns, and `RowParser.batch` does the same for a batch of rows (a mapping of column
-lists). `parse_dataset` runs it with `datasets.Dataset.map` (in-memory and memory-mapped datasets;
-`num_proc` for several processes; the result is written batch by batch, never gathered in memory)
-and `IterableDataset.map` (streaming: lazy, nothing is parsed before it is read).
+parsed columns; `RowParser.batch` does the same for a batch of rows (a mapping of column lists)
+and `RowParser.table` for an Arrow batch (a `pyarrow.Table`, giving a `pyarrow.Table`).
+`parse_dataset` maps `RowParser.table` over a map-style `datasets.Dataset` (in memory or
+memory-mapped; `num_proc` for several processes): each batch reaches the parser as Arrow, only the
+columns it reads become Python objects, the parsed columns go back to Arrow with their fixed
+schema, and they are written (batch by batch, never gathered in memory) to a table of their own
+that is joined to the dataset without copying it. A streaming `IterableDataset` is mapped lazily
+with `RowParser.batch` (nothing is parsed before it is read).
 
 Columns are fixed by the template, so every batch has the same Arrow schema: one column per
 template field (text fields as strings; `tool_calls` as a list of `{id, type, function: {name,
@@ -12,10 +16,12 @@ arguments}}` with `arguments` as JSON text; any other field as JSON text), plus 
 (`None`, or `"<ExceptionType>: <message>"` for a row that cannot be parsed; nothing is dropped
 silently). Text fields that the output did not contain are `None`.
 
-Ray Data and Spark users call the same object::
+Ray Data and Spark users call the same object (`batch` and `table` return the parsed columns
+only)::
 
     parser = RowParser(column="completion", prefix_column="prompt", template="qwen3")
     ray_ds.map(parser)                                    # row by row, or
+    ray_ds.map_batches(parser.table, batch_format="pyarrow")  # Arrow batches (fastest), or
     ray_ds.map_batches(parser.batch, batch_format="pandas")
     spark_df.rdd.map(lambda r: {**r.asDict(), **parser(r.asDict())}).toDF()
 """
@@ -298,7 +304,7 @@ class RowParser:
             prefixes: Sequence[Any] = self._texts(batch[self.prefix_column], self.prefix_column)
         else:
             prefixes = [self.prefix] * n_rows
-        tools_in: Sequence[Any] | None = None if self.tools_column is None else batch[self.tools_column]
+        tools_in = None if self.tools_column is None else list(batch[self.tools_column])
         template = self._compiled()
         kinds = list(self.kinds.items())
         lists: list[list] = [[] for _ in kinds]
