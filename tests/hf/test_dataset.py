@@ -424,3 +424,23 @@ def test_token_ids_are_decoded_once_per_batch(monkeypatch):
         sum(r["parse_error"] == "ValueError: column 'ids' is empty (None)" for r in expected)
         == len(ids) - with_ids
     )
+
+
+def test_pandas_and_arrow_batches_as_ray_data_hands_them():
+    """`map_batches(parser.batch, batch_format="pandas")` gets Series with any index;
+    `batch_format="pyarrow"` gets tables: both give the row function's columns."""
+    import pandas as pd
+    import pyarrow as pa
+
+    data, _ = generated_rows("QWEN_JSON", 60)
+    parser = RowParser(column="completion", prefix_column="prompt", template="qwen3", tools_column="tools")
+    expected = loop(data, parser)[20:]
+    frame = pd.DataFrame(data).iloc[20:]  # a batch whose index starts at 20
+    columns = {k: [r[k] for r in expected] for k in parser.columns}
+    # Arrow keeps a missing text as null
+    assert parser.table(pa.Table.from_pandas(frame, preserve_index=False)).to_pydict() == columns
+    nan = [i for i, t in enumerate(data["completion"][20:]) if t is None]
+    assert nan  # pandas keeps it as NaN: the same error, naming NaN
+    for i in nan:
+        columns["parse_error"][i] = "ValueError: column 'completion' is empty (NaN)"
+    assert parser.batch(frame) == columns

@@ -211,6 +211,8 @@ class RowParser:
             return value
         if value is None:
             raise ValueError(f"{what} is empty (None)")
+        if type(value) is float and value != value:  # pandas' missing value (Ray Data, Spark batches)
+            raise ValueError(f"{what} is empty (NaN)")
         if self.tokenizer is None:
             raise TypeError(
                 f"{what} holds {type(value).__name__}, not text; pass tokenizer= to decode token ids"
