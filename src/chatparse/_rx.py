@@ -1278,16 +1278,40 @@ class Attempt:
         self.path: list[int] = []
         self._back = False  # resume by backtracking (suspended inside a lazy run's alternatives)
 
+    def still_live(self, buf: str) -> bool:
+        """Whether this suspended attempt is live again where it stopped, decided without setting
+        the interpreter up (before end of stream): inside a literal that the new text still only
+        begins, or in a greedy or possessive run that the new text extends to its end (a long
+        opener or a name streamed in tokens), or in a lookahead whose body is live again so.
+        `run` would return `LIVE` at the same place."""
+        if self._back:
+            return False
+        code = self.prog.code
+        op, arg = code[self.pc]
+        pos = self.pos
+        if op == STR:
+            return len(buf) - pos < len(arg) and arg.startswith(buf[pos:])
+        if op == RUN and arg.mode != "lazy":
+            # The interpreter's checks on entering the run, in its order.
+            pm = self.ctx.memo(self.prog)
+            key = pos * (len(code) + 1) + self.pc
+            local = self.local
+            if key in pm.fail or (local is not None and key in local) or (self.boolean and key in pm.succ):
+                return False
+            if arg.end(buf, pos, False, self.ctx.run_ends)[1]:
+                STEPS[0] += 1  # the step the interpreter counts for the run
+                return True
+        elif op == LOOKAHEAD:
+            # Suspended on a live lookahead body (`(?=<|tool_call_begin|>)` being written).
+            pm = self.ctx.memo(arg.prog)
+            sub = pm.live.get(pos)
+            return sub is not None and pos not in pm.done and sub.still_live(buf)
+        return False
+
     def run(self, buf: str, eos: bool) -> Any:
         code = self.prog.code
-        if not eos and not self._back:
-            # A live attempt suspended inside a literal that the new text still only begins: live
-            # again, without setting the interpreter up (a long opener streamed in tokens).
-            op, arg = code[self.pc]
-            if op == STR:
-                pos = self.pos
-                if len(buf) - pos < len(arg) and arg.startswith(buf[pos:]):
-                    return LIVE
+        if not eos and self.still_live(buf):
+            return LIVE
         pm = self.ctx.memo(self.prog)
         fail = pm.fail
         boolean = self.boolean

@@ -15,7 +15,8 @@ for this region; everything from `at` on is held) or `Commit(watch, start, end, 
 Every delimiter has a *search strategy* (one class per delimiter shape, behind one interface:
 `Strategy.finder()` makes the per-scan `Finder` that proposes candidate start positions in C
 speed): `LiteralSearch` (a literal list: decided by `str.find` alone, no attempts), `PrefixSearch`
-(a pattern that starts with a literal), `TriggerSearch` (a pattern that starts with a character
+(a pattern that starts with a literal), `PrefixSetSearch` (with one of several literals: one trie
+search for all), `TriggerSearch` (a pattern that starts with a character
 class), `LoopSearch` (`C* REST`: the start of the `C` run before a place where REST can start),
 `AnchorSearch` (only position 0, for `^`), `AfterSearch` (a branch led by a lookbehind: the
 positions right after a character its text can end with), `EverySearch` (every position) and
@@ -200,6 +201,47 @@ class _PrefixFinder(Finder):
         return n + 1
 
 
+class _PrefixSetFinder(Finder):
+    """`_PrefixFinder` for several literals at once: the next position where one of them occurs or
+    (before end of stream) where a tail of the buffer begins one, by two C searches of trie-shaped
+    patterns (literals cut to `_LEAD_MAX` characters: a superset of the candidates, which the
+    attempts decide). Remembers the range rejected for good."""
+
+    __slots__ = ("search_re", "head_re", "maxlen", "_lo", "_hi")
+
+    def __init__(self, search_re: Any, head_re: Any, maxlen: int) -> None:
+        self.search_re = search_re
+        self.head_re = head_re
+        self.maxlen = maxlen
+        self._lo = -1
+        self._hi = -1
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        n = len(buf)
+        if self._lo <= q <= self._hi:
+            lo = self._lo
+            q = self._hi
+        else:
+            lo = q
+        m = self.search_re.search(buf, q)
+        t = n if m is None else m.start()
+        if not eos:
+            tail = n - self.maxlen + 1
+            if tail < q:
+                tail = q
+            if tail < t:
+                h = self.head_re.search(buf, tail)
+                if h is not None and h.start() < t:
+                    t = h.start()
+            self._lo, self._hi = lo, t
+            return t
+        if t < n:
+            self._lo, self._hi = lo, t
+            return t
+        self._lo, self._hi = lo, max(q, n - self.maxlen + 1)
+        return n + 1
+
+
 class _RunTail:
     """The start of the trailing run of one loop class, maintained over the new text only."""
 
@@ -345,6 +387,24 @@ class PrefixSearch(Strategy):
         if len(self.prefix) == 1:
             return _TriggerFinder(self.prefix, None)
         return _PrefixFinder(self.prefix)
+
+
+class PrefixSetSearch(Strategy):
+    """A pattern whose every match starts with one of several literals (`</?x>`, the rest of
+    `\\s*(?:</s>|<end>)`): one finder searches for all of them at once."""
+
+    def __init__(self, prefixes: list[str]) -> None:
+        self.prefixes = prefixes
+        self.leads = list(prefixes)
+        self.classes = []
+        self.loops = []
+        cut = sorted({x[:_LEAD_MAX] for x in prefixes}, key=len, reverse=True)
+        self._search_re = re.compile(_trie_pattern(cut, False))
+        self._head_re = re.compile(_trie_pattern(cut, True) + r"\Z")
+        self._maxlen = max(len(x) for x in cut)
+
+    def finder(self) -> Finder:
+        return _PrefixSetFinder(self._search_re, self._head_re, self._maxlen)
 
 
 class TriggerSearch(Strategy):
@@ -702,7 +762,7 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
     if leads and len(leads) == len(_leads(items)):
         if len(leads) == 1:
             return PrefixSearch(leads[0])
-        return UnionSearch([PrefixSearch(x) for x in dict.fromkeys(leads)])
+        return PrefixSetSearch(list(dict.fromkeys(leads)))
     if (
         head.op is Op.REP
         and head.args[2] in ("greedy", "lazy", "possessive")
@@ -735,6 +795,8 @@ def _pattern_strategy_items(items: list[Node]) -> Strategy:
             seen.add(p.prefix)
         unique.append(p)
     parts = unique
+    if len(parts) > 1 and all(isinstance(p, PrefixSearch) for p in parts):
+        return PrefixSetSearch([p.prefix for p in parts])  # type: ignore[attr-defined]
     return parts[0] if len(parts) == 1 else UnionSearch(parts)
 
 
@@ -837,6 +899,11 @@ class Cursor:
         """Resume an undecided attempt at `self.q` (before end of stream); True while it stays live."""
         return False
 
+    def still_live(self, buf: str) -> bool:
+        """Whether this cursor, live at `self.q` at the last decision, is live there again with the
+        new text, decided cheaply (False: ask `resume` or scan)."""
+        return False
+
     def captures(self, buf: str, start: int, eos: bool) -> dict[str, str]:
         names = self.d.group_names
         if not names:
@@ -907,6 +974,14 @@ class LiteralCursor(Cursor):
             return self.found[0]
         return self.q
 
+    def still_live(self, buf: str) -> bool:
+        # A tail that is still a proper prefix of a literal: `advance` answers LIVE at `q` (a
+        # shorter literal complete at `q` waits for the longer one, as the reference prefers it).
+        tail = buf[self.q :]
+        return self.found is None and any(
+            len(lit) > len(tail) and lit.startswith(tail) for lit in self.literals
+        )
+
     def advance(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, int]:
         if self.found is not None:
             return (MATCH, self.found[0], self.found[1])
@@ -961,6 +1036,10 @@ class PatternCursor(Cursor):
         super().reject(pos)
         self.att = None
         self.ctx = _rx.MatchContext()  # the memos saw a successful path: start afresh
+
+    def still_live(self, buf: str) -> bool:
+        att = self.att
+        return att is not None and self.found is None and att.still_live(buf)
 
     def resume(self, buf: str, zw_forbid: int) -> bool:
         att = self.att
@@ -1246,6 +1325,9 @@ class Prefilter:
             self.search_re = regex.compile("|".join(srcs))
         else:
             self.search_re = re.compile(_trie_pattern(self.literals, False) if self.literals else "(?!)")
+        # The leads that hold another lead after their first character: a buffer tail that begins
+        # one of them may hold a complete lead too (the held-tail shortcut of `Scanner` is off).
+        self.inner = {x for x in self.literals if any(y in x[1:] for y in self.literals)}
         self.loops = list(loops.values())
         self.loop_any = _rx.CharTest("|".join(f"(?:{t.src})" for t in self.loops), 0) if self.loops else None
         self.at0 = any(s.at0 for s in strategies)
@@ -1315,6 +1397,7 @@ class Scanner:
         "_cursors",
         "_states",
         "_pre",
+        "_gpre",
         "_tails",
         "_searched",
         "_hold",
@@ -1324,6 +1407,9 @@ class Scanner:
         "_char",
         "_maxlen",
         "_loop_any",
+        "_tail_at",
+        "_tail_hold",
+        "_tail_lead",
     )
 
     def __init__(
@@ -1336,6 +1422,11 @@ class Scanner:
         self._cursors: list[Cursor] | None = None
         # The prefilter and the single-literal shortcut skip the guard's checks: not with a guard.
         self._pre = watch.prefilter if guard is None else None
+        # With a string guard the prefilter only decides feeds with nothing to hold (no lead, no
+        # tail of one, no loop run): then no candidate exists, inside a string or not (with
+        # `close_after_value`, while the body's value is still open: its zero-width close needs
+        # no lead).
+        self._gpre = watch.prefilter if guard is not None else None
         self.lit = watch.lit if guard is None else None
         self._searched = q  # the prefilter searched buf[q:_searched] and found no lead
         pre = self._pre
@@ -1346,6 +1437,9 @@ class Scanner:
             self._maxlen = len(self.lit)
         self._loop_any = pre.loop_any if pre is not None else None
         self._tails: list[_RunTail] = []
+        self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
+        self._tail_hold = -1  # and the hold point it gave (a loop run may start before it)
+        self._tail_lead = ""  # and the lead it begins
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
@@ -1412,6 +1506,18 @@ class Scanner:
         before it (the trailing run when there is no such tail), or the end of the buffer."""
         n = len(buf)
         q = self.q
+        j = self._tail_at
+        if j >= 0:
+            # The last hold was a tail that begins the lead `_tail_lead` (a long opener streamed in
+            # tokens). While the tail still begins it, no lead can occur: every position before
+            # the tail failed for good, the lead holds no other lead after its first character
+            # (`Prefilter.inner`), and the loop run before the tail is unchanged.
+            lead = self._tail_lead
+            self._tail_at = -1
+            if j >= q and n - j < len(lead) and lead.startswith(buf[j:]):
+                self._tail_at = j
+                self._searched = n
+                return self._tail_hold
         # A one-character `after` lead found at the last searched position makes the position
         # right after it (then the end of the buffer, never a candidate) one now: search it again.
         start = self._searched - pre.maxlen + 1 - pre.back
@@ -1435,6 +1541,13 @@ class Scanner:
                 r = run_start(loop, buf, q, j)
                 if r < h:
                     h = r
+            if pre.char is not None:
+                tail = buf[j:]
+                for lead in pre.literals:
+                    if lead.startswith(tail):
+                        if lead not in pre.inner:
+                            self._tail_at, self._tail_hold, self._tail_lead = j, h, lead
+                        break
             return h
         return self._loop_hold(buf, pre) if pre.loops else n
 
@@ -1495,15 +1608,32 @@ class Scanner:
         if live is not None:
             if not eos:
                 self.live = None
-                if live.q == q and live.resume(buf, zw_forbid):
-                    self.live = live
-                    return self._hold_at(q)
+                if live.q == q:
+                    if live.still_live(buf):
+                        # Still undecided where it was (the earliest open position): the hold stays.
+                        self.live = live
+                        h = self._hold
+                        h.at = q
+                        return h
+                    if live.resume(buf, zw_forbid):
+                        self.live = live
+                        return self._hold_at(q)
         elif not eos:
             pre = self._pre
             if pre is not None and q < len(buf) and (q or not pre.at0):
                 h2 = self._prefiltered(buf, pre)
                 if h2 >= 0:
                     return self._hold_at(h2)
+            else:
+                pre = self._gpre
+                if pre is not None and q < len(buf) and (q or not pre.at0):
+                    n = len(buf)
+                    guard = self.guard
+                    assert guard is not None
+                    if (not guard.value_close or guard.value_close_at(buf, False) is None) and (
+                        self._prefiltered(buf, pre) == n
+                    ):
+                        return self._hold_at(n)
         return self._scan(buf, eos, zw_forbid)
 
     def _scan(self, buf: str, eos: bool, zw_forbid: int) -> Hold | Commit:

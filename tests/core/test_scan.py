@@ -33,7 +33,11 @@ SHAPES = {
         r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>",
         r"(?:<\|tool_call\|>|^)\s*(?=\[)",
         r"(?:<\|a\|>[^<]{0,8}|\s*)<\|b\|>",
+    ],
+    _scan.PrefixSetSearch: [
         r"</?｜DSML｜ ?x>",
+        r"(?:<\|im_end\|>|<\|endoftext\|>|</s>)",
+        r"(?:ab|ac|b)c",
     ],
 }
 
@@ -126,6 +130,19 @@ def test_prefix_search_ignores_text_without_the_prefix() -> None:
     d = _delim(r"<tool_call>(?=\s*\{)")
     text = "<tool " * 500
     assert _count_steps(d, text) == 0  # no attempt: no occurrence of the literal prefix
+
+
+def test_prefix_set_search_is_one_finder_for_all_prefixes() -> None:
+    # Six literal alternatives (DeepSeek's content closer): one finder, two C searches per call,
+    # no attempt where none of the literals occurs; a buffer tail that begins one is a candidate.
+    alts = ["<|a|>", "<|ab|>", "</think>", "<|sep|>", "<|end|>", "<|x|>"]
+    d = _delim(r"\s*(?:" + "|".join(regex.escape(a) for a in alts) + ")")
+    assert isinstance(d.strategy, _scan.LoopSearch)
+    assert isinstance(d.strategy.rest, _scan.PrefixSetSearch)
+    assert _count_steps(d, "<| a| > " * 500) <= 1
+    f = d.strategy.rest.finder()
+    assert f.next("xx <|se", 0, False) == 3 and f.next("xx <|se", 0, True) == 8
+    assert f.next("xx <|sep|>", 0, True) == 3
 
 
 def test_trigger_search_tries_only_trigger_characters() -> None:

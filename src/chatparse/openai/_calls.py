@@ -27,6 +27,12 @@ from .._template import Field
 from ..tools import coerce_tool_calls, schema_types
 
 _ALPHABET = string.ascii_letters + string.digits
+# Random bytes to id characters in C: a byte below 248 (4 x 62) maps to one of the 62 characters,
+# each by exactly 4 byte values (uniform); the 8 bytes above are deleted (rejection sampling).
+_ID_TABLE = bytes(ord(_ALPHABET[b % 62]) if b < 248 else 0 for b in range(256))
+_ID_REJECT = bytes(range(248, 256))
+# `json.dumps(x, ensure_ascii=False)` builds this encoder on every call; one instance does the same.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 _DIALECT_KEYS = ("prefix", "suffix", "string_delims", "unquoted_keys", "allow_non_json")
 
 
@@ -36,7 +42,11 @@ def random_call_id() -> str:
     >>> len(random_call_id()), random_call_id()[:5]
     (29, 'call_')
     """
-    return "call_" + "".join(secrets.choice(_ALPHABET) for _ in range(24))
+    # 40 bytes keep fewer than 24 after rejection with probability about 1e-15: then draw again.
+    while True:
+        chars = secrets.token_bytes(40).translate(_ID_TABLE, _ID_REJECT)
+        if len(chars) >= 24:
+            return "call_" + chars[:24].decode("ascii")
 
 
 def calls_from_value(value: Any) -> list[tuple[dict[str, Any] | None, str | None]]:
@@ -230,12 +240,12 @@ class ToolCallAssembler:
                 )
                 continue
             sub = _Region(r.field, r.captures, r.body_start)
-            frag = self._announce(sub, name, call.get("id"), json.dumps(args, ensure_ascii=False))
+            frag = self._announce(sub, name, call.get("id"), _ENCODE(args))
             out.append(frag)
             self._store(sub)
 
     def _finish_announced(self, r: _Region, args: dict[str, Any], out: list[dict]) -> None:
-        text = json.dumps(args, ensure_ascii=False)
+        text = _ENCODE(args)
         if r.live and r.raw is not None:
             final = "".join(r.raw).strip()
             try:

@@ -1,0 +1,229 @@
+"""Call-dense streams: the scanner's work per call is bounded (issue 9 item 4; issue 13's speed).
+
+Streams of many tool calls in token-sized feeds once cost several times SGLang's detectors per feed,
+because the scanner ran a full cursor scan on most feeds of a call: in call bodies whose closer
+only counts outside JSON strings (every feed), while an opener or closer was being written (every
+feed resumed its attempt through the matcher, however little the new text changed), and while a
+long literal lead such as `<｜tool▁call▁begin｜>function<｜tool▁sep｜>` streamed in (a trie search
+per feed). Each of those now has a fast path; these tests count, never time, what keeps them:
+
+* cursor scans per call do not grow with the length of the arguments;
+* attempt resumptions per call are bounded however finely the text is split;
+* a long lead streamed one character at a time is searched for once, then followed by `startswith`;
+
+for every catalog template with tool calls (new entries join automatically), and the messages
+streamed that way equal the one-shot parse.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import chatparse
+from chatparse import _rx, _scan, catalog
+
+from .test_linear import CALLS, TEMPLATES, _field_sample
+
+N_CALLS = 10
+
+
+def _calls_text(t: Any, n_calls: int, words: int) -> str | None:
+    """`n_calls` calls written with the template's own call opener and closer (their shortest
+    matches), arguments of `words` words (no whitespace: whitespace has its own linear tests)."""
+    k_open = _field_sample(t, CALLS, "opener")
+    if not k_open:
+        return None
+    k_close = _field_sample(t, CALLS, "closer") or ""
+    body = '{"name":"get_weather","arguments":{"city":"' + "Paris-" * words + '"}}'
+    return "Sure.\n" + "".join(k_open + body + k_close + "\n" for _ in range(n_calls))
+
+
+CALL_TEMPLATES = sorted(name for name, t in TEMPLATES.items() if _calls_text(t, 1, 1) is not None)
+
+
+@contextmanager
+def _counting() -> Iterator[collections.Counter]:
+    counts: collections.Counter = collections.Counter()
+    patched = []
+    for owner, name in (
+        (_scan.Scanner, "_scan"),
+        (_scan.PatternCursor, "resume"),
+        (_scan.LiteralCursor, "advance"),
+    ):
+        original = vars(owner)[name]
+
+        def counted(*a: Any, _o: Any = original, _n: str = name, **k: Any) -> Any:
+            counts[_n] += 1
+            return _o(*a, **k)
+
+        patched.append((owner, name, original))
+        setattr(owner, name, counted)
+    try:
+        yield counts
+    finally:
+        for owner, name, original in patched:
+            setattr(owner, name, original)
+
+
+def _stream(t: Any, text: str, size: int) -> tuple[dict, collections.Counter]:
+    with _counting() as counts:
+        p = chatparse.ResponseParser(t, prefix="")
+        for i in range(0, len(text), size):
+            p.feed(text[i : i + size])
+        message, _ = p.finalize()
+    return message, counts
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_cursor_scans_per_call_do_not_grow_with_the_arguments(template: str) -> None:
+    """In a call body only the closer's own text asks the cursors: with a JSON-string guard
+    (`close_outside_strings`, `close_after_value`) the prefilter decides every feed with no lead in
+    it, as it does without one (before: one scan per feed in 29 of 55 templates' call bodies)."""
+    t = TEMPLATES[template]
+    short, long_ = _calls_text(t, N_CALLS, 2), _calls_text(t, N_CALLS, 24)
+    assert short is not None and long_ is not None
+    _, a = _stream(t, short, 1)
+    _, b = _stream(t, long_, 1)
+    assert b["_scan"] <= a["_scan"] + 2, (template, a["_scan"], b["_scan"])
+    assert a["_scan"] <= 8 * N_CALLS, (template, a["_scan"])
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_live_attempts_are_not_resumed_on_every_feed(template: str) -> None:
+    """While a delimiter is being written, a feed that leaves its attempt live where it stopped
+    (inside a literal, a run, a lookahead's body, a literal cursor's tail) is decided by
+    `still_live`, not by resuming the matcher (before: up to 137 resumptions per call, one per
+    character of the opener and closer)."""
+    t = TEMPLATES[template]
+    text = _calls_text(t, N_CALLS, 2)
+    assert text is not None
+    _, one = _stream(t, text, 1)
+    _, four = _stream(t, text, 4)
+    assert one["resume"] <= 16 * N_CALLS, (template, one["resume"])
+    # One character per feed asks barely more than four: the resumptions follow the delimiters'
+    # structure, not the number of feeds.
+    assert one["resume"] <= 2 * four["resume"] + 5 * N_CALLS, (template, one["resume"], four["resume"])
+    assert one["advance"] <= 16 * N_CALLS, (template, one["advance"])
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_call_dense_streams_equal_one_shot(template: str) -> None:
+    t = TEMPLATES[template]
+    text = _calls_text(t, 4, 3)
+    assert text is not None
+    try:
+        want: Any = chatparse.parse_response(text, t, prefix="")
+    except ValueError as e:
+        want = type(e)
+    for size in (1, 2, 3, 5, 7):
+        p = chatparse.ResponseParser(t, prefix="")
+        for i in range(0, len(text), size):
+            p.feed(text[i : i + size])
+        try:
+            got: Any = p.finalize()[0]
+        except ValueError as e:
+            got = type(e)
+        if isinstance(want, dict) and isinstance(got, dict):
+            assert got == want, (template, size)
+
+
+@pytest.mark.parametrize("family", ["deepseek_v3", "kimi_k2"])
+def test_a_long_lead_streamed_in_is_searched_for_once(family: str) -> None:
+    """`<｜tool▁call▁begin｜>function<｜tool▁sep｜>` streamed one character at a time: the tail that
+    begins it is found by one trie search, then followed with `startswith` (before: a search of
+    the trie per feed)."""
+    t = chatparse.load_response_template(catalog.get(family))
+    pre = t.watch.prefilter
+    assert pre is not None
+    opener = _field_sample(t, CALLS, "opener")
+    assert opener is not None and len(opener) > 16
+    counts = collections.Counter()
+
+    class Counting:
+        def __init__(self, rx: Any) -> None:
+            self.rx = rx
+
+        def search(self, *a: Any) -> Any:
+            counts["head"] += 1
+            return self.rx.search(*a)
+
+        def match(self, *a: Any) -> Any:
+            return self.rx.match(*a)
+
+    head = pre.head_re
+    pre.head_re = Counting(head)
+    try:
+        p = chatparse.ResponseParser(t, prefix="")
+        for ch in "Sure." + opener:
+            p.feed(ch)
+    finally:
+        pre.head_re = head
+    assert counts["head"] <= 3, counts
+
+
+# ------------------------------------------------------------------------------------------------
+# `still_live` answers only what the full matcher would answer
+
+
+_LIVE_PATTERNS = [
+    r"<tool_call>\s*(?P<n>[^<\s]+)\s*<x>",
+    r"\s*<｜a｜>function<｜b｜>(?P<name>[^\n<]+)\n```json\n",
+    r"<\|end\|>(?:[^<]{0,16}(?=<\|begin\|>|<\|stop\|>))?",
+    r"\{(?=\s*\"name\")",
+    r"ab+?c",
+    r"(?:x|xy)*z",
+]
+_LIVE_TEXT = '<tool_call> nm<x>｜a｜>function<｜b｜>get\n```json\n<|end|> t<|begin|>{ "name"abbbcxyz'
+
+
+@pytest.mark.parametrize("pattern", _LIVE_PATTERNS)
+@settings(max_examples=200, deadline=None)
+@given(
+    start=st.integers(0, 40),
+    cut=st.integers(0, 30),
+    more=st.integers(1, 12),
+    data=st.data(),
+)
+def test_still_live_implies_the_matcher_stays_live(
+    pattern: str, start: int, cut: int, more: int, data: Any
+) -> None:
+    prog = _rx.compile_pattern(pattern)
+    pieces = data.draw(
+        st.sampled_from([_LIVE_TEXT, _LIVE_TEXT.replace(" ", ""), "<|end|>abc<|begi", "  <｜a｜>func"])
+    )
+    text = pieces[start % max(1, len(pieces)) :]
+    first = text[: cut + 1]
+    second = text[: cut + 1 + more]
+    att = _rx.Attempt(prog, 0)
+    if att.run(first, False) is not _rx.LIVE:
+        return
+    if att.still_live(second):
+        twin = _rx.Attempt(prog, 0)
+        twin.run(first, False)
+        assert twin.run(second, False) is _rx.LIVE, (pattern, first, second)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lits=st.lists(st.text("ab<|>", min_size=1, max_size=5), min_size=1, max_size=3),
+    text=st.text("ab<|>", max_size=8),
+    more=st.text("ab<|>", min_size=1, max_size=3),
+)
+def test_literal_still_live_implies_advance_is_live(lits: list[str], text: str, more: str) -> None:
+    d = _scan.Delimiter("|".join(lits), lits)
+    c = d.cursor({})
+    status, pos, _ = c.advance(text, False, len(text) + 1, -1)
+    if status != _scan.LIVE:
+        return
+    c.q = pos
+    if c.still_live(text + more):
+        fresh = d.cursor({})
+        fresh.q = pos
+        assert fresh.advance(text + more, False, pos, -1)[:2] == (_scan.LIVE, pos)
