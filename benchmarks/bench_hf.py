@@ -7,17 +7,24 @@
    drained as an iterator. Reported: microseconds per token and what chatparse adds per token over
    `TextIteratorStreamer`. With torch, also the cost per token of the tiny model's `generate()`
    itself, for scale.
-2. Datasets. N generations (Qwen3 style: reasoning of 200-4,000 characters, text, 0-3 tool calls)
-   parsed by a loop over transformers' `tokenizer.parse_response`, by a loop over
-   `chatparse.hf.parse_response` (the drop-in), and by `parse_dataset` with 1 and 2 processes.
-   Reported: rows per second and ratios to the transformers loop.
+2. Datasets. The same N distinct generations (Qwen3 style: reasoning of 200-4,000 characters,
+   text, 0-3 tool calls) parsed by a loop over transformers' `tokenizer.parse_response` (every
+   row, not a sample), by a loop over `chatparse.hf.parse_response` (the drop-in), and by
+   `parse_dataset` over an in-memory and a memory-mapped (saved, reloaded) dataset with 1 and 2
+   processes, and over a streaming dataset (iterated to the end). Reported per method: wall time,
+   rows/s and its ratio to the transformers loop; CPU time per row (this process plus its worker
+   processes, so it shows what a row costs whatever the number of idle cores) and its ratio; and
+   the wall-time speedup from 1 to 2 processes. Before timing, a sample of `parse_dataset`'s rows
+   is checked against `chatparse.hf.parse_response`.
 
-    python benchmarks/bench_hf.py              # 100,000 rows, a few minutes
+    python benchmarks/bench_hf.py              # 100,000 rows, about ten minutes
     python benchmarks/bench_hf.py --quick      # 10,000 rows
+    python benchmarks/bench_hf.py --only dataset --rounds 3
     python benchmarks/bench_hf.py --only stream
 
-Timings on a shared machine are noisy: each streamer is measured in several interleaved rounds and
-the best round is kept.
+Timings on a shared machine are noisy: every streamer and every dataset method is measured in
+several interleaved rounds and the best round is kept (wall and CPU separately); the load average
+is printed with the figures.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -220,59 +228,98 @@ def _generate_cost(tok, text: str) -> None:
 # ---------------------------------------------------------------------------------------- datasets
 
 
-def bench_dataset(rows: int) -> None:
+def dataset_rows(rows: int) -> list[str]:
+    """`rows` distinct generations (2,000 drawn shapes, each row made unique by a row number in its reasoning)."""
+    rng = random.Random(3)
+    shapes = [generation(rng) for _ in range(2_000)]
+    return [shapes[i % len(shapes)].replace("\n</think>", f" (row {i})\n</think>", 1) for i in range(rows)]
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its reaped children (the `num_proc` workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def bench_dataset(rows: int, rounds: int) -> None:
+    import tempfile
+
     import datasets
-    from datasets import Dataset
+    from datasets import Dataset, load_from_disk
 
     datasets.disable_progress_bars()
-
     tok = tokenizer()
-    rng = random.Random(3)
-    distinct = [generation(rng) for _ in range(2_000)]
-    texts = [distinct[i % len(distinct)] for i in range(rows)]
+    template = FAMILIES["QWEN_JSON"]
+    texts = dataset_rows(rows)
     chars = sum(len(t) for t in texts)
-    print(
-        f"\ndatasets: {rows:,} generations, {chars / rows:,.0f} characters on average (best of 2 runs each)"
-    )
-    results: dict[str, float] = {}
+    memory = Dataset.from_dict({"completion": texts})
+    tmp = tempfile.mkdtemp(prefix="bench_hf_")
+    memory.save_to_disk(f"{tmp}/ds")
+    mapped = load_from_disk(f"{tmp}/ds")
+    kwargs = dict(column="completion", prefix=PROMPT, template=template, desc=None)
 
-    def timed(name, fn, runs=2):
-        best = float("inf")
-        for _ in range(runs):
-            start = time.perf_counter()
+    def run_map(ds, procs):
+        extra = {"load_from_cache_file": False} if ds.cache_files else {}
+        return lambda: hf.parse_dataset(ds, num_proc=procs, **kwargs, **extra)
+
+    def run_stream():
+        for _ in hf.parse_dataset(mapped.to_iterable_dataset(num_shards=4), **kwargs):
+            pass
+
+    methods = {
+        "transformers tokenizer.parse_response loop": lambda: [
+            tok.parse_response(t, prefix=PROMPT) for t in texts
+        ],
+        "chatparse.hf.parse_response loop (drop-in)": lambda: [
+            hf.parse_response(tok, t, prefix=PROMPT) for t in texts
+        ],
+        "parse_dataset in-memory, num_proc=1": run_map(memory, 1),
+        "parse_dataset in-memory, num_proc=2": run_map(memory, 2),
+        "parse_dataset memory-mapped, num_proc=1": run_map(mapped, 1),
+        "parse_dataset memory-mapped, num_proc=2": run_map(mapped, 2),
+        "parse_dataset streaming (iterated)": run_stream,
+    }
+    # the rows being timed are the rows a plain loop gives (checked on a sample, before timing)
+    out = hf.parse_dataset(mapped.select(range(0, rows, max(1, rows // 300))), num_proc=2, **kwargs)
+    for row in out:
+        m = hf.parse_response(tok, row["completion"], prefix=PROMPT)
+        assert row["content"] == m.get("content") and row["thinking"] == m.get("thinking"), row
+        assert [c["function"]["name"] for c in row["tool_calls"]] == [
+            c["function"]["name"] for c in m.get("tool_calls", [])
+        ]
+    load = [os.getloadavg()[0]]
+    wall = {name: float("inf") for name in methods}
+    cpu = {name: float("inf") for name in methods}
+    for _ in range(rounds):  # interleaved rounds, best of each
+        for name, fn in methods.items():
+            c0, w0 = _cpu(), time.perf_counter()
             fn()
-            best = min(best, time.perf_counter() - start)
-        results[name] = best
-
-    ref_rows = min(rows, 20_000)
-
-    def ref_loop():
-        for t in texts[:ref_rows]:
-            tok.parse_response(t, prefix=PROMPT)
-
-    timed("transformers tokenizer.parse_response loop", ref_loop)
-    results["transformers tokenizer.parse_response loop"] *= rows / ref_rows  # measured on ref_rows
-
-    def cp_loop():
-        for t in texts:
-            hf.parse_response(tok, t, prefix=PROMPT)
-
-    timed("chatparse.hf.parse_response loop", cp_loop)
-    ds = Dataset.from_dict({"completion": texts})
-    for procs in (1, 2):
-        timed(
-            f"parse_dataset num_proc={procs}",
-            lambda p=procs: hf.parse_dataset(
-                ds, column="completion", prefix=PROMPT, template=FAMILIES["QWEN_JSON"], num_proc=p, desc=None
-            ),
+            w, c = time.perf_counter() - w0, _cpu() - c0
+            wall[name], cpu[name] = min(wall[name], w), min(cpu[name], c)
+        load.append(os.getloadavg()[0])
+    shutil.rmtree(tmp, ignore_errors=True)
+    ref = "transformers tokenizer.parse_response loop"
+    print(
+        f"\ndatasets: the same {rows:,} distinct generations ({chars / rows:,.0f} characters on average) for "
+        f"every method; best of {rounds} interleaved rounds; load average {min(load):.1f}-{max(load):.1f} "
+        f"on {os.cpu_count()} CPUs"
+    )
+    print(
+        "wall = elapsed time; CPU = user+system of this process and its worker processes "
+        "(per row, summed over processes)"
+    )
+    print(
+        f"{'method':44} {'wall s':>7} {'rows/s':>8} {'vs transformers':>15} {'CPU us/row':>11} {'CPU vs tf':>9}"
+    )
+    for name in methods:
+        rate = rows / wall[name]
+        print(
+            f"{name:44} {wall[name]:7.1f} {rate:8,.0f} {wall[ref] / wall[name]:14.2f}x "
+            f"{cpu[name] / rows * 1e6:11.0f} {cpu[ref] / cpu[name]:8.2f}x"
         )
-    base = rows / results["transformers tokenizer.parse_response loop"]
-    print(f"{'method':45} {'rows/s':>9} {'vs transformers':>16}")
-    for name, seconds in results.items():
-        rate = rows / seconds
-        print(f"{name:45} {rate:9,.0f} {rate / base:15.2f}x")
-    if ref_rows < rows:
-        print(f"(the transformers loop was timed on {ref_rows:,} of the rows and scaled)")
+    for kind in ("in-memory", "memory-mapped"):
+        one, two = wall[f"parse_dataset {kind}, num_proc=1"], wall[f"parse_dataset {kind}, num_proc=2"]
+        print(f"scaling, {kind}: num_proc=2 is {one / two:.2f}x num_proc=1 in wall time (2.00x = linear)")
 
 
 def main() -> None:
@@ -280,6 +327,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10,000 rows, fewer rounds")
     parser.add_argument("--rows", type=int, default=None)
     parser.add_argument("--only", choices=["stream", "dataset"])
+    parser.add_argument("--rounds", type=int, default=None, help="dataset rounds (best kept)")
     args = parser.parse_args()
     rows = args.rows or (10_000 if args.quick else 100_000)
     print(
@@ -288,7 +336,7 @@ def main() -> None:
     if args.only in (None, "stream"):
         bench_stream(rounds=3 if args.quick else 7)
     if args.only in (None, "dataset"):
-        bench_dataset(rows)
+        bench_dataset(rows, rounds=args.rounds or (3 if args.quick else 2))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import random
+from collections import Counter
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("datasets", reason="needs the hf extra (datasets)")
 
@@ -14,6 +18,7 @@ import chatparse  # noqa: E402
 from chatparse import hf  # noqa: E402
 from chatparse.hf import RowParser, parse_dataset  # noqa: E402
 
+from ..core.strategies import prefixes_for, texts_for  # noqa: E402
 from .helpers import FAMILIES, encode, family_cases, family_tokenizer  # noqa: E402
 
 
@@ -217,3 +222,225 @@ def test_row_parser_pickles_and_parses_rows_and_batches():
     )
     batch = clone.batch({"c": [row["c"]] * 3, "p": [row["p"]] * 3})
     assert batch["content"] == ["b"] * 3 and set(batch) == set(parser.columns)
+
+
+# -- generated rows: every dataset kind and process count gives the plain loop's rows ----------------
+
+GENERATED = ["QWEN_JSON", "GPT_OSS", "MISTRAL_V11"]
+SHAPES = ("whole", "cut", "whitespace", "prose", "malformed", "none", "empty")
+
+
+def generated_rows(name: str, n: int, seed: int = 12) -> tuple[dict[str, list], Counter]:
+    """`n` rows from the family's recorded outputs, each reshaped the way real generations come:
+    whole, cut off at any character, with whitespace runs, with prose around, with broken JSON, or
+    missing (`None`, `""`). Returns the columns and how many rows of each shape were made."""
+    rng = random.Random(seed)
+    cases = family_cases(name)
+    data: dict[str, list] = {"completion": [], "prompt": [], "tools": []}
+    shapes: Counter = Counter()
+    for _ in range(n):
+        case = rng.choice(cases)
+        text, shape = case["text"], rng.choice(SHAPES)
+        if shape == "cut" and text:
+            text = text[: rng.randrange(len(text))]
+        elif shape == "whitespace" and text:
+            at = rng.randrange(len(text) + 1)
+            text = text[:at] + rng.choice([" " * 7, "\n\n\n", "\t \n "]) + text[at:]
+        elif shape == "prose":
+            text = "Sure, here is my answer. " + text + " (end)"
+        elif shape == "malformed":
+            text = text.replace("{", "{oops ", 1).replace('"', "", 1) if "{" in text else text + '{"a": '
+        elif shape == "none":
+            text = None
+        elif shape == "empty":
+            text = ""
+        shapes[shape] += 1
+        data["completion"].append(text)
+        data["prompt"].append(case["prefix"])
+        data["tools"].append(json.dumps(case["tools"]) if rng.random() < 0.8 else "")
+    return data, shapes
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_generated_rows_equal_the_plain_loop_for_every_dataset_kind_and_process_count(name, tmp_path):
+    data, shapes = generated_rows(name, 1_500)
+    assert min(shapes[s] for s in SHAPES) > 100  # every shape is well represented
+    kwargs = dict(column="completion", prefix_column="prompt", template=FAMILIES[name], tools_column="tools")
+    parser = RowParser(**kwargs)
+    expected = loop(data, parser)
+    errors = sum(row["parse_error"] is not None for row in expected)
+    assert 0 < errors < len(expected)  # malformed rows are recorded, the rest parse
+    assert sum(bool(row.get("tool_calls")) for row in expected) > 0
+
+    memory = Dataset.from_dict(data)
+    memory.save_to_disk(str(tmp_path / "ds"))
+    mapped = load_from_disk(str(tmp_path / "ds"))
+    assert mapped.cache_files and not memory.cache_files
+    for kind, ds in (("in-memory", memory), ("memory-mapped", mapped)):
+        for num_proc in (None, 1, 2):
+            out = parse_dataset(ds, num_proc=num_proc, batch_size=400, desc=None, **kwargs)
+            assert out.to_list() == expected, (kind, num_proc)
+    stream = parse_dataset(mapped.to_iterable_dataset(num_shards=3), batch_size=400, **kwargs)
+    assert isinstance(stream, IterableDataset)
+    assert list(stream) == expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_batches_equal_rows_for_arbitrary_text(data):
+    """`RowParser.table` (the Arrow path) and `RowParser.batch` give what the row function gives."""
+    import pyarrow as pa
+
+    name = data.draw(st.sampled_from(GENERATED))
+    template = FAMILIES[name]
+    texts = data.draw(st.lists(st.one_of(texts_for(template), st.none()), min_size=1, max_size=12))
+    prefixes = data.draw(st.lists(prefixes_for(template), min_size=len(texts), max_size=len(texts)))
+    parser = RowParser(column="c", prefix_column="p", template=template)
+    rows = [parser({"c": t, "p": p}) for t, p in zip(texts, prefixes)]
+    columns = {k: [r[k] for r in rows] for k in parser.columns}
+    assert parser.batch({"c": texts, "p": prefixes}) == columns
+    table = parser.table(pa.table({"c": pa.array(texts, pa.string()), "p": prefixes, "x": [1] * len(texts)}))
+    assert table.schema == parser.features().arrow_schema
+    assert table.to_pydict() == columns
+
+
+def test_the_batched_arrow_path_is_the_one_taken(monkeypatch):
+    """One `RowParser.table` call per batch (an Arrow table), no per-row call of the row function,
+    one template compilation, one parse per row."""
+    import pyarrow as pa
+
+    import chatparse.hf._dataset as D
+
+    data, _ = generated_rows("QWEN_JSON", 2_500)
+    data["other"] = [[float(i)] * 50 for i in range(2_500)]  # a column the parser never reads
+    ds = Dataset.from_dict(data)
+    calls = Counter()
+    real_table, real_call, real_load, real_parse = (
+        RowParser.table,
+        RowParser.__call__,
+        D.load_response_template,
+        D._parse_text,
+    )
+
+    def table(self, batch, indices=None):
+        calls["table"] += 1
+        assert isinstance(batch, pa.Table)  # Arrow in, Arrow out: no per-row dicts
+        calls["rows in batches"] += batch.num_rows
+        assert set(batch.column_names) >= {"completion", "prompt", "tools"}
+        return real_table(self, batch, indices)
+
+    monkeypatch.setattr(RowParser, "table", table)
+    monkeypatch.setattr(
+        RowParser, "__call__", lambda *a, **k: calls.update(["row call"]) or real_call(*a, **k)
+    )
+    monkeypatch.setattr(
+        D, "load_response_template", lambda *a, **k: calls.update(["compile"]) or real_load(*a, **k)
+    )
+    monkeypatch.setattr(D, "_parse_text", lambda *a, **k: calls.update(["parse"]) or real_parse(*a, **k))
+    out = parse_dataset(
+        ds,
+        column="completion",
+        prefix_column="prompt",
+        template="qwen3",
+        tools_column="tools",
+        batch_size=1000,
+        desc=None,
+    )
+    assert len(out) == 2_500
+    # every row with text is parsed exactly once; rows with None fail before the parse
+    assert calls == Counter(
+        {
+            "table": 3,
+            "rows in batches": 2_500,
+            "compile": 1,
+            "parse": sum(t is not None for t in data["completion"]),
+        }
+    )
+    assert out["other"][7] == [7.0] * 50
+
+
+def test_formats_indices_mappings_empty_datasets_and_remove_columns_are_kept():
+    data, _ = generated_rows("QWEN_JSON", 300)
+    data["n"] = list(range(300))
+    ds = Dataset.from_dict(data)
+    kwargs = dict(
+        column="completion", prefix_column="prompt", template="qwen3", tools_column="tools", desc=None
+    )
+    parser = RowParser(**{k: v for k, v in kwargs.items() if k != "desc"})
+    expected = loop(data, parser)
+    # a shuffled / filtered dataset (an indices mapping over the table) gives its own rows, in its order
+    shuffled = ds.shuffle(seed=3).filter(lambda r: r["n"] % 3 != 0)
+    out = parse_dataset(shuffled, num_proc=2, **kwargs)
+    assert out.to_list() == [expected[n] for n in shuffled["n"]]
+    # the dataset's format is kept, with the parsed columns added to its columns (as map does)
+    numpy = parse_dataset(ds.with_format("numpy", columns=["n"]), **kwargs)
+    assert numpy.format["type"] == "numpy" and numpy.format["columns"] == ["n", *parser.columns]
+    assert numpy[:2]["n"].tolist() == [0, 1] and "completion" not in numpy[:2]
+    assert numpy.with_format(None).to_list() == expected
+    # an empty dataset still gets the (typed) parsed columns
+    empty = parse_dataset(ds.select([]), **kwargs)
+    assert len(empty) == 0 and empty.column_names == ds.column_names + parser.columns
+    assert empty.features["tool_calls"] == parser.features()["tool_calls"]
+    # remove_columns= drops input columns from the result (they are still read for parsing)
+    slim = parse_dataset(ds, remove_columns=["completion", "tools"], **kwargs)
+    assert slim.column_names == ["prompt", "n", *parser.columns]
+    assert slim.to_list() == [
+        {k: v for k, v in r.items() if k not in ("completion", "tools")} for r in expected
+    ]
+
+
+def test_token_ids_are_decoded_once_per_batch(monkeypatch):
+    tok = family_tokenizer("QWEN_JSON")
+    data, _ = generated_rows("QWEN_JSON", 600)
+    ids = [encode(tok, t) if t else None for t in data["completion"]]
+    ds = Dataset.from_dict({"ids": ids, "prompt": data["prompt"]})
+    kwargs = dict(column="ids", prefix_column="prompt", tokenizer=tok, template="qwen3")
+    parser = RowParser(**kwargs)
+    expected = [parser({"ids": i, "prompt": p}) for i, p in zip(ids, data["prompt"])]  # decode() per row
+    calls = Counter()
+    real_batch, real_one = type(tok).batch_decode, type(tok).decode
+
+    def batch_decode(self, seqs, *a, **k):
+        calls["batch_decode"] += 1
+        calls["sequences"] += len(seqs)
+        calls["inside"] += 1
+        try:
+            return real_batch(self, seqs, *a, **k)  # (transformers 5 loops over decode() in here)
+        finally:
+            calls["inside"] -= 1
+
+    def decode(self, *a, **k):
+        if not calls["inside"]:
+            calls["decode per row"] += 1
+        return real_one(self, *a, **k)
+
+    monkeypatch.setattr(type(tok), "batch_decode", batch_decode)
+    monkeypatch.setattr(type(tok), "decode", decode)
+    out = parse_dataset(ds, batch_size=250, desc=None, **kwargs)
+    assert out.select_columns(parser.columns).to_list() == expected
+    with_ids = sum(i is not None for i in ids)
+    assert calls["batch_decode"] == 3 and calls["sequences"] == with_ids and calls["decode per row"] == 0
+    assert (
+        sum(r["parse_error"] == "ValueError: column 'ids' is empty (None)" for r in expected)
+        == len(ids) - with_ids
+    )
+
+
+def test_pandas_and_arrow_batches_as_ray_data_hands_them():
+    """`map_batches(parser.batch, batch_format="pandas")` gets Series with any index;
+    `batch_format="pyarrow"` gets tables: both give the row function's columns."""
+    import pandas as pd
+    import pyarrow as pa
+
+    data, _ = generated_rows("QWEN_JSON", 60)
+    parser = RowParser(column="completion", prefix_column="prompt", template="qwen3", tools_column="tools")
+    expected = loop(data, parser)[20:]
+    frame = pd.DataFrame(data).iloc[20:]  # a batch whose index starts at 20
+    columns = {k: [r[k] for r in expected] for k in parser.columns}
+    # Arrow keeps a missing text as null
+    assert parser.table(pa.Table.from_pandas(frame, preserve_index=False)).to_pydict() == columns
+    nan = [i for i, t in enumerate(data["completion"][20:]) if t is None]
+    assert nan  # pandas keeps it as NaN: the same error, naming NaN
+    for i in nan:
+        columns["parse_error"][i] = "ValueError: column 'completion' is empty (NaN)"
+    assert parser.batch(frame) == columns

@@ -1,10 +1,14 @@
 """Stored generations at scale: parse a column of a Hugging Face dataset (or of any table) into columns.
 
 `RowParser` is the row function: a picklable callable that turns one row (a mapping) into the
-parsed columns, and `RowParser.batch` does the same for a batch of rows (a mapping of column
-lists). `parse_dataset` runs it with `datasets.Dataset.map` (in-memory and memory-mapped datasets;
-`num_proc` for several processes; the result is written batch by batch, never gathered in memory)
-and `IterableDataset.map` (streaming: lazy, nothing is parsed before it is read).
+parsed columns; `RowParser.batch` does the same for a batch of rows (a mapping of column lists)
+and `RowParser.table` for an Arrow batch (a `pyarrow.Table`, giving a `pyarrow.Table`).
+`parse_dataset` maps `RowParser.table` over a map-style `datasets.Dataset` (in memory or
+memory-mapped; `num_proc` for several processes): each batch reaches the parser as Arrow, only the
+columns it reads become Python objects, the parsed columns go back to Arrow with their fixed
+schema, and they are written (batch by batch, never gathered in memory) to a table of their own
+that is joined to the dataset without copying it. A streaming `IterableDataset` is mapped lazily
+with `RowParser.batch` (nothing is parsed before it is read).
 
 Columns are fixed by the template, so every batch has the same Arrow schema: one column per
 template field (text fields as strings; `tool_calls` as a list of `{id, type, function: {name,
@@ -12,10 +16,12 @@ arguments}}` with `arguments` as JSON text; any other field as JSON text), plus 
 (`None`, or `"<ExceptionType>: <message>"` for a row that cannot be parsed; nothing is dropped
 silently). Text fields that the output did not contain are `None`.
 
-Ray Data and Spark users call the same object::
+Ray Data and Spark users call the same object (`batch` and `table` return the parsed columns
+only)::
 
     parser = RowParser(column="completion", prefix_column="prompt", template="qwen3")
     ray_ds.map(parser)                                    # row by row, or
+    ray_ds.map_batches(parser.table, batch_format="pyarrow")  # Arrow batches (fastest), or
     ray_ds.map_batches(parser.batch, batch_format="pandas")
     spark_df.rdd.map(lambda r: {**r.asDict(), **parser(r.asDict())}).toDF()
 """
@@ -82,8 +88,11 @@ def _kinds(spec: dict) -> dict[str, str]:
     return out
 
 
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode  # = json.dumps(v, ensure_ascii=False), built once
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return _encode_json(value)
 
 
 def _call_row(call: Any) -> dict[str, Any]:
@@ -161,10 +170,12 @@ class RowParser:
         self.on_error = on_error
         self.kinds = _kinds(self.spec)
         self._template: Template | None = None
+        self._schema: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_template"] = None  # compiled again in each worker
+        state["_schema"] = None
         return state
 
     @property
@@ -200,6 +211,8 @@ class RowParser:
             return value
         if value is None:
             raise ValueError(f"{what} is empty (None)")
+        if type(value) is float and value != value:  # pandas' missing value (Ray Data, Spark batches)
+            raise ValueError(f"{what} is empty (NaN)")
         if self.tokenizer is None:
             raise TypeError(
                 f"{what} holds {type(value).__name__}, not text; pass tokenizer= to decode token ids"
@@ -208,6 +221,38 @@ class RowParser:
         if not isinstance(decoded, str):
             raise ValueError(f"{what} holds a batch of sequences; expected one sequence per row")
         return decoded
+
+    def _texts(self, values: Sequence[Any], name: str) -> list[Any]:
+        """A column as text: each entry a `str`, or the exception that `_text` raises for that row.
+
+        Token ids are decoded in one `batch_decode` call per batch (the tokenizer's batched decode);
+        an entry that is not a flat list of ids, or a batch the tokenizer rejects, is decoded row by row
+        so that each row gets its own error.
+        """
+        what = f"column {name!r}"
+        out: list[Any] = list(values)
+        ids = [i for i, v in enumerate(out) if type(v) is not str]
+        if not ids:
+            return out
+        flat = [i for i in ids if type(out[i]) is list and (not out[i] or type(out[i][0]) is int)]
+        if flat and self.tokenizer is not None and hasattr(self.tokenizer, "batch_decode"):
+            try:
+                decoded = self.tokenizer.batch_decode([out[i] for i in flat])
+            except Exception:  # noqa: BLE001 - decoded row by row below, with each row's own error
+                decoded = None
+            if isinstance(decoded, list) and len(decoded) == len(flat):
+                done = set()
+                for i, text in zip(flat, decoded):
+                    if isinstance(text, str):
+                        out[i] = text
+                        done.add(i)
+                ids = [i for i in ids if i not in done]
+        for i in ids:
+            try:
+                out[i] = self._text(out[i], what)
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                out[i] = e
+        return out
 
     def _tools(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -231,14 +276,7 @@ class RowParser:
         out: dict[str, Any] = {}
         for key, kind in self.kinds.items():
             value = message.get(key) if message is not None else None
-            if kind == "calls":
-                out[p + key] = [_call_row(c) for c in value] if isinstance(value, list) else []
-            elif value is None:
-                out[p + key] = None
-            elif kind == "text" and isinstance(value, str):
-                out[p + key] = value
-            else:
-                out[p + key] = _json(value)
+            out[p + key] = _cell(kind, value)
         out[p + ERROR_COLUMN] = error
         return out
 
@@ -256,21 +294,78 @@ class RowParser:
     def batch(
         self, batch: Mapping[str, Sequence[Any]], indices: Sequence[int] | None = None
     ) -> dict[str, list]:
-        """The output columns for a batch (a mapping of equally long column sequences)."""
-        names = [self.column]
+        """The output columns for a batch (a mapping of equally long column sequences).
+
+        The same columns as calling the parser on each row, computed column-wise: token ids are
+        decoded once per batch, the template is compiled once per process, and each row's values go
+        straight into the output lists.
+        """
+        texts = self._texts(batch[self.column], self.column)
+        n_rows = len(texts)
         if self.prefix_column is not None:
-            names.append(self.prefix_column)
-        if self.tools_column is not None:
-            names.append(self.tools_column)
-        cols = {n: list(batch[n]) for n in names}
-        n_rows = len(cols[self.column])
-        out: dict[str, list] = {name: [] for name in self.columns}
+            prefixes: Sequence[Any] = self._texts(batch[self.prefix_column], self.prefix_column)
+        else:
+            prefixes = [self.prefix] * n_rows
+        tools_in = None if self.tools_column is None else list(batch[self.tools_column])
+        template = self._compiled()
+        kinds = list(self.kinds.items())
+        lists: list[list] = [[] for _ in kinds]
+        errors: list[str | None] = []
         for i in range(n_rows):
-            row = {n: cols[n][i] for n in names}
-            result = self(row, indices[i] if indices is not None else None)
-            for name, value in result.items():
-                out[name].append(value)
+            try:
+                text, prefix = texts[i], prefixes[i]
+                if isinstance(text, Exception):
+                    raise text
+                if isinstance(prefix, Exception):
+                    raise prefix
+                tools = self.tools if tools_in is None else self._tools(tools_in[i])
+                message = _parse_text(text, template, prefix=prefix, tools=tools)
+            except (ValueError, TypeError, KeyError, AttributeError) as e:
+                if self.on_error == "raise":
+                    where = f"row {indices[i]}" if indices is not None else "row"
+                    raise type(e)(f"{where}: {e}") from e
+                for (_, kind), column in zip(kinds, lists):
+                    column.append([] if kind == "calls" else None)
+                errors.append(f"{type(e).__name__}: {e}")
+                continue
+            get = message.get
+            for (key, kind), column in zip(kinds, lists):
+                column.append(_cell(kind, get(key)))
+            errors.append(None)
+        p = self.column_prefix
+        out = {p + key: column for (key, _), column in zip(kinds, lists)}
+        out[p + ERROR_COLUMN] = errors
         return out
+
+    def table(self, batch: Any, indices: Sequence[int] | None = None) -> Any:
+        """The output columns for an Arrow batch (a `pyarrow.Table`), as a `pyarrow.Table`.
+
+        What `parse_dataset` maps over a map-style dataset: only the columns the parser reads are
+        converted to Python, and the output goes to Arrow with its fixed schema (no type inference).
+        """
+        import pyarrow as pa
+
+        names = [self.column] + [c for c in (self.prefix_column, self.tools_column) if c is not None]
+        cols = {n: batch.column(n).to_pylist() for n in names}
+        out = self.batch(cols, indices)
+        schema = self._arrow_schema()
+        return pa.Table.from_arrays([pa.array(out[f.name], type=f.type) for f in schema], schema=schema)
+
+    def _arrow_schema(self) -> Any:
+        if getattr(self, "_schema", None) is None:
+            self._schema = self.features().arrow_schema
+        return self._schema
+
+
+def _cell(kind: str, value: Any) -> Any:
+    """One output cell: a message value in its column's representation."""
+    if kind == "calls":
+        return [_call_row(c) for c in value] if isinstance(value, list) else []
+    if value is None:
+        return None
+    if kind == "text" and isinstance(value, str):
+        return value
+    return _encode_json(value)
 
 
 def parse_dataset(
@@ -362,4 +457,28 @@ def _map(
         return dataset.map(parser.batch, **kwargs, **map_kwargs)
     if num_proc == 1:
         num_proc = None  # datasets >= 4 forks one worker for num_proc=1; in-process is the same, cheaper
-    return dataset.map(parser.batch, num_proc=num_proc, desc=desc, **kwargs, **map_kwargs)
+    # Map-style: the parser reads Arrow batches and returns an Arrow table of the parsed columns only
+    # (no Python conversion of the other columns, no type inference, the input is not copied into
+    # the output file); the parsed columns are then joined to the dataset without copying it.
+    from datasets import concatenate_datasets
+
+    remove = map_kwargs.pop("remove_columns", None)
+    kwargs["features"] = parser.features()
+    base = dataset.remove_columns(remove) if remove else dataset
+    if len(dataset) == 0:  # `map` and `concatenate_datasets` drop the new columns of an empty dataset
+        from datasets import Dataset, Features
+
+        empty = Features({**base.features, **kwargs["features"]})
+        joined = Dataset.from_dict({c: [] for c in empty}, features=empty)
+    else:
+        parsed = dataset.with_format("arrow").map(
+            parser.table, num_proc=num_proc, desc=desc, **kwargs, **map_kwargs
+        )
+        joined = concatenate_datasets([base.with_format(None), parsed.with_format(None)], axis=1)
+    fmt = dataset.format  # kept, with the parsed columns added to its columns (as `map` does)
+    columns = fmt["columns"]
+    if columns is not None:
+        columns = [c for c in columns if c in joined.column_names] + parser.columns
+    return joined.with_format(
+        fmt["type"], columns=columns, output_all_columns=fmt["output_all_columns"], **fmt["format_kwargs"]
+    )
