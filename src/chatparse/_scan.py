@@ -1408,7 +1408,6 @@ class Scanner:
         "_maxlen",
         "_loop_any",
         "_tail_at",
-        "_tail_hold",
         "_tail_lead",
     )
 
@@ -1438,7 +1437,6 @@ class Scanner:
         self._loop_any = pre.loop_any if pre is not None else None
         self._tails: list[_RunTail] = []
         self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
-        self._tail_hold = -1  # and the hold point it gave (a loop run may start before it)
         self._tail_lead = ""  # and the lead it begins
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
@@ -1506,18 +1504,7 @@ class Scanner:
         before it (the trailing run when there is no such tail), or the end of the buffer."""
         n = len(buf)
         q = self.q
-        j = self._tail_at
-        if j >= 0:
-            # The last hold was a tail that begins the lead `_tail_lead` (a long opener streamed in
-            # tokens). While the tail still begins it, no lead can occur: every position before
-            # the tail failed for good, the lead holds no other lead after its first character
-            # (`Prefilter.inner`), and the loop run before the tail is unchanged.
-            lead = self._tail_lead
-            self._tail_at = -1
-            if j >= q and n - j < len(lead) and lead.startswith(buf[j:]):
-                self._tail_at = j
-                self._searched = n
-                return self._tail_hold
+        self._tail_at = -1
         # A one-character `after` lead found at the last searched position makes the position
         # right after it (then the end of the buffer, never a candidate) one now: search it again.
         start = self._searched - pre.maxlen + 1 - pre.back
@@ -1541,18 +1528,35 @@ class Scanner:
                 r = run_start(loop, buf, q, j)
                 if r < h:
                     h = r
-            if pre.char is not None:
+            if pre.char is not None and pre is self._pre:
                 tail = buf[j:]
                 for lead in pre.literals:
                     if lead.startswith(tail):
                         if lead not in pre.inner:
-                            self._tail_at, self._tail_hold, self._tail_lead = j, h, lead
+                            self._tail_at, self._tail_lead = j, lead
                         break
             return h
         return self._loop_hold(buf, pre) if pre.loops else n
 
     def decide(self, buf: str, eos: bool, zw_forbid: int = -1) -> Hold | Commit:
         """The decision for the buffer `buf` (see the class docstring)."""
+        j = self._tail_at
+        if j >= 0 and not eos:
+            # The last hold was a tail that begins the lead `_tail_lead` (a long opener streamed in
+            # tokens; set by `_prefiltered`). While the tail still begins it, no lead can occur:
+            # every position before the tail failed for good, the lead holds no other lead after
+            # its first character (`Prefilter.inner`), and the loop run before the tail (where
+            # the hold is) is unchanged.
+            n = len(buf)
+            lead = self._tail_lead
+            if n - j < len(lead) and lead.startswith(buf[j:]):
+                self._searched = n
+                return self._hold  # still at `q`, where that tail (or the loop run before it) starts
+            self._tail_at = -1
+        elif not eos and self.q >= len(buf):
+            # No text in the region yet (a region that opened at the end of the buffer): before
+            # the end of the stream no match is taken at the very end, so nothing is decided.
+            return self._hold_at(self.q)
         char = self._char
         if char is not None and not eos and self.live is None:
             # The per-token path, inlined: no lead character in the new text, and the last
@@ -1609,7 +1613,12 @@ class Scanner:
             if not eos:
                 self.live = None
                 if live.q == q:
-                    if live.still_live(buf):
+                    if type(live) is PatternCursor:  # (`PatternCursor.still_live`, inlined)
+                        att = live.att
+                        again = att is not None and live.found is None and att.still_live(buf)
+                    else:
+                        again = live.still_live(buf)
+                    if again:
                         # Still undecided where it was (the earliest open position): the hold stays.
                         self.live = live
                         h = self._hold
