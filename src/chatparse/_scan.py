@@ -34,7 +34,14 @@ C-speed search of the new text for any lead (literal leads as a stdlib `re` trie
 characters; an `AfterSearch` character from one position back), one for a buffer tail inside a
 literal lead, plus the trailing run of a leading loop class (the whitespace before
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
-this is the per-token fast path.
+this is the per-token fast path. A tail that begins a long literal lead is then followed with
+`startswith` on later feeds, not searched for again. In a region with a JSON string guard the
+prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run).
+
+While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
+asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
+a literal, a greedy run or a live lookahead body, or a literal cursor's tail); then the hold stays
+without running the matcher. Only a feed that moves an attempt on resumes it (or scans).
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
