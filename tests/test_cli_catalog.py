@@ -185,3 +185,44 @@ def test_stream_with_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     lines = [json.loads(line) for line in out.splitlines()]
     assert lines[-1] == {"type": "message", "message": {"role": "assistant", "content": "Hi there."}}
     assert any(line["type"] == "region_chunk" for line in lines)
+
+
+def test_template_option_takes_a_catalog_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--template qwen3`` (no such file) reads the catalog template: the template only, so the
+    output parses as with the entry file and no prefix."""
+    code, out, err = run(capsys, "parse", "--template", "qwen3", "--prefix", "", str(QWEN3_OUTPUT))
+    by_file = run(
+        capsys, "parse", "--template", str(CATALOG_DIR / "qwen3.json"), "--prefix", "", str(QWEN3_OUTPUT)
+    )
+    assert code == 0 and err == "" and by_file[0] == 0
+    assert json.loads(out) == json.loads(by_file[1])
+
+
+def test_a_file_wins_over_a_catalog_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qwen3").write_text(
+        json.dumps(
+            {"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"close": "<|im_end|>"}}}
+        )
+    )
+    code, out, err = run(capsys, "templates", "validate", "qwen3")
+    assert code == 0 and "fields content" in out and "reasoning_content" not in out
+
+
+def test_validate_a_catalog_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sample = write(tmp_path, "s.txt", "<think>x</think>Hi<|im_end|>")
+    code, out, err = run(capsys, "templates", "validate", "qwen3", "--sample", sample)
+    assert code == 0, err
+    assert out.startswith("qwen3: OK: fields reasoning_content")
+    assert out.splitlines()[1].endswith(": OK: reasoning_content, content")
+
+
+def test_unknown_template_name_says_what_was_tried(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = write(tmp_path, "out.txt", "x")
+    code, out, err = run(capsys, "parse", "--template", "qwen33", output)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "qwen33: template file not found" in err and "catalog template name" in err

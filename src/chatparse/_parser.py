@@ -384,16 +384,9 @@ def parse_response(
     ...                                      "content": {"close": "<|im_end|>"}}}, prefix="")
     {'thinking': 'hm', 'content': 'Hi'}
     """
-    parser = ResponseParser(response_template, prefix=prefix, tools=tools)
-    if type(text) is not str:
-        if not isinstance(text, str):
-            raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
-        text = str(text)
-    # The whole text at once: one pass at the end of the stream (no holds, no cut-off report),
-    # which is the one-chunk case of the streaming parser and so gives the same message.
-    parser._buf += text
-    parser._copy_values = False  # the events are read for errors only, never returned
-    events = parser.initial_events + parser._end(cut_off=False)
+    from ._oneshot import parse_events
+
+    parser, events = parse_events(text, response_template, prefix, tools)
     for e in events:
         if e["type"] == "region_malformed":
             raise e["error"]

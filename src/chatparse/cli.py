@@ -108,10 +108,25 @@ def _report_warnings(path: str, caught: list[warnings.WarningMessage]) -> None:
         print(f"{PROG}: warning: {path}: {_one_line(str(item.message))}", file=sys.stderr)
 
 
+def _template_data(path: str) -> Any:
+    """The JSON of a template file, or the catalog entry named ``path`` when no such file exists."""
+    from chatparse import catalog
+
+    if path != _STDIN and not os.path.exists(path) and path in catalog.names():
+        return catalog.entry(path)
+    try:
+        return _read_json(path, "template file")
+    except CliError as exc:
+        if path == _STDIN or os.path.exists(path):
+            raise
+        raise CliError(f"{exc} (nor a catalog template name: see 'chatparse templates list')") from None
+
+
 def _template_spec(path: str) -> tuple[Any, bool]:
     """Read a template file: the template itself, or a tokenizer_config.json-style object with a
-    ``response_template`` key.  Returns ``(spec, from_tokenizer_config)``."""
-    data = _read_json(path, "template file")
+    ``response_template`` key, or a catalog entry (file, or catalog name).  Returns
+    ``(spec, from_tokenizer_config)``."""
+    data = _template_data(path)
     if isinstance(data, dict) and isinstance(data.get("template"), dict) and "fields" not in data:
         return data["template"], False  # a catalog entry file (metadata around the template)
     if isinstance(data, dict) and "response_template" in data and "fields" not in data:
@@ -259,7 +274,9 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         "-t",
         metavar="FILE",
         help="response_template JSON file: the template itself, a tokenizer_config.json-style "
-        "object with a 'response_template' key, or a catalog entry file",
+        "object with a 'response_template' key, or a catalog entry file; or a catalog template "
+        "name (e.g. qwen3: the template only, no prefix; --model NAME also applies the entry's "
+        "generation prompt)",
     )
     source.add_argument(
         "--model",
@@ -606,7 +623,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     print(f"{args.file}: OK{source}: fields {names}")
     if not args.sample:
         return 0
-    data = _read_json(args.file, "template file")
+    data = _template_data(args.file)
     default_prefix = ""
     if isinstance(data, dict) and isinstance(data.get("generation_prompt"), str) and "fields" not in data:
         default_prefix = data["generation_prompt"]
@@ -761,7 +778,9 @@ def build_parser() -> argparse.ArgumentParser:
         "with a 'response_template' key), validate and compile it, and print OK with its fields. "
         "Exit status 2 with the validation error if it is invalid.",
     )
-    p_validate.add_argument("file", metavar="FILE", help="template JSON file")
+    p_validate.add_argument(
+        "file", metavar="FILE", help="template JSON file, or a catalog template name (e.g. qwen3)"
+    )
     p_validate.add_argument(
         "--sample",
         action="append",

@@ -31,7 +31,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-__all__ = ["build_tool_table", "coerce", "coerce_tool_calls", "schema_types"]
+__all__ = ["ToolTable", "build_tool_table", "coerce", "coerce_tool_calls", "schema_types"]
 
 # --------------------------------------------------------------------------------------------------
 # Schema types and coercion
@@ -276,7 +276,7 @@ def build_tool_table(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
     Raises `ValueError` naming a function whose parameters cannot be described in JSON schema (a
     missing type hint, a custom class, ...).
     """
-    table: dict[str, dict[str, Any]] = {}
+    table = ToolTable()
     for tool in tools or []:
         if inspect.isfunction(tool) or inspect.ismethod(tool):
             tool = _function_schema(tool)
@@ -292,6 +292,25 @@ def build_tool_table(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
 # Coercing parsed calls
 
 
+class ToolTable(dict):
+    """`build_tool_table`'s result: a dict `{tool name: properties}`, which also keeps each tool's
+    `schema_types` per parameter once asked (`types_of`), so coercing many calls of one tool
+    derives its parameter types once. The types are those of the schemas when first asked."""
+
+    __slots__ = ("_types",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._types: dict[str, dict[Any, tuple[str, ...]]] = {}
+
+    def types_of(self, name: str) -> dict[Any, tuple[str, ...]]:
+        """`{parameter: schema_types(its schema)}` of the tool `name` (which must be in the table)."""
+        got = self._types.get(name)
+        if got is None:
+            got = self._types[name] = {k: schema_types(v) for k, v in self[name].items()}
+        return got
+
+
 def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:
     fn = value.get("function") if isinstance(value, dict) else None
     if not isinstance(fn, dict):
@@ -302,9 +321,13 @@ def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:
     properties = table.get(name)
     if not properties:
         return value
+    types = table.types_of(name) if isinstance(table, ToolTable) else None
     new_arguments: dict[Any, Any] | None = None
     for key, argument in arguments.items():
-        if key not in properties or not (declared := schema_types(properties[key])):
+        if key not in properties:
+            continue
+        declared = types[key] if types is not None else schema_types(properties[key])
+        if not declared:
             continue
         if isinstance(argument, str):
             new = coerce(argument, declared)

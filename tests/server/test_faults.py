@@ -107,6 +107,15 @@ def test_wrong_fields_are_400_naming_the_field(server_factory: Any, patch: dict,
     assert param.split("[")[0].split(".")[0] in err["message"]
 
 
+@pytest.mark.parametrize("missing", ["messages", "model"])
+def test_a_missing_required_field_is_400_saying_so(server_factory: Any, missing: str) -> None:
+    srv = server_factory(upstream_api="completions")
+    r = post(srv, {k: v for k, v in body("ok").items() if k != missing})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err == {**err, "param": missing, "message": f"{missing} is required"}
+
+
 def test_openai_client_sees_bad_request(server_factory: Any) -> None:
     c = client(server_factory(upstream_api="completions"))
     with pytest.raises(openai.BadRequestError) as e:

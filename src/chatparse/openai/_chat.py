@@ -67,9 +67,12 @@ there is something to report. Content is the concatenation of all content region
 
 from __future__ import annotations
 
+import os
+import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._oneshot import Bail, fast_end
 from .._parser import ResponseParser
 from .._template import Template
 from ..detect import AutoParser
@@ -84,6 +87,7 @@ _STREAM_MODES = ("early", "complete")
 _UNKNOWN_MODES = ("surface", "drop")
 _REASONING_KEYS = ("reasoning_content", "reasoning", "both")
 _SLOW = object()  # `ChatParser._sink`: take the event path
+_ID_ALPHABET = string.ascii_letters + string.digits
 
 
 class ChatParser:
@@ -419,6 +423,26 @@ class ChatParser:
         return message
 
 
+# 248 = 4 * 62: each alphanumeric stands for exactly four byte values, so ids stay uniform.
+_ID_TABLE = bytes.maketrans(bytes(range(248)), (_ID_ALPHABET * 4).encode())
+_ID_REJECT = bytes(range(248, 256))
+
+
+def _batched_call_ids() -> Callable[[], str]:
+    """`random_call_id`'s format (`call_` + 24 alphanumerics from the OS's CSPRNG), drawn from one
+    `os.urandom` batch for many calls: one system call per few ids instead of 24 per id."""
+    pool = ""
+
+    def next_id() -> str:
+        nonlocal pool
+        while len(pool) < 24:
+            pool += os.urandom(256).translate(_ID_TABLE, _ID_REJECT).decode("ascii")
+        out, pool = pool[:24], pool[24:]
+        return "call_" + out
+
+    return next_id
+
+
 def parse_message(
     text: str,
     *,
@@ -439,6 +463,29 @@ def parse_message(
     >>> parse_message(" Hello <end>", template=tpl)
     {'role': 'assistant', 'content': 'Hello'}
     """
+    if options.get("id_factory") is None:
+        options = {**options, "id_factory": _batched_call_ids()}
     parser = ChatParser(model=model, template=template, prefix=prefix, tools=tools, auto=auto, **options)
+    if parser._auto is None and finish_reason != "length" and type(text) is str:
+        # The one-shot path: the core decides the whole text at the end of the stream with C
+        # searches (`chatparse._oneshot`), and the message is built from those events, as
+        # `finish` builds it. A cut-off output ("length") needs the streaming scanner's report of
+        # undecided openers, and auto mode is the detect layer's: both take the streaming path.
+        core = parser._parser
+        assert isinstance(core, ResponseParser)
+        try:
+            events = fast_end(core, text)
+        except Bail:
+            parser = ChatParser(
+                model=model, template=template, prefix=prefix, tools=tools, auto=auto, **options
+            )
+        else:
+            parser._finished = True
+            try:
+                core._check_required(events)
+            except RequiredFieldsMissing as e:
+                parser._errors.append({"field": None, "error": str(e), "text": None})
+            parser._process(events, truncated_drops=False)
+            return parser._message()
     parser.feed(text)
     return parser.finish(finish_reason)[0]

@@ -93,6 +93,8 @@ def _tool_calls(value: Any, param: str) -> None:
 
 
 def _messages(value: Any) -> None:
+    if value is None:
+        raise InvalidRequest("messages is required", "messages")
     _expect(isinstance(value, list), "messages", "an array", value)
     if not value:
         raise InvalidRequest("messages must hold at least one message", "messages")
@@ -185,6 +187,8 @@ def validate_chat_request(body: Any) -> dict[str, Any]:
     """
     _expect(isinstance(body, dict), "body", "a JSON object", body)
     out = dict(body)
+    if body.get("model") is None:
+        raise InvalidRequest("model is required", "model")
     _expect(
         isinstance(body.get("model"), str) and bool(body.get("model")),
         "model",

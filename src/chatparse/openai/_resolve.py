@@ -47,7 +47,12 @@ def missing_anchor_message(t: Template, prefix: str | None, label: str | None = 
     if not prefix:
         return None
     try:
-        if t.anchor_re.search(prefix, timeout=REGEX_TIMEOUT) is not None:
+        found = (
+            t.anchor_re.search(prefix, timeout=REGEX_TIMEOUT)
+            if t.anchor_guarded
+            else t.anchor_re.search(prefix)
+        )
+        if found is not None:
             return None
     except TimeoutError:
         return None  # the core reports the timeout itself when it truncates the prefix

@@ -1,0 +1,642 @@
+"""The one-shot fast path: delimiter decisions over a complete text, searched in C.
+
+Theory of operation
+-------------------
+When the whole text is known (`parse_response`), no decision ever has to wait for more text, so
+the streaming scanner's machinery for partial matches (cursors running `_rx.Attempt` step by step,
+holds, prefilters) is not needed: the one-shot parse commits, in the current region's watch list,
+the match with the smallest key `(start, -length, opener-before-closer, field name)`, where each
+delimiter's match is its leftmost match at or after the parser's position. This module answers
+exactly that question with the `regex` module's compiled patterns and `str.find`, and plugs into
+`ResponseParser` as its scanner (`FastScanner.decide` returns the same `Hold` / `Commit` decisions
+as `_scan.Scanner.decide` at end of stream), so routing, values, events and errors are those of
+the streaming parser by construction.
+
+Each delimiter gets a *seeker* (`plan_for`, once per template, cached on it), chosen by what can be
+proven about its cost:
+
+* `_LiteralSeek`: a literal list, `str.find` per literal; the longest literal at the leftmost
+  start wins.
+* `_SearchSeek`: a pattern whose backtracking per position `_rx.backtrack_bound` proves to be at
+  most `_rx.SAFE_STEPS`: one `regex` `search` from the position, which is then linear in the text.
+* `_LoopSeek`: `C* REST` (`\\s*<tool_call>`) with REST so bounded: the streaming strategy's finder
+  proposes the start of the C-run before each place REST can start (C speed) and the compiled
+  pattern's `match` decides there; a failure decides the whole run (the finder skips it).
+* `_CursorSeek`: anything else (unbounded repeats inside the pattern, anchors): the streaming
+  parser's own exact `PatternCursor`, run at end of stream. Exact and linear, only slower.
+
+Every seeker remembers its last answer: the leftmost match at or after `q0` starts at `s`, which
+stays the answer for every query in `[q0, s]` (a match at a start does not depend on where the
+search began), so a delimiter that loses to another one is not searched again and the work of all
+region visits together is linear in the text.
+
+Refusals are those of the streaming scanner: a zero-width match at the position of the previous
+zero-width commit, and, in a `close_outside_strings` region, a match inside a string literal of
+the body (asked of the same `StringGuard`). A refused match of a `_LoopSeek` inside a C-run would
+make the next query re-scan the run: the fast path then gives up (`Bail`) and the caller parses
+with the streaming scanner instead, so the worst case stays linear (the fast work before the bail
+is at most linear too).
+"""
+
+from __future__ import annotations
+
+import weakref
+from bisect import bisect_left
+from typing import Any
+
+import regex
+
+from . import _rx
+from ._rx import Node
+from ._scan import (
+    Commit,
+    Hold,
+    LoopSearch,
+    PrefixSearch,
+    StringGuard,
+    TriggerSearch,
+    UnionSearch,
+    Watch,
+    WatchList,
+    _branches,
+    _First,
+    _first,
+    _flatten,
+    _sequence_strategy,
+    _unwrap,
+)
+from ._template import Template
+
+__all__ = ["Bail", "FastScanner", "FastWatch", "fast_end", "parse_events", "plan_for"]
+
+
+class Bail(Exception):
+    """The fast path met a shape it does not handle linearly: parse with the streaming scanner."""
+
+
+# --------------------------------------------------------------------------------------------
+# Seekers: the leftmost raw match of one delimiter at or after a position, remembered.
+
+
+class _Seek:
+    """Per-parse search state of one delimiter. `first(buf, q)` is the start of its leftmost match
+    at or after `q` (`len(buf) + 1` when there is none); `end` and `captures()` describe it.
+
+    The answers are remembered as the run of consecutive matches found from `q0` on (`_search` from
+    `q0`, then from one past each refused match), so any later query inside that run is a bisection,
+    never a new search: the searches of one delimiter never overlap."""
+
+    __slots__ = ("q0", "starts", "ends", "ms", "end", "i", "loop")
+
+    def __init__(self) -> None:
+        self.q0 = 0
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.ms: list[Any] = []
+        self.end = 0
+        self.i = 0
+        self.loop: Any = None  # the leading loop class of a `_LoopSeek`
+
+    def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
+        raise NotImplementedError
+
+    def first(self, buf: str, q: int) -> int:
+        starts = self.starts
+        if starts:
+            last = starts[-1]
+            if self.q0 <= q <= last:
+                i = self.i
+                if not (starts[i] >= q and (i == 0 or starts[i - 1] < q)):
+                    i = self.i = bisect_left(starts, q)
+                self.end = self.ends[i]
+                return starts[i]
+            if q != last + 1:
+                self.q0 = q
+                starts.clear()
+                self.ends.clear()
+                self.ms.clear()
+        else:
+            self.q0 = q
+        s, e, m = self._search(buf, q)
+        self.i = len(starts)
+        starts.append(s)
+        self.ends.append(e)
+        self.ms.append(m)
+        self.end = e
+        return s
+
+    def captures(self, buf: str) -> dict[str, str]:
+        return {}
+
+
+class _LiteralSeek(_Seek):
+    __slots__ = ("literals", "_found")
+
+    def __init__(self, literals: list[str]) -> None:
+        super().__init__()
+        self.literals = literals  # longest first
+        # per literal: (searched from, leftmost occurrence or -1), so that each literal's searches
+        # never overlap either
+        self._found = [(1, 0)] * len(literals)
+
+    def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
+        best = -1
+        found = self._found
+        for i, lit in enumerate(self.literals):
+            frm, res = found[i]
+            if frm > q or 0 <= res < q:
+                res = buf.find(lit, q)
+                found[i] = (q, res)
+            if res >= 0 and (best < 0 or res < best):
+                best = res
+        if best < 0:
+            return len(buf) + 1, 0, None
+        for lit in self.literals:  # the longest literal at the leftmost start
+            if buf.startswith(lit, best):
+                return best, best + len(lit), None
+        raise AssertionError  # pragma: no cover
+
+
+class _SearchSeek(_Seek):
+    __slots__ = ("rx", "names")
+
+    def __init__(self, rx: Any, names: list[str]) -> None:
+        super().__init__()
+        self.rx = rx
+        self.names = names
+
+    def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
+        n = len(buf)
+        m = self.rx.search(buf, q)
+        if m is None or m.start() >= n:  # a match at the very end of the text is never taken
+            return n + 1, 0, None
+        return m.start(), m.end(), m
+
+    def captures(self, buf: str) -> dict[str, str]:
+        names = self.names
+        if not names:
+            return {}
+        m = self.ms[self.i]
+        caps: dict[str, str] = {}
+        for g in names:
+            if m.start(g) != -1:
+                caps[g] = m.group(g)
+        return caps
+
+
+class _LoopSeek(_SearchSeek):
+    """Candidates from the delimiter's own search strategy (C-speed finders), decided by the
+    compiled pattern's `match`: for patterns `forced_linear` proves."""
+
+    __slots__ = ("finder",)
+
+    def __init__(self, rx: Any, names: list[str], strategy: Any) -> None:
+        super().__init__(rx, names)
+        self.finder = strategy.finder()
+        self.loop = _any_loop(strategy)
+
+    def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
+        n = len(buf)
+        finder = self.finder
+        rx = self.rx
+        s = finder.next(buf, q, True)
+        while s < n:
+            m = rx.match(buf, s)
+            if m is not None:
+                return s, m.end(), m
+            s = finder.next(buf, finder.failed(buf, s), True)
+        return n + 1, 0, None
+
+
+def _any_loop(strategy: Any) -> Any:
+    """A test for the leading loop characters of a strategy (of any union branch), or None."""
+    loops = strategy.loops if isinstance(strategy, (LoopSearch,)) else None
+    if loops is None and hasattr(strategy, "parts"):
+        loops = [p.loop for p in strategy.parts if isinstance(p, LoopSearch)]
+    if not loops:
+        return None
+    tests = list(loops)
+    return lambda ch: any(t(ch) for t in tests)
+
+
+class _CursorSeek:
+    """The streaming parser's exact cursor, asked at end of stream (one per region visit)."""
+
+    __slots__ = ("cur", "end")
+
+    def __init__(self, d: Any, states: dict[Any, Any]) -> None:
+        self.cur = d.cursor(states)
+        self.end = 0
+
+    def first(self, buf: str, q: int, limit: int, zw: int) -> int:
+        cur = self.cur
+        if cur.q < q:
+            cur.q = q
+        status, pos, end = cur.advance(buf, True, limit, zw)
+        if status == 1:  # MATCH
+            self.end = end
+            return pos
+        return len(buf) + 1
+
+    def reject(self, pos: int) -> None:
+        self.cur.reject(pos)
+
+    def captures(self, buf: str) -> dict[str, str]:
+        return self.cur.captures(buf, self.cur.found[0], True)
+
+
+# --------------------------------------------------------------------------------------------
+# Plans: the seeker kind of every delimiter of a template, decided once.
+
+_LITERAL, _SEARCH, _LOOP, _CURSOR = range(4)
+
+# -- the proof for patterns with unbounded runs ----------------------------------------------
+#
+# An attempt of the `regex` module's matcher at one position is cheap when every unbounded repeat
+# is a run of one character class C that is *forced*: what follows it cannot start with a C
+# character (so backtracking into the run fails at once, step by step) or nothing follows it. The
+# attempt then costs at most the pattern's bound (its bounded parts) times the characters of the
+# runs it crosses. Across attempts, no candidate start lies inside a run that another attempt
+# crossed, when every character a candidate can start with is outside every such run's class: a
+# character of a run is then crossed only by attempts that start within the bounded parts before
+# it, a constant number. A leading loop (`\s*REST`) is the exception that its finder handles: its
+# candidates are starts of maximal runs, one per run, and a failure skips the whole run.
+
+_ALL: list[str] = []
+_MEMBERS: dict[str, frozenset[str] | None] = {}
+_MAX_MEMBERS = 4096
+_MAX_EXPANSION = 64
+
+
+def _members(src: str) -> frozenset[str] | None:
+    """Every character of the one-character class `src` (None when there are more than 4096)."""
+    if src in _MEMBERS:
+        return _MEMBERS[src]
+    if not _ALL:
+        from array import array
+
+        _ALL.append(
+            array("I", range(0xD800)).tobytes().decode("utf-32-le")
+            + array("I", range(0xE000, 0x110000)).tobytes().decode("utf-32-le")
+        )
+    out: set[str] | None = set()
+    for m in regex.finditer(src, _ALL[0]):
+        out.add(m.group())  # type: ignore[union-attr]
+        if len(out) > _MAX_MEMBERS:  # type: ignore[arg-type]
+            out = None
+            break
+    got = _MEMBERS[src] = frozenset(out) if out is not None else None
+    return got
+
+
+def _disjoint(a: str, b: str) -> bool:
+    """Whether the one-character classes `a` and `b` share no character (False when unknown)."""
+    for small, other in ((a, b), (b, a)):
+        members = _members(small)
+        if members is not None:
+            rx = regex.compile(other)
+            return not any(rx.fullmatch(ch) for ch in members)
+    return False  # two large classes (complements of small ones) always intersect
+
+
+def _atom_src(node: Node) -> str | None:
+    node = _unwrap(node)
+    if node.op in _rx.ATOMS:
+        return _rx.atom_source(node)
+    return None
+
+
+def _run_class(node: Node) -> str | None:
+    """The class of an unbounded repeat of one character (`\\s*`, `[^>\n]+`), else None."""
+    node = _unwrap(node)
+    if node.op is _rx.Op.REP and node.args[1] is None:
+        return _atom_src(node.kids[0])
+    return None
+
+
+def _expand(items: list[Node], limit: int = _MAX_EXPANSION) -> list[list[Node]] | None:
+    """The flat sequences a sequence can take: alternations and optional groups split into their
+    choices (for the proof only; the match itself runs the original pattern). None past `limit`."""
+    out: list[list[Node]] = [[]]
+    for item in items:
+        node = _unwrap(item)
+        choices: list[list[Node]] | None = None
+        if node.op is _rx.Op.ALT:
+            choices = []
+            for k in node.kids:
+                sub = _expand(_flatten(k), limit)
+                if sub is None:
+                    return None
+                choices.extend(sub)
+        elif (
+            node.op is _rx.Op.REP
+            and node.args[0] == 0
+            and node.args[1] == 1
+            and _unwrap(node.kids[0]).op not in _rx.ATOMS
+        ):
+            sub = _expand(_flatten(node.kids[0]), limit)
+            if sub is None:
+                return None
+            choices = [*sub, []]
+        elif node.op is _rx.Op.CAT:
+            choices = _expand(_flatten(node), limit)
+            if choices is None:
+                return None
+        if choices is None:
+            out = [x + [item] for x in out]
+        else:
+            out = [x + c for x in out for c in choices]
+        if len(out) > limit:
+            return None
+    return out
+
+
+def _follow_disjoint(follow: list[Node], cls: str) -> bool:
+    """Whether no match of `follow` (non-empty) can start with a character of `cls`."""
+    first = _First()
+    if _first(follow, first) or first.anywhere or first.at0:
+        return False
+    if any(regex.fullmatch(cls, ch) for ch in first.chars):
+        return False
+    return all(_disjoint(c, cls) for c in first.classes)
+
+
+def _linear_sequence(seq: list[Node], runs: list[str]) -> bool:
+    """Check one flat choice of a pattern body: every unbounded repeat a forced run (its class
+    added to `runs`), everything else bounded, the whole bounded with each run taken once."""
+    if any(_unwrap(n).op is _rx.Op.ASSERT for n in seq):
+        return False
+    flat: list[Node] = []
+    for i, item in enumerate(seq):
+        cls = _run_class(item)
+        if cls is not None:
+            follow = seq[i + 1 :]
+            if follow and not _follow_disjoint(follow, cls):
+                return False
+            runs.append(cls)
+            flat.append(_unwrap(item).kids[0])
+            continue
+        if _rx.backtrack_bound(item) is None:
+            return False
+        flat.append(item)
+    b = _rx.backtrack_bound(_rx.Node(_rx.Op.CAT, kids=flat))
+    return b is not None and b <= _rx.SAFE_STEPS
+
+
+def _lead_classes(strategy: Any) -> tuple[set[str], list[str]] | None:
+    """The characters and classes a candidate of a non-loop strategy starts with."""
+    if isinstance(strategy, PrefixSearch):
+        return {strategy.prefix[0]}, []
+    if isinstance(strategy, TriggerSearch):
+        return set(strategy.chars), list(strategy.classes)
+    if isinstance(strategy, LoopSearch):
+        return _lead_classes(strategy.rest)
+    if isinstance(strategy, UnionSearch):
+        chars: set[str] = set()
+        classes: list[str] = []
+        for part in strategy.parts:
+            got = _lead_classes(part)
+            if got is None:
+                return None
+            chars |= got[0]
+            classes += got[1]
+        return chars, classes
+    return None
+
+
+def forced_linear(d: Any) -> bool:
+    """Whether the pattern delimiter `d` can be searched by its finder and decided by the compiled
+    pattern's `match` in linear total time (see the comment above)."""
+    if d.module_re is None or d.module_re.flags & (regex.IGNORECASE | regex.MULTILINE):
+        return False
+    items = _flatten(d.prog.tree)
+    branches = _branches(items)
+    if not branches:
+        return False
+    runs: list[str] = []
+    leads: list[tuple[set[str], list[str]]] = []
+    for branch in branches:
+        strategy = _sequence_strategy(branch)
+        body = branch
+        if isinstance(strategy, LoopSearch):
+            if _run_class(branch[0]) is None:
+                return False
+            body = branch[1:]
+            lead = _lead_classes(strategy.rest)
+        else:
+            lead = _lead_classes(strategy)
+        if lead is None:
+            return False
+        leads.append(lead)
+        choices = _expand(body)
+        if choices is None:
+            return False
+        for seq in choices:
+            if not _linear_sequence(seq, runs):
+                return False
+    for chars, classes in leads:
+        for cls in dict.fromkeys(runs):
+            if any(regex.fullmatch(cls, ch) for ch in chars):
+                return False
+            if not all(_disjoint(c, cls) for c in classes):
+                return False
+    return True
+
+
+def _kind(d: Any) -> int:
+    if d.literals is not None:
+        return _LITERAL
+    tree = d.prog.tree
+    if tree is None or d.module_re is None:
+        return _CURSOR
+    bound = _rx.backtrack_bound(tree)
+    if bound is not None and bound <= _rx.SAFE_STEPS:
+        return _SEARCH
+    s = d.strategy
+    if isinstance(s, LoopSearch) and s.unbounded:
+        # `C* REST` with REST bounded: its finder proposes maximal run starts only.
+        items = _flatten(tree)
+        if _run_class(items[0]) is not None and len(items) >= 2:
+            rest = _rx.backtrack_bound(_rx.Node(_rx.Op.CAT, kids=items[1:]))
+            if rest is not None and rest <= _rx.SAFE_STEPS:
+                return _LOOP
+    if forced_linear(d):
+        return _LOOP
+    return _CURSOR
+
+
+class FastWatch:
+    """The one-shot view of a `WatchList`: each entry with its seeker kind."""
+
+    __slots__ = ("entries", "kinds", "keys", "order")
+
+    def __init__(self, watch: WatchList) -> None:
+        self.entries: list[Watch] = watch.entries
+        self.kinds = [_kind(w.delimiter) for w in self.entries]
+        self.keys = [(0 if w.is_open else 1, w.field) for w in self.entries]
+        # the streaming cursors last, so that they are never asked past the best start found
+        self.order = sorted(range(len(self.entries)), key=lambda j: self.kinds[j] == _CURSOR)
+
+    def scanner(self, q: int, states: dict[Any, Any], guard: StringGuard | None = None) -> FastScanner:
+        return FastScanner(self, q, states, guard)
+
+
+class Plan:
+    """The `FastWatch` of every watch list of a template (by `id` of the `WatchList`)."""
+
+    __slots__ = ("watches", "slow")
+
+    def __init__(self, t: Template) -> None:
+        lists = [t.watch] + [f.watch for f in t.fields.values() if f.watch is not None]
+        self.watches = {id(w): FastWatch(w) for w in lists}
+        #: delimiters that run the streaming cursor (reported by `describe`)
+        self.slow = sum(k == _CURSOR for fw in self.watches.values() for k in fw.kinds)
+
+
+_PLANS: weakref.WeakKeyDictionary[Template, Plan] = weakref.WeakKeyDictionary()
+
+
+def plan_for(t: Template) -> Plan:
+    """The template's one-shot plan (built on first use, then cached with the template)."""
+    p = _PLANS.get(t)
+    if p is None:
+        p = _PLANS[t] = Plan(t)
+    return p
+
+
+def _seeker(d: Any, kind: int, states: dict[Any, Any]) -> Any:
+    if kind == _CURSOR:
+        return _CursorSeek(d, states)  # per visit; its finder is kept in `states` by the cursor
+    key = ("oneshot", id(d))
+    s = states.get(key)
+    if s is None:
+        if kind == _LITERAL:
+            s = _LiteralSeek(d.strategy.literals)
+        elif kind == _SEARCH:
+            s = _SearchSeek(d.module_re, list(d.module_re.groupindex))
+        else:
+            s = _LoopSeek(d.module_re, list(d.module_re.groupindex), d.strategy)
+        states[key] = s
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+# The scanner
+
+
+class FastScanner:
+    """`Scanner.decide` at end of stream, from seekers (see the module docstring)."""
+
+    __slots__ = ("fw", "q", "guard", "seekers")
+
+    def __init__(self, fw: FastWatch, q: int, states: dict[Any, Any], guard: StringGuard | None) -> None:
+        self.fw = fw
+        self.q = q
+        self.guard = guard
+        self.seekers = [_seeker(fw.entries[j].delimiter, fw.kinds[j], states) for j in fw.order]
+
+    def decide(self, buf: str, eos: bool, zw_forbid: int = -1) -> Hold | Commit:
+        if not eos:  # pragma: no cover - the one-shot parser decides only at the end of the text
+            raise Bail("the one-shot scanner decides only at the end of the text")
+        n = len(buf)
+        q = self.q
+        fw = self.fw
+        guard = self.guard
+        best = n + 1
+        bkey: tuple | None = None
+        bj = -1
+        bend = 0
+        bsk: Any = None
+        if guard is not None and guard.value_close and fw.entries:
+            found = guard.value_close_at(buf, True)
+            if found is not None and found[1] < n:
+                best = bend = found[1]
+                bkey = (0, 1, fw.entries[0].field)
+        order = fw.order
+        for i, sk in enumerate(self.seekers):
+            if type(sk) is _CursorSeek:
+                # Last in the order: never asked past the best start found so far.
+                limit = best if best < n else n - 1
+                s = sk.first(buf, q, limit, zw_forbid)
+                while s <= best and s < n and guard is not None and guard.inside(buf, s):
+                    sk.reject(s)
+                    s = sk.first(buf, s + 1, limit, zw_forbid)
+            else:
+                s = sk.first(buf, q)
+                while s <= best and s < n:
+                    if s == sk.end == zw_forbid:
+                        s = sk.first(buf, s + 1)  # no second zero-width match at the same place
+                        continue
+                    if guard is not None and guard.inside(buf, s):
+                        loop = sk.loop
+                        if loop is not None and loop(buf[s]):
+                            raise Bail("a refused match inside a loop run")
+                        s = sk.first(buf, s + 1)
+                        continue
+                    break
+            if s >= n or s > best:
+                continue
+            j = order[i]
+            key = (s - sk.end, *fw.keys[j])
+            if s < best or bkey is None or key < bkey:
+                best, bkey, bj, bend, bsk = s, key, j, sk.end, sk
+        if bkey is None:
+            return Hold(n)
+        if bj < 0:
+            return Commit(fw.entries[0], best, best, {})  # the close after the value
+        return Commit(fw.entries[bj], best, bend, bsk.captures(buf))
+
+
+# --------------------------------------------------------------------------------------------
+# The one-shot parse
+
+
+#: How many one-shot parses fell back to the streaming scanner (`Bail`); read by tests.
+BAILS = [0]
+
+
+def fast_end(parser: Any, text: str) -> list[Any]:
+    """Append the rest of the output `text` to a `ResponseParser` that has been fed nothing and
+    end the stream with the one-shot scanner: the events of `_end(cut_off=False)` (no cut-off
+    report). Raises `Bail` when the fast path gives up; the parser is then unusable.
+
+    Event values are not copied (the callers never hand them out)."""
+    plan = plan_for(parser._t)
+    watches = plan.watches
+    streaming_watch = parser._watch
+
+    def watch() -> Any:
+        return watches[id(streaming_watch())]
+
+    parser._watch = watch  # this parser's scanners are one-shot scanners from now on
+    # The whole text at once: one pass at the end of the stream (no holds), which is the
+    # one-chunk case of the streaming parser and so gives the same message.
+    parser._buf += text
+    parser._copy_values = False
+    parser._scanner = None  # the prefix's scanner held from `_pos`: decide afresh from there
+    return parser._end(cut_off=False)
+
+
+def parse_events(
+    text: str, response_template: Any, prefix: str | None, tools: Any, *, fast: bool = True
+) -> tuple[Any, list[Any]]:
+    """Parse a complete text: `(parser, events)`, the events of the prefix and of the end of the
+    stream, exactly as the streaming parser gives them when the text is fed at once and finalized
+    (the parser is ready for `_check_required` and `_finish`). Event values are not copied."""
+    from ._parser import ResponseParser
+
+    parser = ResponseParser(response_template, prefix=prefix, tools=tools)
+    if type(text) is not str:
+        if not isinstance(text, str):
+            raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
+        text = str(text)
+    initial = parser.initial_events
+    if fast:
+        try:
+            return parser, initial + fast_end(parser, text)
+        except Bail:
+            BAILS[0] += 1
+            return parse_events(text, response_template, prefix, tools, fast=False)
+    parser._buf += text
+    parser._copy_values = False
+    return parser, initial + parser._end(cut_off=False)

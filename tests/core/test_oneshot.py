@@ -1,0 +1,279 @@
+"""The one-shot fast path (`chatparse._oneshot`) gives exactly the streaming parser's result.
+
+`parse_events(..., fast=False)` is the streaming parser fed the whole text at once and finalized;
+`fast=True` is the one-shot scanner. Both must give the same events (types, fields, offsets,
+captures, values, errors), the same message and the same exceptions, on every catalog template
+and on generated templates, for texts built from each template's own delimiters (cut, repeated,
+inside JSON strings, around whitespace runs) and prompt prefixes. Work is counted, never timed.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import chatparse
+from chatparse import _oneshot, _rx, catalog
+from chatparse.errors import RequiredFieldsMissing
+
+from . import strategies as cst
+from .test_linear import TEMPLATES, N, counting, shapes
+
+CATALOG = {name: catalog.get(name) for name in catalog.names()}
+
+
+def _norm_event(e: dict) -> dict:
+    out = dict(e)
+    if "error" in out:
+        err = out["error"]
+        out["error"] = (type(err).__name__, str(err))
+    return out
+
+
+def _outcome(text: str, template: Any, prefix: str, tools: Any, fast: bool) -> Any:
+    try:
+        parser, events = _oneshot.parse_events(text, template, prefix, tools, fast=fast)
+    except (ValueError, TypeError, KeyError) as e:
+        return ("raised", type(e).__name__, str(e))
+    out: list[Any] = [[_norm_event(e) for e in events]]
+    try:
+        parser._check_required(events)
+    except RequiredFieldsMissing as e:
+        out.append(("missing", str(e)))
+        return out
+    out.append(parser._finish())
+    return out
+
+
+def _parse(text: str, template: Any, prefix: str, tools: Any = None) -> Any:
+    try:
+        return chatparse.parse_response(text, template, prefix=prefix, tools=tools)
+    except (ValueError, TypeError, KeyError) as e:
+        return ("raised", type(e).__name__, str(e))
+
+
+def assert_same(text: str, template: Any, prefix: str = "", tools: Any = None) -> None:
+    fast = _outcome(text, template, prefix, tools, True)
+    slow = _outcome(text, template, prefix, tools, False)
+    assert fast == slow, (text, prefix)
+
+
+# --------------------------------------------------------------------------------------------
+# Differential: fast == streaming
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_catalog_fast_equals_streaming(name: str, data: st.DataObject) -> None:
+    spec = CATALOG[name]
+    text = data.draw(cst.texts_for(spec, max_pieces=18), label="text")
+    prefix = data.draw(cst.prefixes_for(spec), label="prefix")
+    assert_same(text, spec, prefix)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=cst.template_cases())
+def test_generated_templates_fast_equals_streaming(case: tuple[dict, str, str]) -> None:
+    template, prefix, text = case
+    assert_same(text, template, prefix)
+
+
+_WS = st.sampled_from([" ", "\n", "  ", "\n\n", "\t", " " * 40, "\n" * 30])
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_catalog_delimiter_soup(name: str, data: st.DataObject) -> None:
+    # The template's delimiters, cut one character short, inside JSON strings and between
+    # whitespace runs: the shapes where a refused or undecided match changes the answer.
+    spec = CATALOG[name]
+    delims = cst.delimiter_strings(spec) or ["x"]
+    piece = st.one_of(
+        st.sampled_from(delims),
+        st.sampled_from(delims).map(lambda d: d[:-1] if len(d) > 1 else d),
+        st.sampled_from(delims).map(lambda d: json.dumps({"name": "f", "arguments": {"a": d}})),
+        _WS,
+        st.sampled_from(['{"name": "f", "arguments": {}}', "{", "}", '"', "\\", "word", "<", ">"]),
+    )
+    text = data.draw(st.lists(piece, max_size=24).map("".join), label="text")
+    assert_same(text, spec, "")
+
+
+def test_auto_union_template_fast_equals_streaming() -> None:
+    t = TEMPLATES["auto-union"]
+    for spec in CATALOG.values():
+        for d in cst.delimiter_strings(spec)[:12]:
+            assert_same(f"hi {d} there{d}\n  {d}", t)
+
+
+# --------------------------------------------------------------------------------------------
+# The fast path is taken (no silent bail-out) on call-dense texts
+
+
+def _calls_text(family: str, n: int) -> str:
+    cities = ["Paris", "Tokyo", "Lima", "Oslo"]
+    if family == "qwen3":
+        return "".join(
+            f'<tool_call>\n{{"name": "get_weather", "arguments": {{"city": "{cities[i % 4]}", "days": {i % 7}}}}}\n'
+            "</tool_call>\n"
+            for i in range(n)
+        )
+    if family == "qwen3_xml":
+        return "".join(
+            f"<tool_call>\n<function=get_weather>\n<parameter=city>\n{cities[i % 4]}\n</parameter>\n"
+            f"<parameter=days>\n{i % 7}\n</parameter>\n</function>\n</tool_call>\n"
+            for i in range(n)
+        )
+    if family == "kimi_k2":
+        return (
+            "<|tool_calls_section_begin|>"
+            + "".join(
+                f"<|tool_call_begin|>functions.get_weather:{i}<|tool_call_argument_begin|>"
+                f'{{"city": "{cities[i % 4]}", "days": {i % 7}}}<|tool_call_end|>'
+                for i in range(n)
+            )
+            + "<|tool_calls_section_end|>"
+        )
+    return (
+        "<｜tool▁calls▁begin｜>"
+        + "".join(
+            f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+            f'{{"city": "{cities[i % 4]}", "days": {i % 7}}}\n```<｜tool▁call▁end｜>'
+            for i in range(n)
+        )
+        + "<｜tool▁calls▁end｜>"
+    )
+
+
+@pytest.mark.parametrize("family", ["qwen3", "qwen3_xml", "kimi_k2", "deepseek_v3"])
+def test_call_dense_texts_parse_the_same(family: str) -> None:
+    text = _calls_text(family, 60)
+    assert_same(text, CATALOG[family])
+    got = chatparse.parse_response(text, CATALOG[family], prefix="")
+    assert len(got["tool_calls"]) == 60
+
+
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3"])
+def test_call_dense_texts_take_the_fast_path(family: str) -> None:
+    # No bail-out and no step of the streaming matcher: every decision came from a C search.
+    text = _calls_text(family, 50)
+    bails = _oneshot.BAILS[0]
+    with counting() as counts:
+        chatparse.parse_response(text, CATALOG[family], prefix="")
+    assert _oneshot.BAILS[0] == bails
+    assert counts["steps"] == 0 and counts["run"] == 0, counts
+
+
+# --------------------------------------------------------------------------------------------
+# Linear work, counted
+
+
+@contextmanager
+def counting_fast() -> Iterator[collections.Counter]:
+    """`test_linear.counting` plus the seekers: their searches by the characters they cover."""
+    with counting() as counts:
+        patched = []
+        for cls in (_oneshot._LiteralSeek, _oneshot._SearchSeek, _oneshot._LoopSeek):
+            original = vars(cls)["_search"]
+
+            def counted(self: Any, buf: str, q: int, _original: Callable = original) -> Any:
+                r = _original(self, buf, q)
+                counts["span:_search"] += min(r[0], len(buf)) - q + 1
+                return r
+
+            patched.append((cls, original))
+            cls._search = counted  # type: ignore[method-assign]
+        try:
+            yield counts
+        finally:
+            for cls, original in patched:
+                cls._search = original  # type: ignore[method-assign]
+
+
+def _fast_work(t: Any, text: str) -> int:
+    with counting_fast() as counts:
+        _oneshot.parse_events(text, t, "", None)
+    return sum(counts.values())
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_one_shot_fast_path_is_linear(name: str) -> None:
+    t = TEMPLATES[name]
+    for shape, make in shapes(t).items():
+        small = _fast_work(t, make(4 * N))
+        large = _fast_work(t, make(8 * N))
+        assert large <= 2.3 * small + 200, (name, shape, small, large)
+
+
+def test_no_match_steps_for_proven_delimiters() -> None:
+    # Every delimiter the plan searches in C has a proof behind it.
+    for name, t in TEMPLATES.items():
+        plan = _oneshot.plan_for(t)
+        for fw in plan.watches.values():
+            for w, kind in zip(fw.entries, fw.kinds):
+                d = w.delimiter
+                if kind == _oneshot._SEARCH:
+                    b = _rx.backtrack_bound(d.prog.tree)
+                    assert b is not None and b <= _rx.SAFE_STEPS, (name, d.source)
+
+
+def test_forced_linear_rejects_a_run_a_candidate_can_start_in() -> None:
+    # `<f=[^>\n]+>`: a candidate `<` can start inside the name run of an earlier attempt, so
+    # "<f=<f=<f=..." would cross the same run once per candidate: not proven, streaming cursor.
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {
+                    "open_pattern": "\\s*<f=(?P<name>[^>\\n]+)>",
+                    "close": "</f>",
+                    "transform": {"name": "{name}"},
+                },
+                "content": {},
+            },
+        }
+    )
+    d = t.fields["tool_calls"].opener
+    assert not _oneshot.forced_linear(d)
+    # the same run after a lead it cannot contain is proven
+    t2 = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {
+                    "open_pattern": "\\s*<f=(?P<name>[^<>\\n]+)>",
+                    "close": "</f>",
+                    "transform": {"name": "{name}"},
+                },
+                "content": {},
+            },
+        }
+    )
+    assert _oneshot.forced_linear(t2.fields["tool_calls"].opener)
+
+
+def test_hostile_candidates_inside_runs_stay_linear() -> None:
+    spec = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": "\\s*<f=(?P<name>[^>\\n]+)>",
+                "close": "</f>",
+                "transform": {"name": "{name}"},
+            },
+            "content": {},
+        },
+    }
+    t = chatparse.load_response_template(spec)
+    small = _fast_work(t, "<f=" * 2000 + "\n")
+    large = _fast_work(t, "<f=" * 4000 + "\n")
+    assert large <= 2.3 * small + 200, (small, large)

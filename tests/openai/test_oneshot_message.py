@@ -1,0 +1,96 @@
+"""`parse_message` builds its message from the one-shot core path (`chatparse._oneshot`): the
+result must equal the streaming `ChatParser` fed the whole text and finished, for every catalog
+template, with and without tools, including the `chatparse` report (errors, unknown tools)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chatparse import catalog
+from chatparse.openai import ChatParser, parse_message
+
+from ..core import strategies as cst
+
+CATALOG = {name: catalog.get(name) for name in catalog.names()}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+            },
+        },
+    }
+]
+
+
+def _ids() -> Any:
+    counter = itertools.count()
+    return lambda: f"call_{next(counter)}"
+
+
+def _outcome(fn: Any) -> Any:
+    try:
+        return fn()
+    except (ValueError, TypeError, KeyError) as e:
+        return ("raised", type(e).__name__, str(e))
+
+
+def _streaming(text: str, spec: dict, prefix: str, tools: Any, finish_reason: str = "stop") -> Any:
+    p = ChatParser(template=spec, prefix=prefix, tools=tools, id_factory=_ids(), missing_anchor="ignore")
+    p.feed(text)
+    return p.finish(finish_reason)[0]
+
+
+def assert_same(text: str, spec: dict, prefix: str = "", tools: Any = None) -> None:
+    fast = _outcome(
+        lambda: parse_message(
+            text, template=spec, prefix=prefix, tools=tools, id_factory=_ids(), missing_anchor="ignore"
+        )
+    )
+    slow = _outcome(lambda: _streaming(text, spec, prefix, tools))
+    assert fast == slow, (text, prefix)
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_parse_message_equals_streaming(name: str, data: st.DataObject) -> None:
+    spec = CATALOG[name]
+    text = data.draw(cst.texts_for(spec, max_pieces=18), label="text")
+    prefix = data.draw(cst.prefixes_for(spec), label="prefix")
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    assert_same(text, spec, prefix, tools)
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_calls_through_both_paths(name: str) -> None:
+    spec = CATALOG[name]
+    for d in cst.delimiter_strings(spec)[:16]:
+        text = f'Hi {d}{{"name": "f", "arguments": {{"a": "1"}}}}{d} done'
+        assert_same(text, spec, "", TOOLS)
+        assert_same(text, spec, "", None)
+
+
+def test_default_call_ids_keep_their_format() -> None:
+    spec = CATALOG["qwen3"]
+    text = "".join(f'<tool_call>{{"name": "f", "arguments": {{"a": {i}}}}}</tool_call>' for i in range(50))
+    msg = parse_message(text, template=spec, prefix="")
+    ids = [c["id"] for c in msg["tool_calls"]]
+    assert len(set(ids)) == 50
+    assert all(re.fullmatch(r"call_[A-Za-z0-9]{24}", i) for i in ids), ids
+
+
+def test_length_takes_the_streaming_path() -> None:
+    spec = CATALOG["qwen3_xml"]
+    text = "Hi <tool_call>\n<function=f>\n<parameter=a>"
+    fast = parse_message(text, template=spec, prefix="", finish_reason="length", id_factory=_ids())
+    assert fast == _streaming(text, spec, "", None, "length")
