@@ -34,7 +34,14 @@ C-speed search of the new text for any lead (literal leads as a stdlib `re` trie
 characters; an `AfterSearch` character from one position back), one for a buffer tail inside a
 literal lead, plus the trailing run of a leading loop class (the whitespace before
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
-this is the per-token fast path.
+this is the per-token fast path. A tail that begins a long literal lead is then followed with
+`startswith` on later feeds, not searched for again. In a region with a JSON string guard the
+prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run).
+
+While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
+asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
+a literal, a greedy run or a live lookahead body, or a literal cursor's tail); then the hold stays
+without running the matcher. Only a feed that moves an attempt on resumes it (or scans).
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -1413,7 +1420,6 @@ class Scanner:
         "_maxlen",
         "_loop_any",
         "_tail_at",
-        "_tail_hold",
         "_tail_lead",
     )
 
@@ -1443,7 +1449,6 @@ class Scanner:
         self._loop_any = pre.loop_any if pre is not None else None
         self._tails: list[_RunTail] = []
         self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
-        self._tail_hold = -1  # and the hold point it gave (a loop run may start before it)
         self._tail_lead = ""  # and the lead it begins
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
@@ -1511,18 +1516,7 @@ class Scanner:
         before it (the trailing run when there is no such tail), or the end of the buffer."""
         n = len(buf)
         q = self.q
-        j = self._tail_at
-        if j >= 0:
-            # The last hold was a tail that begins the lead `_tail_lead` (a long opener streamed in
-            # tokens). While the tail still begins it, no lead can occur: every position before
-            # the tail failed for good, the lead holds no other lead after its first character
-            # (`Prefilter.inner`), and the loop run before the tail is unchanged.
-            lead = self._tail_lead
-            self._tail_at = -1
-            if j >= q and n - j < len(lead) and lead.startswith(buf[j:]):
-                self._tail_at = j
-                self._searched = n
-                return self._tail_hold
+        self._tail_at = -1
         # A one-character `after` lead found at the last searched position makes the position
         # right after it (then the end of the buffer, never a candidate) one now: search it again.
         start = self._searched - pre.maxlen + 1 - pre.back
@@ -1546,18 +1540,35 @@ class Scanner:
                 r = run_start(loop, buf, q, j)
                 if r < h:
                     h = r
-            if pre.char is not None:
+            if pre.char is not None and pre is self._pre:
                 tail = buf[j:]
                 for lead in pre.literals:
                     if lead.startswith(tail):
                         if lead not in pre.inner:
-                            self._tail_at, self._tail_hold, self._tail_lead = j, h, lead
+                            self._tail_at, self._tail_lead = j, lead
                         break
             return h
         return self._loop_hold(buf, pre) if pre.loops else n
 
     def decide(self, buf: str, eos: bool, zw_forbid: int = -1) -> Hold | Commit:
         """The decision for the buffer `buf` (see the class docstring)."""
+        j = self._tail_at
+        if j >= 0 and not eos:
+            # The last hold was a tail that begins the lead `_tail_lead` (a long opener streamed in
+            # tokens; set by `_prefiltered`). While the tail still begins it, no lead can occur:
+            # every position before the tail failed for good, the lead holds no other lead after
+            # its first character (`Prefilter.inner`), and the loop run before the tail (where
+            # the hold is) is unchanged.
+            n = len(buf)
+            lead = self._tail_lead
+            if n - j < len(lead) and lead.startswith(buf[j:]):
+                self._searched = n
+                return self._hold  # still at `q`, where that tail (or the loop run before it) starts
+            self._tail_at = -1
+        elif not eos and self.q >= len(buf):
+            # No text in the region yet (a region that opened at the end of the buffer): before
+            # the end of the stream no match is taken at the very end, so nothing is decided.
+            return self._hold_at(self.q)
         char = self._char
         if char is not None and not eos and self.live is None:
             # The per-token path, inlined: no lead character in the new text, and the last
@@ -1614,7 +1625,12 @@ class Scanner:
             if not eos:
                 self.live = None
                 if live.q == q:
-                    if live.still_live(buf):
+                    if type(live) is PatternCursor:  # (`PatternCursor.still_live`, inlined)
+                        att = live.att
+                        again = att is not None and live.found is None and att.still_live(buf)
+                    else:
+                        again = live.still_live(buf)
+                    if again:
                         # Still undecided where it was (the earliest open position): the hold stays.
                         self.live = live
                         h = self._hold

@@ -153,6 +153,9 @@ class ChatParser:
                 model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
             )
             self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
+            # The core's close events carry its values uncopied: this layer only reads them (calls
+            # and text are rebuilt here) and never returns the core's own message.
+            self._parser._copy_values = False
         self._content = TextStream()
         self._reasoning = TextStream()
         # Fields whose clean chunks are content or reasoning text (the per-token path of `feed`).
