@@ -353,10 +353,17 @@ def test_forced_tool_choice_under_vllms_guidance_backend_is_its_400(tok: Any) ->
 
 
 def test_forced_tool_choice_continues_the_prompts_open_reasoning(tok: Any) -> None:
+    """The constraint starts inside the reasoning the prompt opened: reasoning text, its closer,
+    then the call; or the call at once, which ends the open reasoning as the template's reasoning
+    closer (a lookahead for the call opener) reads it. Without the prompt's `<think>` the same
+    reasoning text is content before a forced call, which `required` does not allow."""
     _, req = forced(tok, "required", prompt=PROMPT + "<think>\n")
     accepts = xgr_acceptor(req.structured_outputs.structural_tag)
-    assert accepts("The user wants the time.\n</think>\n\n" + CALL2)
-    assert not accepts(CALL2)  # the reasoning the prompt opened is closed before the call
+    thought = "The user wants the time.\n</think>\n\n"
+    assert accepts(thought + CALL2)
+    assert accepts(CALL2)
+    _, plain = forced(tok, "required")
+    assert not xgr_acceptor(plain.structured_outputs.structural_tag)(thought + CALL2)
 
 
 def test_parallel_tool_calls_false_allows_one_forced_call(tok: Any) -> None:
