@@ -119,39 +119,8 @@ def test_auto_union_template_fast_equals_streaming() -> None:
 # The fast path is taken (no silent bail-out) on call-dense texts
 
 
-def _calls_text(family: str, n: int) -> str:
-    cities = ["Paris", "Tokyo", "Lima", "Oslo"]
-    if family == "qwen3":
-        return "".join(
-            f'<tool_call>\n{{"name": "get_weather", "arguments": {{"city": "{cities[i % 4]}", "days": {i % 7}}}}}\n'
-            "</tool_call>\n"
-            for i in range(n)
-        )
-    if family == "qwen3_xml":
-        return "".join(
-            f"<tool_call>\n<function=get_weather>\n<parameter=city>\n{cities[i % 4]}\n</parameter>\n"
-            f"<parameter=days>\n{i % 7}\n</parameter>\n</function>\n</tool_call>\n"
-            for i in range(n)
-        )
-    if family == "kimi_k2":
-        return (
-            "<|tool_calls_section_begin|>"
-            + "".join(
-                f"<|tool_call_begin|>functions.get_weather:{i}<|tool_call_argument_begin|>"
-                f'{{"city": "{cities[i % 4]}", "days": {i % 7}}}<|tool_call_end|>'
-                for i in range(n)
-            )
-            + "<|tool_calls_section_end|>"
-        )
-    return (
-        "<｜tool▁calls▁begin｜>"
-        + "".join(
-            f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
-            f'{{"city": "{cities[i % 4]}", "days": {i % 7}}}\n```<｜tool▁call▁end｜>'
-            for i in range(n)
-        )
-        + "<｜tool▁calls▁end｜>"
-    )
+# The benchmark's own call-dense texts (benchmarks/bench_core.py `case_calls`).
+from benchmarks.bench_core import _calls_text  # noqa: E402
 
 
 @pytest.mark.parametrize("family", ["qwen3", "qwen3_xml", "kimi_k2", "deepseek_v3"])
