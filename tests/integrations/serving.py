@@ -11,7 +11,11 @@ tiny Qwen3 architecture that no test loads (the engine is a replay of recorded o
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +165,36 @@ def call_fixture(setups: list[R.Setup]) -> R.Setup | None:
         if su.stopped and su.fixture.expected is not None and su.fixture.expected.tool_calls and su.tools:
             return su
     return None
+
+
+class LoopbackServer:
+    """An engine's ASGI app served by uvicorn on a free loopback port, in a daemon thread running
+    `loop` (the loop the app's state was set up on). Subclasses build `app`, then call `serve`."""
+
+    app: Any
+    loop: asyncio.AbstractEventLoop
+
+    def serve(self) -> None:
+        import uvicorn
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off"))
+        self.thread = threading.Thread(
+            target=lambda: self.loop.run_until_complete(self.server.serve(sockets=[sock])), daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.05)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.loop.close()

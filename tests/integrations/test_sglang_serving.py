@@ -31,9 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
 import uuid
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
@@ -53,7 +50,16 @@ pytest.importorskip("uvicorn")
 
 from . import replay as R  # noqa: E402
 from .cases import xgr_acceptor  # noqa: E402
-from .serving import MODELS, call_fixture, chunk_conventions, library, merged, selected, write_model  # noqa: E402
+from .serving import (  # noqa: E402
+    MODELS,
+    LoopbackServer,
+    call_fixture,
+    chunk_conventions,
+    library,
+    merged,
+    selected,
+    write_model,
+)
 
 STREAMS = ("token", "rand:1:8")
 FAMILIES = sorted(MODELS)
@@ -235,7 +241,7 @@ def _tokenizer_manager(model_dir: Path, served: str) -> tuple[Any, Any]:
     return init_tokenizer_manager(server_args, None, ReplayTokenizerManager)
 
 
-class Server:
+class Server(LoopbackServer):
     """SGLang's OpenAI HTTP app for one model directory, on loopback in a thread."""
 
     def __init__(self, model_dir: Path, served: str) -> None:
@@ -247,30 +253,8 @@ class Server:
         # requests and the other endpoints' handlers, which need a scheduler).
         self.chat = self.manager.serving_chat_class(self.manager, template_manager)
         self.app.state.openai_serving_chat = self.chat
-        import uvicorn
-
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off"))
         self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(
-            target=lambda: self.loop.run_until_complete(self.server.serve(sockets=[sock])), daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-        self.loop.close()
+        self.serve()
 
 
 @pytest.fixture(scope="module", params=FAMILIES)

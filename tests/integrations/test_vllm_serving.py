@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,7 +44,16 @@ from chatparse import catalog  # noqa: E402
 
 from . import replay as R  # noqa: E402
 from .cases import xgr_acceptor  # noqa: E402
-from .serving import MODELS, call_fixture, chunk_conventions, library, merged, selected, write_model  # noqa: E402
+from .serving import (  # noqa: E402
+    MODELS,
+    LoopbackServer,
+    call_fixture,
+    chunk_conventions,
+    library,
+    merged,
+    selected,
+    write_model,
+)
 
 STREAMS = ("token", "rand:1:8")
 
@@ -218,7 +224,7 @@ def _cli_args(argv: list[str]) -> Any:
     return args
 
 
-class Server:
+class Server(LoopbackServer):
     """vLLM's OpenAI API server for one model directory, on loopback in a thread."""
 
     def __init__(self, model_dir: Path, served: str, extra: tuple[str, ...] = ()) -> None:
@@ -247,29 +253,7 @@ class Server:
         self.app = build_app(args, ("generate",), vllm_config.model_config)
         self.loop = asyncio.new_event_loop()
         self.loop.run_until_complete(init_app_state(self.engine, self.app.state, args, ("generate",)))
-        import uvicorn
-
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off"))
-        self.thread = threading.Thread(
-            target=lambda: self.loop.run_until_complete(self.server.serve(sockets=[sock])), daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def close(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-        self.loop.close()
+        self.serve()
 
 
 @pytest.fixture(scope="module", params=sorted(MODELS))
