@@ -14,6 +14,9 @@ for the common case.
 from __future__ import annotations
 
 import copy
+import multiprocessing
+import os
+import resource
 import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -25,6 +28,8 @@ from transformers.utils.chat_parsing import parse_response as _ref_parse_respons
 from transformers.utils.chat_parsing.response_templates import load_response_template as ref_load
 
 DEFAULT_TIMEOUT = 3.0
+#: address space an isolated reference call may add to the test process's (`ref_parse_isolated`)
+ISOLATED_MEMORY = 1 << 30
 
 #: keys chatparse adds to events (enriched contract, response-template.md §4.2)
 ENRICHED_KEYS = ("start", "end", "captures", "complete", "body_start", "body_end")
@@ -85,7 +90,9 @@ def call_with_timeout(fn: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT) -
         raise ReferenceTimeout(f"call exceeded {timeout}s")
 
     previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    # The interval re-fires the alarm until the guard is left: one alarm that lands where it cannot
+    # interrupt (inside a C call, or while the handler of another one runs) is not the only one.
+    signal.setitimer(signal.ITIMER_REAL, timeout, 0.05)
     try:
         return fn()
     finally:
@@ -119,6 +126,50 @@ def ref_parse(
     except Exception as exc:  # noqa: BLE001 - any exception type is an outcome
         return Outcome("error", error=exc)
     return Outcome("ok", message=copy.deepcopy(message))
+
+
+def _isolated_child(conn: Any, text: str, template: Any, prefix: str | None, timeout: float) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        current = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = current + ISOLATED_MEMORY
+    if hard == resource.RLIM_INFINITY or limit < hard:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        out = ref_parse(text, template, prefix, timeout=timeout)
+        status = out.status
+        detail = None if out.ok else out.describe()
+    except MemoryError:  # the cap: the reference did not terminate within it
+        status, detail = "timeout", "memory cap"
+    conn.send((status, detail))
+    conn.close()
+
+
+def ref_parse_isolated(
+    text: str, template: Any, prefix: str | None = "", *, timeout: float = DEFAULT_TIMEOUT
+) -> str:
+    """The status of a one-shot reference parse run in a forked child process, for inputs on which
+    the reference does not terminate (defect D5) and allocates without bound while it loops: the
+    child's address space is capped (`ISOLATED_MEMORY` above the test process's), it is killed
+    after `timeout` + 10 s whatever it is doing, and either counts as ``"timeout"``. The test process
+    itself never runs the loop, so a missed alarm cannot exhaust the machine's memory."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_isolated_child, args=(child, text, template, prefix, timeout), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        if parent.poll(timeout + 10):
+            status, _ = parent.recv()
+            return str(status)
+        return "timeout"
+    except EOFError:  # the child died (killed by the kernel at the cap): it did not terminate
+        return "timeout"
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        parent.close()
 
 
 def ref_stream(

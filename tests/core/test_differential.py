@@ -29,6 +29,7 @@ from .reference import (
     normalize_events,
     ref_load,
     ref_parse,
+    ref_parse_isolated,
     ref_stream,
     reference_event_view,
     strip_held_prefix,
@@ -565,7 +566,7 @@ def test_reference_defect_repros():
     assert ref_parse(text, D4_T1, "<think>").message == {"thinking": "a", "content": "b"}
     assert ref_stream(list(text), D4_T1, "<think>").message == {"thinking": "a", "content": "<response>b"}
     assert ref_stream(list("<think>x</think>y"), D4_T2).message["thinking"] == "<think>x"
-    assert ref_parse("aqb", D5_T, timeout=0.5).status == "timeout"
+    assert ref_parse_isolated("aqb", D5_T, timeout=0.5) == "timeout"
     assert ref_parse("abzcd", D6_T).message == {"c": "ab"}
     r = ref_parse("<t>a</t>", D10_T)
     assert r.status == "error" and isinstance(r.error, AttributeError)
