@@ -444,3 +444,24 @@ def test_pandas_and_arrow_batches_as_ray_data_hands_them():
     for i in nan:
         columns["parse_error"][i] = "ValueError: column 'completion' is empty (NaN)"
     assert parser.batch(frame) == columns
+
+
+def test_an_in_memory_dataset_reaches_several_workers_as_a_file_of_the_columns_read():
+    """With `num_proc` > 1 an in-memory dataset is staged once as an Arrow file of the columns the
+    parser reads (`datasets` would pickle the whole in-memory table to every worker), in the
+    dataset's own row order (indices mappings included); the result is the plain loop's."""
+    from chatparse.hf._dataset import _staged
+
+    data, _ = generated_rows("QWEN_JSON", 120)
+    data["n"] = list(range(120))
+    data["other"] = ["x" * 50] * 120
+    ds = Dataset.from_dict(data).shuffle(seed=5).select(range(0, 120, 2))
+    kwargs = dict(column="completion", prefix_column="prompt", template="qwen3", tools_column="tools")
+    parser = RowParser(**kwargs)
+    staged = _staged(ds, parser)
+    assert ds.cache_files == [] and len(staged.cache_files) == 1
+    assert staged.column_names == ["completion", "prompt", "tools"]
+    assert staged.to_list() == ds.select_columns(["completion", "prompt", "tools"]).to_list()
+    out = parse_dataset(ds, num_proc=2, desc=None, **kwargs)
+    expected = loop(data, parser)
+    assert out.to_list() == [expected[n] for n in ds["n"]]

@@ -413,6 +413,29 @@ def parse_dataset(
     return _map(dataset, parser, num_proc=num_proc, batch_size=batch_size, desc=desc, map_kwargs=map_kwargs)
 
 
+def _staged(dataset: Any, parser: RowParser) -> Any:
+    """The columns `parser` reads from an in-memory dataset, written once to an Arrow file in
+    `datasets`' temporary cache directory (removed at exit) and memory-mapped from there.
+
+    `datasets` sends each worker of a multi-process `map` its shard of an in-memory table by
+    pickling it: that cost as much CPU as the parse itself (`num_proc=2` ran slower than 1). A
+    memory-mapped shard is sent as a file path; the workers' outputs are written beside it."""
+    import os
+    import uuid
+
+    import pyarrow as pa
+    from datasets import Dataset
+    from datasets.fingerprint import get_temporary_cache_files_directory
+
+    needed = [parser.column] + [c for c in (parser.prefix_column, parser.tools_column) if c is not None]
+    source = dataset.select_columns(list(dict.fromkeys(needed)))
+    table = source.with_format("arrow")[:]  # one `take` when the dataset has an indices mapping
+    path = os.path.join(get_temporary_cache_files_directory(), f"chatparse-input-{uuid.uuid4().hex}.arrow")
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return Dataset.from_file(path)
+
+
 def _map(
     dataset: Any, parser: RowParser, *, num_proc: Any, batch_size: int, desc: Any, map_kwargs: dict
 ) -> Any:
@@ -471,7 +494,10 @@ def _map(
         empty = Features({**base.features, **kwargs["features"]})
         joined = Dataset.from_dict({c: [] for c in empty}, features=empty)
     else:
-        parsed = dataset.with_format("arrow").map(
+        source = dataset
+        if num_proc is not None and num_proc > 1 and not dataset.cache_files:
+            source = _staged(dataset, parser)
+        parsed = source.with_format("arrow").map(
             parser.table, num_proc=num_proc, desc=desc, **kwargs, **map_kwargs
         )
         joined = concatenate_datasets([base.with_format(None), parsed.with_format(None)], axis=1)
