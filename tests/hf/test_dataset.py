@@ -465,3 +465,20 @@ def test_an_in_memory_dataset_reaches_several_workers_as_a_file_of_the_columns_r
     out = parse_dataset(ds, num_proc=2, desc=None, **kwargs)
     expected = loop(data, parser)
     assert out.to_list() == [expected[n] for n in ds["n"]]
+
+
+def test_num_proc_is_kept_after_a_run_with_another_process_count(tmp_path):
+    """`datasets` maps in as many shards as an earlier run of the same map left cache files for,
+    even with `load_from_cache_file=False` (5.2): `num_proc=2` after a one-process run ran in one
+    process. parse_dataset keeps the process count asked for (two shard files), same rows."""
+    data, _ = generated_rows("QWEN_JSON", 200)
+    Dataset.from_dict(data).save_to_disk(str(tmp_path / "ds"))
+    mapped = load_from_disk(str(tmp_path / "ds"))
+    kwargs = dict(
+        column="completion", prefix_column="prompt", template="qwen3", tools_column="tools", desc=None
+    )
+    one = parse_dataset(mapped, load_from_cache_file=False, **kwargs)
+    two = parse_dataset(mapped, num_proc=2, load_from_cache_file=False, **kwargs)
+    shards = [f["filename"] for f in two.cache_files if "_of_00002" in f["filename"]]
+    assert len(shards) == 2, two.cache_files
+    assert two.to_list() == one.to_list()

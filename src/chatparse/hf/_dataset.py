@@ -497,6 +497,21 @@ def _map(
         source = dataset
         if num_proc is not None and num_proc > 1 and not dataset.cache_files:
             source = _staged(dataset, parser)
+        elif (
+            num_proc is not None
+            and num_proc > 1
+            and map_kwargs.get("load_from_cache_file") is False
+            and "new_fingerprint" not in map_kwargs
+            and "cache_file_name" not in map_kwargs
+        ):
+            # `datasets` (5.2) maps in as many shards as an earlier run left cache files for, even
+            # when told not to load them: after a one-process run, `num_proc=2` silently ran in one
+            # process. A fingerprint of its own per process count keeps the shards asked for.
+            from datasets.fingerprint import Hasher
+
+            kwargs["new_fingerprint"] = Hasher.hash(
+                [source._fingerprint, "chatparse.parse_dataset", parser, batch_size, num_proc]
+            )
         parsed = source.with_format("arrow").map(
             parser.table, num_proc=num_proc, desc=desc, **kwargs, **map_kwargs
         )
