@@ -426,7 +426,8 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
                 # the opener as written, then with its whitespace runs capped as the lookahead may
                 # need (`<tool_call>\s{0,16}<function=`), then without any; the body likewise
                 openers = [c.opener] + [
-                    d._emit(f, "open", subst={"name": Lit(c.tool)}, max_repeat=cap)[0] for cap in (16, 0)
+                    d._emit(f, "open", subst={"name": Lit(c.tool)}, max_repeat=cap)[0]
+                    for cap in _tighter_caps(d, c)
                 ]
                 for op0 in dict.fromkeys(openers):
                     for cap in (None, 16, 0):
@@ -538,7 +539,6 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         root = rest_start
     else:
         r_forbidden = tuple(sorted(d._necessary(R, "close")))
-        r_text = g.text_excluding(r_forbidden, hint="reasoning")
         r_close = _written_closer(d, R)
         if r_close is None:
             raise ConstraintError(f"Field '{R.name}': no closer the model can write")
@@ -562,6 +562,20 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
                 if starts:
                     implicit_end = alt(implicit_end, *starts)
         d.reasoning_closed_by_call = implicit_end != NOTHING
+        # Reasoning text keeps out what would close it. Where the closer is literal markers, those;
+        # where an alternative reads past its marker (`(?=<tool_calls>\s{0,16}\[)`), only the
+        # matches: the marker quoted in prose (`put it in a <tool_calls> block`) stays writable,
+        # and the text may end wherever what follows (the closer, or a call the lookahead reads)
+        # completes no match under way.
+        r_pattern = d.text_pattern(R, "close")
+        r_literal = r_pattern is None or all(
+            isinstance(x, Lit) for x in (r_pattern.items if isinstance(r_pattern, Alt) else (r_pattern,))
+        )
+        if r_literal or r_pattern is None:
+            r_text = g.text_excluding(r_forbidden, hint="reasoning")
+        else:
+            r_follow = alt(r_close, implicit_end) if implicit_end != NOTHING else r_close
+            r_text = g.text_avoiding(r_pattern, follow=r_follow, hint="reasoning")
         if d.open_at_start == R.name:
             if req.reasoning is False:
                 raise ConstraintError("reasoning=False, but the prompt opened the reasoning region")
@@ -595,7 +609,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
                 mode = "optional"
                 root = alt(seq(block, rest_later), rest_start)
             del r_open_n
-        if isinstance(r_close, Lit):
+        if isinstance(r_close, Lit) and r_literal:
             lit_open = first_literal(d._emit(R, "open")[0])
             if lit_open and mode in ("optional", "required"):
                 reasoning_tag = (lit_open, r_close.text, r_forbidden)
@@ -702,6 +716,15 @@ def _lookahead_closers(d: Deriver, fld: Any) -> list[Expr]:
     return out
 
 
+def _tighter_caps(d: Deriver, c: CallForms) -> tuple[int, ...]:
+    """Whitespace caps (16, 0) for re-emitting a call's opener where a lookahead needs less room,
+    never looser than the cap the call was built with: GLM's `<tool_call>NAME` for a tool without
+    arguments is written with no whitespace, since its closer's lookbehind reads
+    `<tool_call>[^<\\s]+` (a gap there would leave the call unclosed)."""
+    cap = d.max_ws if c.opener_repeat == -1 else c.opener_repeat
+    return tuple(x for x in (16, 0) if cap is None or x <= cap)
+
+
 def _written_closer(d: Deriver, fld: Any, max_repeat: int | None = -1) -> Expr | None:
     if fld.closer is None:
         return None
@@ -741,7 +764,7 @@ def _follow_checked_body(
     end_ok = end_ok or any(fits(Lit(s)) for s in d.stop if s)
     nexts = []
     for c in calls:
-        for reps in (c.opener_repeat, 16, 0):  # whitespace capped as far as the lookahead needs
+        for reps in (c.opener_repeat, *_tighter_caps(d, c)):  # whitespace capped as the lookahead needs
             op, _ = d._emit(
                 f, "open", subst={"name": Lit(c.tool)}, max_repeat=reps, behind=closer_text or None
             )
