@@ -6,11 +6,13 @@ accepted text is parsed back with the template into exactly the calls it was wri
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from chatparse import catalog, constraints, load_response_template, parse_response
+from chatparse.constraints._grammar import _gbnf
 
 from . import engines as E
 
@@ -158,3 +160,25 @@ def test_glm_call_closing_reasoning_keeps_the_no_argument_opener_tight() -> None
     good = "<think><tool_call>list_alarms</tool_call>"
     assert _accepts(c, good)
     assert _calls("glm", good, prefix, [weather, alarms]) == [("list_alarms", {})]
+
+
+def _wide_class_sites(gbnf: str) -> int:
+    return sum(
+        1
+        for cls in re.findall(r"\[(?:\\.|[^\]\\])*\]", gbnf)
+        if cls.startswith("[^")  # a complemented class: most of Unicode
+    )
+
+
+@pytest.mark.parametrize("name", ["qwen3_xml", "glm", "minimax_m2", "qwen3"])
+def test_wide_classes_are_shared_between_automaton_states(name: str) -> None:
+    """XGrammar's compile costs about one pass over the vocabulary per place a wide class is read.
+    The free-text and value automata have one state per position inside a marker, each with a wide
+    edge back to the free state; the GBNF routes those through shared rules, so the number of
+    places stays a small constant while the automata have dozens of states."""
+    c = constraints.derive(name, [SEND, TIME], tool_choice="required")
+    g = c._p["grammar"]
+    states = sum(len(v) for v in g.automata.values())
+    sites = _wide_class_sites(c.gbnf())
+    plain = sum(_wide_class_sites(_gbnf(g.rules[s], None)) for v in g.automata.values() for s in v)
+    assert sites < plain / 3, (name, sites, plain, states)

@@ -283,6 +283,13 @@ class Deriver:
             )
         return lits
 
+    def _compiler(self, dialect: str, forbidden: tuple[str, ...], root: Any) -> SchemaCompiler:
+        """A schema compiler for values in `dialect` (`json`, `raw`, `python`) next to this
+        derivation's markers, whitespace cap and key order."""
+        return SchemaCompiler(
+            self.g, dialect, forbidden=forbidden, ws=self.ws, root_schema=root, key_order=self.key_order
+        )
+
     def text_pattern(self, f: Field, which: str) -> Expr | None:
         """The strings whose presence in free text would let f's delimiter match there (its
         alternatives with what their lookarounds read, `as_match_pattern`), for
@@ -650,14 +657,7 @@ class Deriver:
                     key_forbidden=tuple(sorted(self._necessary(f, "close"))),
                 )
             else:
-                sc = SchemaCompiler(
-                    self.g,
-                    "json",
-                    forbidden=forbidden,
-                    ws=self.ws,
-                    root_schema=params,
-                    key_order=self.key_order,
-                )
+                sc = self._compiler("json", forbidden, params)
             return seq(self.ws, self._json_body(f, tool, sc, name_path, args_path, where), self.ws)
         if content == "xml-inline":
             if len(name_path) != 1 or f.transform_each:
@@ -956,14 +956,7 @@ class Deriver:
         if args.get("json_body"):
             # `json_body`: the arguments as one JSON object instead of tags (DeepSeek DSML's
             # `<invoke name="f">{"a": 1}</invoke>`)
-            sc = SchemaCompiler(
-                self.g,
-                "json",
-                forbidden=value_forbidden,
-                ws=self.ws,
-                root_schema=params,
-                key_order=self.key_order,
-            )
+            sc = self._compiler("json", value_forbidden, params)
             out = alt(out, seq(edge, self._args_expr(sc, tool, where), edge))
         return out
 
@@ -1045,14 +1038,7 @@ class Deriver:
                 or set(vargs) - {"allow_non_json", "strip"}
             ):
                 raise ConstraintError(f"Field '{f.name}': value_parser {vp!r} cannot be written exactly")
-            sc = SchemaCompiler(
-                self.g,
-                "json",
-                forbidden=value_forbidden,
-                ws=self.ws,
-                root_schema=params,
-                key_order=self.key_order,
-            )
+            sc = self._compiler("json", value_forbidden, params)
             value = sc.value(schema, f"{where}.{key}")
             if vargs.get("allow_non_json"):
                 # text that is not JSON is kept as written (Kimi K3 writes `Paris`, not `"Paris"`)
@@ -1123,9 +1109,7 @@ class Deriver:
             or set(pargs) - {"allow_non_json", "strip"}
         ):
             raise ConstraintError(f"Field '{f.name}': value parser {parser!r} cannot be written exactly")
-        sc = SchemaCompiler(
-            self.g, "json", forbidden=forbidden, ws=self.ws, root_schema=params, key_order=self.key_order
-        )
+        sc = self._compiler("json", forbidden, params)
         return sc.value(schema, path)
 
     def _value_text(
@@ -1210,13 +1194,8 @@ class Deriver:
             if vtext is not None:
                 return self.g.text_avoiding(vtext[0], context=vtext[1], follow=vtext[2], hint="value")
             return self.g.text_excluding(forbidden, follow=None, hint="value")
-        sc = SchemaCompiler(
-            self.g,
-            "raw" if t in ("integer", "number", "boolean", "null") else "json",
-            forbidden=forbidden,
-            ws=self.ws,
-            root_schema=root,
-            key_order=self.key_order,
+        sc = self._compiler(
+            "raw" if t in ("integer", "number", "boolean", "null") else "json", forbidden, root
         )
         if t in ("object", "array"):
             return sc.value(schema, path)
@@ -1227,9 +1206,7 @@ class Deriver:
         if not _PY_NAME.fullmatch(name):
             raise ConstraintError(f"{where}: the name {name!r} cannot be written as a Python call")
         params = tool["parameters"]
-        sc = SchemaCompiler(
-            self.g, "python", forbidden=forbidden, ws=self.ws, root_schema=params, key_order=self.key_order
-        )
+        sc = self._compiler("python", forbidden, params)
         props = params.get("properties", {}) or {}
         required = params.get("required", []) or []
         members = []
