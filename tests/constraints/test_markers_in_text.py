@@ -182,3 +182,54 @@ def test_wide_classes_are_shared_between_automaton_states(name: str) -> None:
     sites = _wide_class_sites(c.gbnf())
     plain = sum(_wide_class_sites(_gbnf(g.rules[s], None)) for v in g.automata.values() for s in v)
     assert sites < plain / 3, (name, sites, plain, states)
+
+
+HARMONY_PREFIX = "<|start|>user<|message|>hi<|end|><|start|>assistant"
+SEARCH = {
+    "type": "function",
+    "function": {
+        "name": "search",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    },
+}
+HARMONY_CALL = (
+    '<|start|>assistant to=functions.search<|channel|>commentary<|constrain|>json<|message|>{"query": "v"}'
+)
+
+
+@pytest.mark.parametrize(
+    "text,calls,content",
+    [
+        ("<|channel|>final<|message|>Hello", [], "Hello"),
+        (
+            "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|message|>Hello",
+            [],
+            "Hello",
+        ),
+        (
+            "<|channel|>analysis<|message|>R<|end|>" + HARMONY_CALL + "<|call|><|start|>assistant"
+            "<|channel|>final<|message|>Done",
+            [("search", {"query": "v"})],
+            "Done",
+        ),
+        # inside the open final message a call opener is text, for the parser as for the grammar
+        ("<|channel|>final<|message|>Hello" + HARMONY_CALL, [], "Hello" + HARMONY_CALL),
+    ],
+)
+def test_a_block_closed_by_a_stop_string_may_end_the_output(
+    text: str, calls: list[Any], content: str
+) -> None:
+    """gpt-oss ends its final message with `<|return|>`, a stop string the engine leaves out: under
+    `auto` the message may end the output unclosed (round 4 demanded `<|end|>` after it)."""
+    E.need("xgrammar")
+    E.need("llguidance")
+    c = constraints.derive("gpt_oss", [SEARCH], prefix=HARMONY_PREFIX)
+    assert _accepts(c, text)
+    assert _calls("gpt_oss", text, HARMONY_PREFIX, [SEARCH]) == calls
+    msg = parse_response(
+        text, load_response_template(catalog.get("gpt_oss")), prefix=HARMONY_PREFIX, tools=[SEARCH]
+    )
+    assert msg["content"] == content
+    # not where text is not allowed: the final message is text
+    r = constraints.derive("gpt_oss", [SEARCH], prefix=HARMONY_PREFIX, tool_choice="required")
+    assert not _accepts(r, text)

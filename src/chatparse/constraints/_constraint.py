@@ -294,6 +294,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     forbidden = d.implicit_forbidden() if t.implicit is not None or t.fields else ()
     start_bad = d._start_restriction()
     blocks: list[Expr] = []
+    open_ends: list[Expr] = []  # blocks that may end the output without their closer
     tag_blocks: list[Expr] = []  # the structural tag leaves reasoning first only (a subset)
     for name, fld in t.fields.items():
         if fld.opener is None or name == "tool_calls":
@@ -311,6 +312,10 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         blocks.append(seq(opener, text, closer))
         if not is_reasoning:
             tag_blocks.append(blocks[-1])
+        if fld.closer is not None and any(d._is_stop(x) for x in fld.closer.literals or ()):
+            # a closer that is a stop string (gpt-oss's final message ends with `<|return|>`):
+            # the engine stops there without writing it, so the block may end the output unclosed
+            open_ends.append(seq(opener, text))
     # a reasoning block after text (`\n<think>...`) or after another one (Inkling): the parser
     # reads it wherever its opener appears
     B = alt(*blocks) if blocks else NOTHING
@@ -477,24 +482,29 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     S_later = stretch(False)
     gap = S_later
     tail_gap = rep(SEP, 0, SEP_RUN) if SEP != NOTHING else EMPTY
+    # what may end the output after free text: nothing, or a block left open at a stop string
+    end = opt(g.rule("open-end", alt(*open_ends))) if open_ends and text_allowed else EMPTY
+
+    def or_end(x: Expr) -> Expr:
+        return _or_end(x, end)
 
     def plain_body(lo_r: int) -> Any:
         def body(lead: Expr, C0: Expr, K0: Expr, L0: Expr, C: Expr, K: Expr, L: Expr) -> Expr:
             if hi_r == 0:
-                return lead
+                return seq(lead, end)
             if hi_r == 1:
-                inner = alt(seq(C0, gap if text_allowed else tail_gap), L0)
-                return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+                inner = alt(seq(C0, seq(gap, end) if text_allowed else tail_gap), L0)
+                return seq(lead, inner) if lo_r else seq(lead, or_end(inner))
             Ks = rep(K, 0, None)
             first_closed = alt(seq(K0, Ks, C), C0)
             first_tail = alt(seq(K0, Ks, L), L0)
             closed_run = seq(Ks, C)
             tail_run = seq(Ks, L)
-            more = seq(gap, rep(seq(closed_run, gap), 0, None), opt(tail_run))
+            more = seq(gap, rep(seq(closed_run, gap), 0, None), or_end(tail_run))
             if not text_allowed:
                 more = seq(tail_gap, rep(seq(closed_run, tail_gap), 0, None), opt(tail_run))
             inner = alt(seq(first_closed, more), first_tail)
-            return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+            return seq(lead, inner) if lo_r else seq(lead, or_end(inner))
 
         return body
 
@@ -504,7 +514,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     if la is not None:
         body, forced_body = (
             _follow_checked_body(
-                d, calls, la, SEP, implicit, gap if text_allowed else tail_gap, lo, hi_r, call_forms
+                d, calls, la, SEP, implicit, gap if text_allowed else tail_gap, lo, hi_r, call_forms, end
             )
             for lo in (lo_r, 1)
         )
@@ -716,6 +726,11 @@ def _lookahead_closers(d: Deriver, fld: Any) -> list[Expr]:
     return out
 
 
+def _or_end(x: Expr, end: Expr) -> Expr:
+    """`x`, or what may end the output instead (`end`: nothing, or an optional open block)."""
+    return opt(x) if end == EMPTY else alt(x, end)
+
+
 def _tighter_caps(d: Deriver, c: CallForms) -> tuple[int, ...]:
     """Whitespace caps (16, 0) for re-emitting a call's opener where a lookahead needs less room,
     never looser than the cap the call was built with: GLM's `<tool_call>NAME` for a tool without
@@ -746,6 +761,7 @@ def _follow_checked_body(
     lo_r: int,
     hi_r: int | None,
     call_forms: Any,
+    open_end: Expr = EMPTY,
 ) -> Any:
     """The call sequence for a closer `X(?=LA)`: right after each call comes only what satisfies
     LA (exact, `violates_prefix`): the end of the output where LA admits it, the next call through
@@ -796,14 +812,14 @@ def _follow_checked_body(
     def body(lead: Expr, C0: Expr, K0: Expr, L0: Expr, C: Expr, K: Expr, L: Expr) -> Expr:
         del K0, K
         if hi_r == 0:
-            return lead
+            return seq(lead, open_end)
         if hi_r == 1:
-            after1 = alt(end, seq(sep_fit, gap), seq(tail, gap))
+            after1 = alt(end, seq(sep_fit, gap, open_end), seq(tail, gap, open_end))
             inner = alt(seq(C0, after1), L0)
-            return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+            return seq(lead, inner) if lo_r else seq(lead, _or_end(inner, open_end))
         name = g.declare("after-call")
         after = Ref(name)
-        again = alt(EMPTY, seq(C, after), L)  # after text: possibly another call
+        again = alt(open_end, seq(C, after), L)  # after text: possibly another call
         g.define(
             name,
             alt(
@@ -815,7 +831,7 @@ def _follow_checked_body(
             ),
         )
         inner = alt(seq(C0, after), L0)
-        return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+        return seq(lead, inner) if lo_r else seq(lead, _or_end(inner, open_end))
 
     return body
 

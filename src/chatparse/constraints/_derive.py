@@ -13,7 +13,10 @@ template's own parts:
   and the closer; where a transform reads the name and arguments decides where they go;
 * free text (content, reasoning, raw string values) excludes the literals every match of each
   delimiter the parser watches at that point contains (`_regex.necessary`), so text can never be
-  taken for a marker;
+  taken for a marker; where a delimiter reads past its marker (a lookahead, a tag's tail after a
+  raw value), reasoning and raw values exclude only the matches (`_regex.as_match_pattern`,
+  `Grammar.text_avoiding`), so a marker quoted in prose stays writable; a tag pattern with several
+  `value` groups (CDATA or bare) is written once per group (`_value_variants`);
 * `tool_choice`, `parallel_tool_calls` and reasoning decide how many calls, and what else, may be
   written around them.
 

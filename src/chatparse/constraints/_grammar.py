@@ -10,7 +10,14 @@ the Lark grammar llguidance runs accept the same language by construction.
 Free text that must not contain certain strings (a marker the parser would react to) is built by
 `Grammar.text_excluding`: an Aho-Corasick automaton over the forbidden strings whose states become
 right-linear rules. Leaving the text is allowed only in states where the characters that can
-follow cannot complete a forbidden string across the boundary.
+follow cannot complete a forbidden string across the boundary. Text that must hold no match of a
+pattern (a marker followed by what its lookahead reads) is `Grammar.text_avoiding`: the minimised
+substring automaton of the pattern, built the same way.
+
+The GBNF rendering writes those automata with their wide character-class edges routed through
+shared rules (`Grammar._share_wide_edges`): XGrammar's compile costs about a pass over the
+vocabulary for every place a class is read, and nearly every state has such an edge. Same
+language; the IR and the Lark form keep the plain rules.
 """
 
 from __future__ import annotations
