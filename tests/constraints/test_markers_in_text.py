@@ -15,6 +15,7 @@ from chatparse import catalog, constraints, load_response_template, parse_respon
 from chatparse.constraints._grammar import _gbnf
 
 from . import engines as E
+from .test_lookarounds import WEATHER
 
 SEND = {
     "type": "function",
@@ -139,17 +140,7 @@ def test_glm_call_closing_reasoning_keeps_the_no_argument_opener_tight() -> None
         "type": "function",
         "function": {"name": "list_alarms", "parameters": {"type": "object", "properties": {}}},
     }
-    weather = {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
+    weather = WEATHER
     prefix = str(catalog.describe("glm")["generation_prompt"])
     c = constraints.derive("glm", [weather, alarms], tool_choice="required", prefix=prefix, max_whitespace=3)
     bad = (
