@@ -294,6 +294,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     forbidden = d.implicit_forbidden() if t.implicit is not None or t.fields else ()
     start_bad = d._start_restriction()
     blocks: list[Expr] = []
+    open_ends: list[Expr] = []  # blocks that may end the output without their closer
     tag_blocks: list[Expr] = []  # the structural tag leaves reasoning first only (a subset)
     for name, fld in t.fields.items():
         if fld.opener is None or name == "tool_calls":
@@ -311,6 +312,10 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         blocks.append(seq(opener, text, closer))
         if not is_reasoning:
             tag_blocks.append(blocks[-1])
+        if fld.closer is not None and any(d._is_stop(x) for x in fld.closer.literals or ()):
+            # a closer that is a stop string (gpt-oss's final message ends with `<|return|>`):
+            # the engine stops there without writing it, so the block may end the output unclosed
+            open_ends.append(seq(opener, text))
     # a reasoning block after text (`\n<think>...`) or after another one (Inkling): the parser
     # reads it wherever its opener appears
     B = alt(*blocks) if blocks else NOTHING
@@ -426,7 +431,8 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
                 # the opener as written, then with its whitespace runs capped as the lookahead may
                 # need (`<tool_call>\s{0,16}<function=`), then without any; the body likewise
                 openers = [c.opener] + [
-                    d._emit(f, "open", subst={"name": Lit(c.tool)}, max_repeat=cap)[0] for cap in (16, 0)
+                    d._emit(f, "open", subst={"name": Lit(c.tool)}, max_repeat=cap)[0]
+                    for cap in _tighter_caps(d, c)
                 ]
                 for op0 in dict.fromkeys(openers):
                     for cap in (None, 16, 0):
@@ -476,24 +482,29 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     S_later = stretch(False)
     gap = S_later
     tail_gap = rep(SEP, 0, SEP_RUN) if SEP != NOTHING else EMPTY
+    # what may end the output after free text: nothing, or a block left open at a stop string
+    end = opt(g.rule("open-end", alt(*open_ends))) if open_ends and text_allowed else EMPTY
+
+    def or_end(x: Expr) -> Expr:
+        return _or_end(x, end)
 
     def plain_body(lo_r: int) -> Any:
         def body(lead: Expr, C0: Expr, K0: Expr, L0: Expr, C: Expr, K: Expr, L: Expr) -> Expr:
             if hi_r == 0:
-                return lead
+                return seq(lead, end)
             if hi_r == 1:
-                inner = alt(seq(C0, gap if text_allowed else tail_gap), L0)
-                return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+                inner = alt(seq(C0, seq(gap, end) if text_allowed else tail_gap), L0)
+                return seq(lead, inner) if lo_r else seq(lead, or_end(inner))
             Ks = rep(K, 0, None)
             first_closed = alt(seq(K0, Ks, C), C0)
             first_tail = alt(seq(K0, Ks, L), L0)
             closed_run = seq(Ks, C)
             tail_run = seq(Ks, L)
-            more = seq(gap, rep(seq(closed_run, gap), 0, None), opt(tail_run))
+            more = seq(gap, rep(seq(closed_run, gap), 0, None), or_end(tail_run))
             if not text_allowed:
                 more = seq(tail_gap, rep(seq(closed_run, tail_gap), 0, None), opt(tail_run))
             inner = alt(seq(first_closed, more), first_tail)
-            return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+            return seq(lead, inner) if lo_r else seq(lead, or_end(inner))
 
         return body
 
@@ -503,7 +514,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
     if la is not None:
         body, forced_body = (
             _follow_checked_body(
-                d, calls, la, SEP, implicit, gap if text_allowed else tail_gap, lo, hi_r, call_forms
+                d, calls, la, SEP, implicit, gap if text_allowed else tail_gap, lo, hi_r, call_forms, end
             )
             for lo in (lo_r, 1)
         )
@@ -538,7 +549,6 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
         root = rest_start
     else:
         r_forbidden = tuple(sorted(d._necessary(R, "close")))
-        r_text = g.text_excluding(r_forbidden, hint="reasoning")
         r_close = _written_closer(d, R)
         if r_close is None:
             raise ConstraintError(f"Field '{R.name}': no closer the model can write")
@@ -562,6 +572,20 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
                 if starts:
                     implicit_end = alt(implicit_end, *starts)
         d.reasoning_closed_by_call = implicit_end != NOTHING
+        # Reasoning text keeps out what would close it. Where the closer is literal markers, those;
+        # where an alternative reads past its marker (`(?=<tool_calls>\s{0,16}\[)`), only the
+        # matches: the marker quoted in prose (`put it in a <tool_calls> block`) stays writable,
+        # and the text may end wherever what follows (the closer, or a call the lookahead reads)
+        # completes no match under way.
+        r_pattern = d.text_pattern(R, "close")
+        r_literal = r_pattern is None or all(
+            isinstance(x, Lit) for x in (r_pattern.items if isinstance(r_pattern, Alt) else (r_pattern,))
+        )
+        if r_literal or r_pattern is None:
+            r_text = g.text_excluding(r_forbidden, hint="reasoning")
+        else:
+            r_follow = alt(r_close, implicit_end) if implicit_end != NOTHING else r_close
+            r_text = g.text_avoiding(r_pattern, follow=r_follow, hint="reasoning")
         if d.open_at_start == R.name:
             if req.reasoning is False:
                 raise ConstraintError("reasoning=False, but the prompt opened the reasoning region")
@@ -595,7 +619,7 @@ def _assemble(d: Deriver, req: Request) -> Constraint:
                 mode = "optional"
                 root = alt(seq(block, rest_later), rest_start)
             del r_open_n
-        if isinstance(r_close, Lit):
+        if isinstance(r_close, Lit) and r_literal:
             lit_open = first_literal(d._emit(R, "open")[0])
             if lit_open and mode in ("optional", "required"):
                 reasoning_tag = (lit_open, r_close.text, r_forbidden)
@@ -702,6 +726,20 @@ def _lookahead_closers(d: Deriver, fld: Any) -> list[Expr]:
     return out
 
 
+def _or_end(x: Expr, end: Expr) -> Expr:
+    """`x`, or what may end the output instead (`end`: nothing, or an optional open block)."""
+    return opt(x) if end == EMPTY else alt(x, end)
+
+
+def _tighter_caps(d: Deriver, c: CallForms) -> tuple[int, ...]:
+    """Whitespace caps (16, 0) for re-emitting a call's opener where a lookahead needs less room,
+    never looser than the cap the call was built with: GLM's `<tool_call>NAME` for a tool without
+    arguments is written with no whitespace, since its closer's lookbehind reads
+    `<tool_call>[^<\\s]+` (a gap there would leave the call unclosed)."""
+    cap = d.max_ws if c.opener_repeat == -1 else c.opener_repeat
+    return tuple(x for x in (16, 0) if cap is None or x <= cap)
+
+
 def _written_closer(d: Deriver, fld: Any, max_repeat: int | None = -1) -> Expr | None:
     if fld.closer is None:
         return None
@@ -723,6 +761,7 @@ def _follow_checked_body(
     lo_r: int,
     hi_r: int | None,
     call_forms: Any,
+    open_end: Expr = EMPTY,
 ) -> Any:
     """The call sequence for a closer `X(?=LA)`: right after each call comes only what satisfies
     LA (exact, `violates_prefix`): the end of the output where LA admits it, the next call through
@@ -741,7 +780,7 @@ def _follow_checked_body(
     end_ok = end_ok or any(fits(Lit(s)) for s in d.stop if s)
     nexts = []
     for c in calls:
-        for reps in (c.opener_repeat, 16, 0):  # whitespace capped as far as the lookahead needs
+        for reps in (c.opener_repeat, *_tighter_caps(d, c)):  # whitespace capped as the lookahead needs
             op, _ = d._emit(
                 f, "open", subst={"name": Lit(c.tool)}, max_repeat=reps, behind=closer_text or None
             )
@@ -773,14 +812,14 @@ def _follow_checked_body(
     def body(lead: Expr, C0: Expr, K0: Expr, L0: Expr, C: Expr, K: Expr, L: Expr) -> Expr:
         del K0, K
         if hi_r == 0:
-            return lead
+            return seq(lead, open_end)
         if hi_r == 1:
-            after1 = alt(end, seq(sep_fit, gap), seq(tail, gap))
+            after1 = alt(end, seq(sep_fit, gap, open_end), seq(tail, gap, open_end))
             inner = alt(seq(C0, after1), L0)
-            return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+            return seq(lead, inner) if lo_r else seq(lead, _or_end(inner, open_end))
         name = g.declare("after-call")
         after = Ref(name)
-        again = alt(EMPTY, seq(C, after), L)  # after text: possibly another call
+        again = alt(open_end, seq(C, after), L)  # after text: possibly another call
         g.define(
             name,
             alt(
@@ -792,7 +831,7 @@ def _follow_checked_body(
             ),
         )
         inner = alt(seq(C0, after), L0)
-        return seq(lead, inner) if lo_r else seq(lead, opt(inner))
+        return seq(lead, inner) if lo_r else seq(lead, _or_end(inner, open_end))
 
     return body
 

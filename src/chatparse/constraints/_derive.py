@@ -13,7 +13,10 @@ template's own parts:
   and the closer; where a transform reads the name and arguments decides where they go;
 * free text (content, reasoning, raw string values) excludes the literals every match of each
   delimiter the parser watches at that point contains (`_regex.necessary`), so text can never be
-  taken for a marker;
+  taken for a marker; where a delimiter reads past its marker (a lookahead, a tag's tail after a
+  raw value), reasoning and raw values exclude only the matches (`_regex.as_match_pattern`,
+  `Grammar.text_avoiding`), so a marker quoted in prose stays writable; a tag pattern with several
+  `value` groups (CDATA or bare) is written once per group (`_value_variants`);
 * `tool_choice`, `parallel_tool_calls` and reasoning decide how many calls, and what else, may be
   written around them.
 
@@ -193,7 +196,9 @@ class Deriver:
         self.req = request
         self.key_order = key_order
         self.reasoning_closed_by_call = False  # a call opener may end the reasoning (no closer)
-        self._vtext_cache: dict[str, tuple[Expr, Expr | None, Expr | None] | None] = {}
+        self._vtext_cache: dict[
+            tuple[str, Node, tuple[str, ...]], tuple[Expr, Expr | None, Expr | None] | None
+        ] = {}
         self.prefix = prefix if prefix is not None else ""
         self.stop = stop
         self.max_ws = max_whitespace
@@ -280,6 +285,34 @@ class Deriver:
                 "next to it cannot be kept from being read as that delimiter"
             )
         return lits
+
+    def _compiler(self, dialect: str, forbidden: tuple[str, ...], root: Any) -> SchemaCompiler:
+        """A schema compiler for values in `dialect` (`json`, `raw`, `python`) next to this
+        derivation's markers, whitespace cap and key order."""
+        return SchemaCompiler(
+            self.g, dialect, forbidden=forbidden, ws=self.ws, root_schema=root, key_order=self.key_order
+        )
+
+    def text_pattern(self, f: Field, which: str) -> Expr | None:
+        """The strings whose presence in free text would let f's delimiter match there (its
+        alternatives with what their lookarounds read, `as_match_pattern`), for
+        `Grammar.text_avoiding`: reasoning may quote `<tool_calls>` where the closer watches
+        `(?=<tool_calls>\\s{0,16}\\[)`. Alternatives that match only at an edge of the text (`^`)
+        are left out, as `necessary` leaves them out. None: not readable so."""
+        tree = self._tree(f, which)
+        if tree is None:
+            return None
+        while tree.op == "group" and tree.args[0] is None and tree.kids:
+            tree = tree.kids[0]
+        parts = []
+        for b in tree.kids if tree.op == "alt" else (tree,):
+            if necessary(b) == set():
+                continue
+            p = as_match_pattern(b)
+            if p is None:
+                return None
+            parts.append(p)
+        return _match_core(self.g, alt(*parts)) if parts else None
 
     def _emit(
         self,
@@ -627,14 +660,7 @@ class Deriver:
                     key_forbidden=tuple(sorted(self._necessary(f, "close"))),
                 )
             else:
-                sc = SchemaCompiler(
-                    self.g,
-                    "json",
-                    forbidden=forbidden,
-                    ws=self.ws,
-                    root_schema=params,
-                    key_order=self.key_order,
-                )
+                sc = self._compiler("json", forbidden, params)
             return seq(self.ws, self._json_body(f, tool, sc, name_path, args_path, where), self.ws)
         if content == "xml-inline":
             if len(name_path) != 1 or f.transform_each:
@@ -894,7 +920,6 @@ class Deriver:
         if args.get("merge_duplicates"):
             raise ConstraintError(f"Field '{f.name}': 'merge_duplicates' cannot be written exactly")
         type_parsers = args.get("type_parsers") or None
-        vp = args.get("value_parser")
         tree = parse(pattern)
         tail_lits = _after_group(tree, "value")
         if tail_lits is None:
@@ -913,117 +938,16 @@ class Deriver:
             raise ConstraintError(f"{where}: 'additionalProperties' cannot be enforced exactly")
         members = []
         xml_ws = rep(WS_CHARS, 0, 16 if self.max_ws is None else min(16, self.max_ws))
-        type_group = _find_group(tree, "type") if type_parsers else None
-        if type_parsers and type_group is None:
+        if type_parsers and _find_group(tree, "type") is None:
             raise ConstraintError(f"Field '{f.name}': content_args 'type_parsers' without a 'type' group")
+        where_tag = f"Field '{f.name}': content_args 'tag_pattern'"
+        variants = _value_variants(tree, where_tag)
         for key, schema in props.items():
-            vtext = self._value_text(f, tree, key)
-            if type_parsers:
-                assert type_group is not None
-                # The tag's `type` group chooses the value's parser (GigaChat 3.5's
-                # string="true|false", K2 Horizon's <ifm|arg_type>integer</ifm|arg_type>): every type
-                # text is written together with a value in the form its parser reads, always with
-                # the type written (the group's optional wrapper is not left out).
-                forms = []
-                for tname in self._type_names(type_group, schema):
-                    parser = type_parsers.get(tname, vp)
-                    value = self._value_for(
-                        f, parser, schema, params, value_forbidden, f"{where}.{key}", vtext
-                    )
-                    em = Emitter(
-                        self.g,
-                        f"Field '{f.name}': content_args 'tag_pattern'",
-                        subst={"key": Lit(key), "value": value, "type": Lit(tname)},
-                        max_repeat=self.max_ws,
-                        force_group="type",
-                    )
-                    tag = em.emit(tree)
-                    if "type" not in em.used:
-                        raise ConstraintError(
-                            f"Field '{f.name}': the tag_pattern's 'type' group is not written"
-                        )
-                    forms.append(tag)
-                # where the type may be left out (K2 Horizon's optional <ifm|arg_type>), the value
-                # without one is read by `value_parser`
-                em = Emitter(
-                    self.g,
-                    f"Field '{f.name}': content_args 'tag_pattern'",
-                    subst={
-                        "key": Lit(key),
-                        "value": self._value_for(
-                            f, vp, schema, params, value_forbidden, f"{where}.{key}", vtext
-                        ),
-                        "type": NOTHING,  # a form that writes the type is not this one
-                    },
-                    max_repeat=self.max_ws,
-                    omit_group="type",
-                )
-                untyped = em.emit(tree)
-                if untyped != NOTHING:
-                    forms.append(untyped)
-                if not forms:
-                    raise ConstraintError(
-                        f"{where}.{key}: no text of the tag's 'type' group reads a value of this schema"
-                    )
-                members.append((alt(*forms), key in required))
-                continue
-            if _is_text_parser(vp):
-                # Step 3's `text`: the raw value, stripped; a stripped string still has the schema's
-                # type, but not its length bounds or an enum value with edge whitespace
-                if ((vp or {}).get("args") or {}).get("strip", True) and _strip_matters(schema):
-                    raise ConstraintError(
-                        f"{where}.{key}: a length bound or enum with edge whitespace cannot be kept "
-                        "exactly by a value the 'text' value_parser strips"
-                    )
-                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}", vtext)
-            elif vp is not None:
-                vargs = vp.get("args") or {} if isinstance(vp, dict) else {}
-                if (
-                    not (isinstance(vp, dict) and vp.get("name") == "json")
-                    or not isinstance(vargs, dict)
-                    or set(vargs) - {"allow_non_json", "strip"}
-                ):
-                    raise ConstraintError(f"Field '{f.name}': value_parser {vp!r} cannot be written exactly")
-                sc = SchemaCompiler(
-                    self.g,
-                    "json",
-                    forbidden=value_forbidden,
-                    ws=self.ws,
-                    root_schema=params,
-                    key_order=self.key_order,
-                )
-                value = sc.value(schema, f"{where}.{key}")
-                if vargs.get("allow_non_json"):
-                    # text that is not JSON is kept as written (Kimi K3 writes `Paris`, not `"Paris"`)
-                    if _plain_string(schema):
-                        value = alt(value, _non_json_text(self.g, value_forbidden, vtext))
-                    elif (
-                        isinstance(schema, dict)
-                        and isinstance(schema.get("enum"), list)
-                        and schema.get("type", "string") == "string"
-                    ):
-                        value = alt(value, *_raw_enum(schema["enum"], value_forbidden))
-            else:
-                value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}", vtext)
-            key_forms = [Lit(key)]
-            if args.get("unescape_keys"):
-                if html.unescape(key) != key:
-                    raise ConstraintError(
-                        f"{where}.{key}: the parameter name reads differently once unescaped (unescape_keys)"
-                    )
-                escaped = html.escape(key, quote=True)
-                if escaped != key:
-                    key_forms.append(Lit(escaped))  # `q&amp;a`: what an XML writer puts in the attribute
-            em = Emitter(
-                self.g,
-                f"Field '{f.name}': content_args 'tag_pattern'",
-                subst={"key": alt(*key_forms), "value": value},
-                max_repeat=self.max_ws,
-            )
-            tag = em.emit(tree)
-            if tag == NOTHING:
-                raise ConstraintError(f"Field '{f.name}': the tag_pattern cannot be written for {key!r}")
-            members.append((tag, key in required))
+            forms = [
+                self._xml_tag(f, variant, leads, key, schema, params, value_forbidden, where)
+                for variant, leads in variants
+            ]
+            members.append((alt(*forms), key in required))
         # around the parameters, at most 16 whitespace characters in all when none is written
         # (what GLM's `(?<=<tool_call>NAME\s{0,16})` closer reads)
         edge = rep(WS_CHARS, 0, 8 if self.max_ws is None else min(8, self.max_ws))
@@ -1035,16 +959,121 @@ class Deriver:
         if args.get("json_body"):
             # `json_body`: the arguments as one JSON object instead of tags (DeepSeek DSML's
             # `<invoke name="f">{"a": 1}</invoke>`)
-            sc = SchemaCompiler(
-                self.g,
-                "json",
-                forbidden=value_forbidden,
-                ws=self.ws,
-                root_schema=params,
-                key_order=self.key_order,
-            )
+            sc = self._compiler("json", value_forbidden, params)
             out = alt(out, seq(edge, self._args_expr(sc, tool, where), edge))
         return out
+
+    def _xml_tag(
+        self,
+        f: Field,
+        tree: Node,
+        leads: tuple[str, ...],
+        key: str,
+        schema: Any,
+        params: Any,
+        value_forbidden: tuple[str, ...],
+        where: str,
+    ) -> Expr:
+        """The tag of parameter `key` as `tree` (one variant of the tag pattern) writes it."""
+        args = f.content_args
+        type_parsers = args.get("type_parsers") or None
+        vp = args.get("value_parser")
+        type_group = _find_group(tree, "type") if type_parsers else None
+        where_tag = f"Field '{f.name}': content_args 'tag_pattern'"
+        vtext = self._value_text(f, tree, key, leads)
+        if type_parsers:
+            assert type_group is not None
+            # The tag's `type` group chooses the value's parser (GigaChat 3.5's
+            # string="true|false", K2 Horizon's <ifm|arg_type>integer</ifm|arg_type>): every type
+            # text is written together with a value in the form its parser reads, always with
+            # the type written (the group's optional wrapper is not left out).
+            forms = []
+            for tname in self._type_names(type_group, schema):
+                parser = type_parsers.get(tname, vp)
+                value = self._value_for(f, parser, schema, params, value_forbidden, f"{where}.{key}", vtext)
+                em = Emitter(
+                    self.g,
+                    where_tag,
+                    subst={"key": Lit(key), "value": value, "type": Lit(tname), _OTHER_VALUE: NOTHING},
+                    max_repeat=self.max_ws,
+                    force_group="type",
+                )
+                tag = em.emit(tree)
+                if "type" not in em.used:
+                    raise ConstraintError(f"Field '{f.name}': the tag_pattern's 'type' group is not written")
+                forms.append(tag)
+            # where the type may be left out (K2 Horizon's optional <ifm|arg_type>), the value
+            # without one is read by `value_parser`
+            em = Emitter(
+                self.g,
+                where_tag,
+                subst={
+                    "key": Lit(key),
+                    "value": self._value_for(f, vp, schema, params, value_forbidden, f"{where}.{key}", vtext),
+                    "type": NOTHING,  # a form that writes the type is not this one
+                    _OTHER_VALUE: NOTHING,
+                },
+                max_repeat=self.max_ws,
+                omit_group="type",
+            )
+            untyped = em.emit(tree)
+            if untyped != NOTHING:
+                forms.append(untyped)
+            if not forms:
+                raise ConstraintError(
+                    f"{where}.{key}: no text of the tag's 'type' group reads a value of this schema"
+                )
+            return alt(*forms)
+        if _is_text_parser(vp):
+            # Step 3's `text`: the raw value, stripped; a stripped string still has the schema's
+            # type, but not its length bounds or an enum value with edge whitespace
+            if ((vp or {}).get("args") or {}).get("strip", True) and _strip_matters(schema):
+                raise ConstraintError(
+                    f"{where}.{key}: a length bound or enum with edge whitespace cannot be kept "
+                    "exactly by a value the 'text' value_parser strips"
+                )
+            value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}", vtext)
+        elif vp is not None:
+            vargs = vp.get("args") or {} if isinstance(vp, dict) else {}
+            if (
+                not (isinstance(vp, dict) and vp.get("name") == "json")
+                or not isinstance(vargs, dict)
+                or set(vargs) - {"allow_non_json", "strip"}
+            ):
+                raise ConstraintError(f"Field '{f.name}': value_parser {vp!r} cannot be written exactly")
+            sc = self._compiler("json", value_forbidden, params)
+            value = sc.value(schema, f"{where}.{key}")
+            if vargs.get("allow_non_json"):
+                # text that is not JSON is kept as written (Kimi K3 writes `Paris`, not `"Paris"`)
+                if _plain_string(schema):
+                    value = alt(value, _non_json_text(self.g, value_forbidden, vtext))
+                elif (
+                    isinstance(schema, dict)
+                    and isinstance(schema.get("enum"), list)
+                    and schema.get("type", "string") == "string"
+                ):
+                    value = alt(value, *_raw_enum(schema["enum"], value_forbidden))
+        else:
+            value = self._raw_value(schema, value_forbidden, params, f"{where}.{key}", vtext)
+        key_forms = [Lit(key)]
+        if args.get("unescape_keys"):
+            if html.unescape(key) != key:
+                raise ConstraintError(
+                    f"{where}.{key}: the parameter name reads differently once unescaped (unescape_keys)"
+                )
+            escaped = html.escape(key, quote=True)
+            if escaped != key:
+                key_forms.append(Lit(escaped))  # `q&amp;a`: what an XML writer puts in the attribute
+        em = Emitter(
+            self.g,
+            where_tag,
+            subst={"key": alt(*key_forms), "value": value, _OTHER_VALUE: NOTHING},
+            max_repeat=self.max_ws,
+        )
+        tag = em.emit(tree)
+        if tag == NOTHING:
+            raise ConstraintError(f"Field '{f.name}': the tag_pattern cannot be written for {key!r}")
+        return tag
 
     _TYPE_NAMES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
@@ -1083,22 +1112,25 @@ class Deriver:
             or set(pargs) - {"allow_non_json", "strip"}
         ):
             raise ConstraintError(f"Field '{f.name}': value parser {parser!r} cannot be written exactly")
-        sc = SchemaCompiler(
-            self.g, "json", forbidden=forbidden, ws=self.ws, root_schema=params, key_order=self.key_order
-        )
+        sc = self._compiler("json", forbidden, params)
         return sc.value(schema, path)
 
-    def _value_text(self, f: Field, tree: Node, key: str) -> tuple[Expr, Expr | None, Expr | None] | None:
-        """(pattern, context) for a raw value of `key`: the text may hold no match of what would end
-        it (the tag pattern's part after the value, lookaheads included) or end the call (the
-        closer, lookarounds included); `context` is what the tag writes right before the value.
-        Markers matched only in context (`</parameter>` followed by prose) stay writable. None:
-        the patterns cannot be read so (the caller keeps every marker literal out instead)."""
+    def _value_text(
+        self, f: Field, tree: Node, key: str, leads: tuple[str, ...] = ()
+    ) -> tuple[Expr, Expr | None, Expr | None] | None:
+        """(pattern, context, follow) for a raw value of `key`: the text may hold no match of what
+        would end it (the tag pattern's part after the value, lookaheads included) or end the call
+        (the closer, lookarounds included); `context` is what the tag writes right before the
+        value. Markers matched only in context (`</parameter>` followed by prose) stay writable.
+        `leads`: literals the value may not start with (`_value_variants`), kept out as matches
+        of `BEGIN_MARK` + literal with `BEGIN_MARK` closing the context. None: the patterns cannot
+        be read so (the caller keeps every marker literal out instead)."""
         if f.closer is None or f.string_guard is not None:
             return None
         cache = self._vtext_cache
-        if key in cache:
-            return cache[key]
+        ck = (key, tree, leads)
+        if ck in cache:
+            return cache[ck]
         subst: dict[str, Expr] = {"key": Lit(key)}
         parts = []
         follows: list[Expr | None] = []
@@ -1111,6 +1143,7 @@ class Deriver:
         follow = alt(*(x for x in follows if x is not None)) if follows and None not in follows else None
         close_tree = self._tree(f, "close")
         parts.append(as_match_pattern(close_tree, subst) if close_tree is not None else None)
+        parts.extend(seq(Lit(BEGIN_MARK), Lit(lead)) for lead in leads)
         out: tuple[Expr, Expr | None, Expr | None] | None = None
         if parts and all(p is not None for p in parts):
             pattern = _match_core(self.g, alt(*(p for p in parts if p is not None)))
@@ -1123,8 +1156,10 @@ class Deriver:
                     except ConstraintError:
                         context = None
                 if context is not None or before is None:
+                    if leads:
+                        context = seq(context if context is not None else EMPTY, Lit(BEGIN_MARK))
                     out = (pattern, context, follow)
-        cache[key] = out
+        cache[ck] = out
         return out
 
     def _raw_value(
@@ -1162,13 +1197,8 @@ class Deriver:
             if vtext is not None:
                 return self.g.text_avoiding(vtext[0], context=vtext[1], follow=vtext[2], hint="value")
             return self.g.text_excluding(forbidden, follow=None, hint="value")
-        sc = SchemaCompiler(
-            self.g,
-            "raw" if t in ("integer", "number", "boolean", "null") else "json",
-            forbidden=forbidden,
-            ws=self.ws,
-            root_schema=root,
-            key_order=self.key_order,
+        sc = self._compiler(
+            "raw" if t in ("integer", "number", "boolean", "null") else "json", forbidden, root
         )
         if t in ("object", "array"):
             return sc.value(schema, path)
@@ -1179,9 +1209,7 @@ class Deriver:
         if not _PY_NAME.fullmatch(name):
             raise ConstraintError(f"{where}: the name {name!r} cannot be written as a Python call")
         params = tool["parameters"]
-        sc = SchemaCompiler(
-            self.g, "python", forbidden=forbidden, ws=self.ws, root_schema=params, key_order=self.key_order
-        )
+        sc = self._compiler("python", forbidden, params)
         props = params.get("properties", {}) or {}
         required = params.get("required", []) or []
         members = []
@@ -1468,23 +1496,7 @@ def _first_lit(node: Node) -> str:
 def _after_group(tree: Node, group: str) -> set[str] | None:
     """Necessary literals of what follows each occurrence of `group` (None: one is not followed
     by a fixed marker, or the group does not occur)."""
-    found: list[set[str] | None] = []
-
-    def walk(node: Node, rest: tuple[Node, ...]) -> None:
-        if node.op == "group" and node.args[0] == group:
-            found.append(necessary(cat(rest)))
-        elif node.op == "cat":
-            for i, k in enumerate(node.kids):
-                walk(k, node.kids[i + 1 :] + rest)
-        elif node.op == "alt":
-            for k in node.kids:
-                walk(k, rest)
-        elif node.op in ("group", "atomic") and node.kids:
-            walk(node.kids[0], rest)
-        elif node.op == "rep" and node.kids:
-            walk(node.kids[0], (node, *rest))
-
-    walk(tree, ())
+    found = [necessary(rest) for rest in _after_group_nodes(tree, group)]
     if not found or any(x is None for x in found):
         return None
     return set().union(*(x for x in found if x is not None))
@@ -1513,18 +1525,85 @@ def _after_group_nodes(tree: Node, group: str) -> list[Node]:
 
 
 def _before_group_nodes(tree: Node, group: str) -> Node | None:
-    """What precedes the one occurrence of `group` in a tree of `cat`s and plain groups (None:
-    another shape, or the group is not there)."""
+    """What precedes the one occurrence of `group` in a tree of `cat`s, plain groups and
+    alternations (None: another shape, or the group is not there)."""
     if tree.op == "group" and tree.args[0] == group:
         return cat(())
     if tree.op in ("group", "atomic") and tree.kids:
         return _before_group_nodes(tree.kids[0], group)
+    if tree.op == "alt":
+        found = [x for x in (_before_group_nodes(k, group) for k in tree.kids) if x is not None]
+        return found[0] if len(found) == 1 else None
     if tree.op == "cat":
         for i, k in enumerate(tree.kids):
             inner = _before_group_nodes(k, group)
             if inner is not None:
                 return cat((*tree.kids[:i], inner))
     return None
+
+
+_OTHER_VALUE = "__chatparse_other_value"  # a value occurrence a variant does not write
+BEGIN_MARK = chr(0x10FFFE)  # stands, in a value's pattern of matches, for the value's start
+
+
+def _value_variants(tree: Node, where: str) -> list[tuple[Node, tuple[str, ...]]]:
+    """One tag pattern per occurrence of the `value` group (MiniCPM 5 reads a value inside
+    `<![CDATA[...]]>` or bare), with the other occurrences renamed so that the variant writes
+    only its own: each form's value then keeps out only what ends that form. With each variant,
+    the leading literals of the alternatives the regex tries before it at the value's position
+    (`<![CDATA[`): a bare value starting with one would be read by the earlier alternative (or
+    none), so it may not start so. An occurrence that does not start its alternative, or an
+    earlier alternative without a leading literal, cannot be kept apart: ConstraintError."""
+    total = len(_after_group_nodes(tree, "value"))
+    if total <= 1:
+        return [(tree, ())]
+    out = []
+    for k in range(total):
+        seen = [0]
+        leads: list[str] = []
+
+        def go(n: Node, k: int = k, seen: list[int] = seen, leads: list[str] = leads) -> Node:
+            if n.op == "group" and n.args[0] == "value":
+                i = seen[0]
+                seen[0] += 1
+                return n if i == k else Node("group", (_OTHER_VALUE,), n.kids)
+            if n.op == "alt":
+                kids = []
+                for j, kid in enumerate(n.kids):
+                    before = seen[0]
+                    new = go(kid)
+                    if before <= k < seen[0] and j > 0:
+                        if not _value_first(kid):
+                            raise ConstraintError(
+                                f"{where}: a 'value' group in an alternative after others, not at its "
+                                "start, cannot be kept from being read by the earlier alternative"
+                            )
+                        for prev in n.kids[:j]:
+                            lead = _first_lit(_flat_cat(prev))
+                            if not lead:
+                                raise ConstraintError(
+                                    f"{where}: an alternative before the 'value' group's has no "
+                                    "leading literal, so a value cannot be kept from matching it"
+                                )
+                            leads.append(lead)
+                    kids.append(new)
+                return Node("alt", n.args, tuple(kids))
+            if n.kids:
+                return Node(n.op, n.args, tuple(go(x) for x in n.kids))
+            return n
+
+        out.append((go(tree), tuple(dict.fromkeys(leads))))
+    return out
+
+
+def _value_first(node: Node) -> bool:
+    """Whether the `value` group is the first thing `node` matches."""
+    items = _flat(node)
+    return bool(items) and items[0].op == "group" and items[0].args[0] == "value"
+
+
+def _flat_cat(node: Node) -> Node:
+    return cat(_flat(node))
 
 
 def _match_core(g: Grammar, e: Expr) -> Expr | None:

@@ -10,7 +10,14 @@ the Lark grammar llguidance runs accept the same language by construction.
 Free text that must not contain certain strings (a marker the parser would react to) is built by
 `Grammar.text_excluding`: an Aho-Corasick automaton over the forbidden strings whose states become
 right-linear rules. Leaving the text is allowed only in states where the characters that can
-follow cannot complete a forbidden string across the boundary.
+follow cannot complete a forbidden string across the boundary. Text that must hold no match of a
+pattern (a marker followed by what its lookahead reads) is `Grammar.text_avoiding`: the minimised
+substring automaton of the pattern, built the same way.
+
+The GBNF rendering writes those automata with their wide character-class edges routed through
+shared rules (`Grammar._share_wide_edges`): XGrammar's compile costs about a pass over the
+vocabulary for every place a class is read, and nearly every state has such an edge. Same
+language; the IR and the Lark form keep the plain rules.
 """
 
 from __future__ import annotations
@@ -320,6 +327,9 @@ class Grammar:
         self._suffixes: dict[str, int] = {}
         self._reversed: dict[str, str] = {}
         self._substring_dfas: dict[Expr, SubstringDfa] = {}
+        # the GBNF form of free-text automaton states whose wide edges go through shared rules
+        # (`_share_wide_edges`); the IR keeps the plain right-linear rules
+        self._gbnf_forms: dict[str, Expr] = {}
 
     def rule(self, hint: str, expr: Expr) -> Ref:
         """A reference to a rule for `expr` (an equal expression reuses its rule)."""
@@ -500,6 +510,7 @@ class Grammar:
             self._version += 1
         self._by_expr[("text",) + key] = start  # type: ignore[index]
         self.automata[start] = list(names.values())
+        self._share_wide_edges(start)
         return Ref(start)
 
     def text_avoiding(
@@ -607,7 +618,98 @@ class Grammar:
         names.sort(key=lambda n: n != start)
         self._by_expr[key] = start  # type: ignore[index]
         self.automata[start] = names
+        self._share_wide_edges(start)
         return Ref(start)
+
+    GROUP = 6  # single shared characters per rule in `_share_wide_edges`
+
+    def _share_wide_edges(self, start: str) -> None:
+        """Give the automaton at `start` a GBNF form in which the characters that many states send
+        to one state are read by one shared rule (`hub ::= [^<>\\n] value-s1`).
+
+        XGrammar precomputes a token mask for every place in the grammar where a character class
+        is read, by running the vocabulary through the grammar from there; a wide class costs
+        about a pass over the vocabulary. In a substring automaton nearly every state has a wide
+        edge back to the state where no match is under way (`[^<p] s1`, `[^<a] s1`, ...), each a
+        class of its own, so the compile grew with the number of states. Here the edges of all
+        states into one target are cut into atoms (the characters with the same membership in
+        every edge); an atom of several characters that two or more edges share becomes one rule,
+        referenced by each of those states, and only the rest (single characters) stays in line.
+        The language is unchanged: each state still reads exactly the characters it read, into
+        the same state. GBNF only: the Lark form (llguidance's lazy masks do not pay this) and
+        every analysis read the plain rules.
+        """
+        states = self.automata[start]
+        # target -> [(state, ranges)] over the character-class edges
+        into: dict[str, list[tuple[str, tuple[tuple[int, int], ...]]]] = {}
+        for st in states:
+            rule = self.rules[st]
+            for choice in rule.items if isinstance(rule, Alt) else (rule,):
+                if isinstance(choice, Seq) and len(choice.items) == 2:
+                    edge, target = choice.items
+                    if isinstance(edge, Chars) and isinstance(target, Ref):
+                        into.setdefault(target.name, []).append((st, edge.ranges))
+        shared: dict[tuple[str, str], list[Expr]] = {}  # (state, target) -> what replaces its edge
+        for dest, edges in into.items():
+            if len(edges) < 2:
+                continue
+            cuts = sorted(
+                {lo for _, rs in edges for lo, _ in rs} | {hi + 1 for _, rs in edges for _, hi in rs}
+            )
+            atoms: dict[frozenset[int], list[tuple[int, int]]] = {}
+            for a, b in zip(cuts, cuts[1:]):
+                members = frozenset(i for i, (_, rs) in enumerate(edges) if ranges_contain(rs, a))
+                if members:
+                    atoms.setdefault(members, []).append((a, b - 1))
+            # shared atoms: wide ones (and whitespace, which starts many tokens) get a rule each;
+            # single characters are grouped in code point order, GROUP to a rule, and a group is
+            # used by the edges holding all of it (few references per state: XGrammar's matcher
+            # visits each at every step)
+            units: list[tuple[tuple[tuple[int, int], ...], frozenset[int]]] = []
+            singles: list[tuple[tuple[tuple[int, int], ...], frozenset[int]]] = []
+            for members, rs in atoms.items():
+                atom = ranges_union(tuple(rs))
+                if len(members) < 2:
+                    continue
+                if sum(hi - lo + 1 for lo, hi in atom) >= 2 or ranges_intersect(atom, WS_CHARS.ranges):
+                    units.append((atom, members))
+                else:
+                    singles.append((atom, members))
+            singles.sort()
+            for k in range(0, len(singles), self.GROUP):
+                chunk = singles[k : k + self.GROUP]
+                members = frozenset.intersection(*(m for _, m in chunk))
+                if len(members) >= 2:
+                    units.append((ranges_union(*(a for a, _ in chunk)), members))
+            rest: dict[int, tuple[tuple[int, int], ...]] = {i: rs for i, (_, rs) in enumerate(edges)}
+            via: dict[int, list[Expr]] = {i: [] for i in range(len(edges))}
+            for atom, members in units:
+                hub = self.rule(f"{dest}-via", seq(Chars(atom), Ref(dest)))
+                for i in members:
+                    via[i].append(hub)
+                    rest[i] = ranges_minus(rest[i], atom)
+            for i, (st, _) in enumerate(edges):
+                if via[i]:
+                    parts = list(via[i])
+                    if rest[i]:
+                        parts.append(seq(Chars(rest[i]), Ref(dest)))
+                    shared[(st, dest)] = parts
+        if not shared:
+            return
+        for st in states:
+            rule = self.rules[st]
+            choices: list[Expr] = []
+            changed = False
+            for choice in rule.items if isinstance(rule, Alt) else (rule,):
+                if isinstance(choice, Seq) and len(choice.items) == 2:
+                    edge, target = choice.items
+                    if isinstance(edge, Chars) and isinstance(target, Ref) and (st, target.name) in shared:
+                        choices.extend(shared[(st, target.name)])
+                        changed = True
+                        continue
+                choices.append(choice)
+            if changed:
+                self._gbnf_forms[st] = Alt(tuple(choices))
 
     # -- analysis ----------------------------------------------------------------------------
 
@@ -740,8 +842,10 @@ class Grammar:
 
     # -- rendering ---------------------------------------------------------------------------
 
-    def _reachable(self) -> list[str]:
+    def _reachable(self, forms: dict[str, Expr] | None = None) -> list[str]:
+        """The rules reachable from the root, reading a rule as `forms` gives it where it does."""
         assert self.root is not None
+        forms = forms or {}
         seen: list[str] = []
         done: set[str] = set()
         todo = [self.root]
@@ -751,23 +855,16 @@ class Grammar:
                 continue
             done.add(n)
             seen.append(n)
-            stack: list[Expr] = [self.rules[n]]
-            while stack:
-                e = stack.pop()
-                if isinstance(e, Ref):
-                    todo.append(e.name)
-                elif isinstance(e, (Seq, Alt)):
-                    stack.extend(e.items)
-                elif isinstance(e, Rep):
-                    stack.append(e.item)
+            todo.extend(_ref_list(forms.get(n, self.rules[n])))
         return seen
 
     def gbnf(self) -> str:
         """llama.cpp GBNF (also XGrammar's EBNF): `root ::= ...` first."""
         lines = []
-        for n in self._reachable():
+        forms = self._gbnf_forms
+        for n in self._reachable(forms):
             name = "root" if n == self.root else n
-            lines.append(f"{name} ::= {_gbnf(self.rules[n], self.root)}")
+            lines.append(f"{name} ::= {_gbnf(forms.get(n, self.rules[n]), self.root)}")
         return "\n".join(lines) + "\n"
 
     def lark(self) -> str:
@@ -830,12 +927,17 @@ def representative_char(ranges: tuple[tuple[int, int], ...]) -> str:
 
 def _refs(x: Expr) -> set[str]:
     """The rule names an expression refers to directly."""
-    out: set[str] = set()
+    return set(_ref_list(x))
+
+
+def _ref_list(x: Expr) -> list[str]:
+    """The rule names an expression refers to directly, in a fixed order (last item first)."""
+    out: list[str] = []
     stack = [x]
     while stack:
         e = stack.pop()
         if isinstance(e, Ref):
-            out.add(e.name)
+            out.append(e.name)
         elif isinstance(e, (Seq, Alt)):
             stack.extend(e.items)
         elif isinstance(e, Rep):
@@ -1201,66 +1303,57 @@ class SubstringDfa:
 
     def _raw(self, ds: set[frozenset[int]], e: Expr, depth: int) -> set[frozenset[int]]:
         """The matches under way after `e` (no new ones start); `_Completed` if one completes."""
-        ds = {d for d in ds if d}
-        if not ds:
-            return ds
-        if depth > 50:
-            raise _Completed  # too deep to follow: as if one completed (the text may not end)
-        if isinstance(e, Lit):
-            for ch in e.text:
-                ds = {t for d in ds for t in self._raw_step(d, ranges_of(ch))}
-            return ds
-        if isinstance(e, Chars):
-            return {t for d in ds for t in self._raw_step(d, e.ranges)} if e.ranges else set()
-        if isinstance(e, Seq):
-            for it in e.items:
-                ds = self._raw(ds, it, depth + 1)
-            return ds
-        if isinstance(e, Alt):
-            return set().union(*(self._raw(ds, it, depth + 1) for it in e.items)) if e.items else set()
-        if isinstance(e, Rep):
-            cur, acc = set(ds), set(ds) if e.lo == 0 else set()
-            i = 0
-            while e.hi is None or i < e.hi:
-                _budget.check()
-                i += 1
-                cur = self._raw(cur, e.item, depth + 1)
-                if i >= e.lo:
-                    if cur <= acc:
-                        break
-                    acc |= cur
-                if not cur:
-                    break
-            return acc
-        return self._raw(ds, self.nfa.g.rules[e.name], depth + 1)
+        return self._walk(ds, e, depth, self._raw_step, raw=True)
 
     def after(self, d: frozenset[int], expr: Expr, depth: int = 0) -> set[frozenset[int]]:
         """The states reached from `d` by the strings of `expr` (a small, non-recursive expression)."""
-        return self._after({d}, expr, depth)
+        return self._walk({d}, expr, depth, self._move, raw=False)
 
-    def _after(self, ds: set[frozenset[int]], e: Expr, depth: int) -> set[frozenset[int]]:
+    def _move(self, d: frozenset[int], ranges: tuple[tuple[int, int], ...]) -> set[frozenset[int]]:
+        return {t for r, t in self.moves(d) if ranges_intersect(r, ranges)}
+
+    def _walk(
+        self,
+        ds: set[frozenset[int]],
+        e: Expr,
+        depth: int,
+        step: Callable[[frozenset[int], tuple[tuple[int, int], ...]], set[frozenset[int]]],
+        raw: bool,
+    ) -> set[frozenset[int]]:
+        """The states `step` leads the states `ds` to over the strings of `e`. `raw`: only the
+        matches under way (empty sets dropped, and a walk too deep to follow counts as a completed
+        match, so the text may not end); else a walk too deep is an error."""
+        if raw:
+            ds = {d for d in ds if d}
+            if not ds:
+                return ds
         if depth > 50:
+            if raw:
+                raise _Completed
             raise ValueError("SubstringDfa.after: expression too deep")
         if isinstance(e, Lit):
-            out = ds
             for ch in e.text:
-                out = {t for d in out for r, t in self.moves(d) if ranges_contain(r, ord(ch))}
-            return out
+                ds = {t for d in ds for t in step(d, ranges_of(ch))}
+            return ds
         if isinstance(e, Chars):
-            return {t for d in ds for r, t in self.moves(d) if ranges_intersect(r, e.ranges)}
+            return {t for d in ds for t in step(d, e.ranges)} if e.ranges else set()
         if isinstance(e, Seq):
             for it in e.items:
-                ds = self._after(ds, it, depth + 1)
+                ds = self._walk(ds, it, depth + 1, step, raw)
             return ds
         if isinstance(e, Alt):
-            return set().union(*(self._after(ds, it, depth + 1) for it in e.items)) if e.items else set()
+            return (
+                set().union(*(self._walk(ds, it, depth + 1, step, raw) for it in e.items))
+                if e.items
+                else set()
+            )
         if isinstance(e, Rep):
             cur, acc = set(ds), set(ds) if e.lo == 0 else set()
             i = 0
             while e.hi is None or i < e.hi:
                 _budget.check()
                 i += 1
-                cur = self._after(cur, e.item, depth + 1)
+                cur = self._walk(cur, e.item, depth + 1, step, raw)
                 if i >= e.lo:
                     if cur <= acc:
                         break
@@ -1268,7 +1361,7 @@ class SubstringDfa:
                 if not cur:
                     break
             return acc
-        return self._after(ds, self.nfa.g.rules[e.name], depth + 1)
+        return self._walk(ds, self.nfa.g.rules[e.name], depth + 1, step, raw)
 
 
 class _Completed(Exception):
