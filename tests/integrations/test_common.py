@@ -418,3 +418,53 @@ def test_tools_off_takes_any_text(pieces: list[str], name: str, split_reasoning:
     prompt = (catalog.describe(name).get("generation_prompt") or "") if name != "inkling" else ""
     got = off_all(template, prompt, pieces, split_reasoning)
     assert got == off_all(template, prompt, ["".join(pieces)], split_reasoning)
+
+
+# --------------------------------------------------------------------------------------------------
+# per-step results built without validation
+
+
+def test_prebuilt_builds_what_validation_builds() -> None:
+    from pydantic import BaseModel, ConfigDict
+
+    class Delta(BaseModel):  # the shape of vLLM's DeltaMessage: defaults, a list, extras allowed
+        model_config = ConfigDict(extra="allow")
+        role: str | None = None
+        content: str | None = None
+        tool_calls: list[Any] = []
+
+    build = C.prebuilt(Delta, {"content": "x"})
+    assert build is not Delta
+    for text in ("", "a", "é\n<tag>"):
+        got, want = build(content=text), Delta(content=text)
+        assert got == want and got.model_dump() == want.model_dump()
+        assert got.model_fields_set == want.model_fields_set == {"content"}
+        assert got.model_dump_json(exclude_unset=True) == want.model_dump_json(exclude_unset=True)
+    a, b = build(content="1"), build(content="2")
+    a.tool_calls.append(1)
+    assert b.tool_calls == [] and Delta().tool_calls == []  # a fresh list each, as validation gives
+    # A key the model keeps as an extra (vLLM's `reasoning_content`) goes to the extra slot.
+    both = C.prebuilt(Delta, {"content": "x", "reasoning_content": "x"})
+    assert both is not Delta
+    got, want = both(content="c", reasoning_content="r"), Delta(content="c", reasoning_content="r")
+    assert got == want and got.model_dump() == want.model_dump() and got.reasoning_content == "r"
+
+
+def test_prebuilt_falls_back_to_validation_when_it_would_differ() -> None:
+    from pydantic import BaseModel, ConfigDict, field_validator
+
+    class Stripped(BaseModel):
+        text: str = ""
+
+        @field_validator("text")
+        @classmethod
+        def strip(cls, v: str) -> str:
+            return v.strip()
+
+    class Closed(BaseModel):  # extras forbidden: an unknown key must raise, as validation does
+        model_config = ConfigDict(extra="forbid")
+        text: str = ""
+
+    assert C.prebuilt(Stripped, {"text": "x"}) is Stripped
+    assert C.prebuilt(Closed, {"other": "x"}) is Closed
+    assert C.prebuilt(dict, {"text": "x"}) is dict  # not a pydantic model

@@ -594,3 +594,40 @@ def test_calls_not_returned_are_logged(tok: Any, caplog: pytest.LogCaptureFixtur
     with caplog.at_level("WARNING", logger="chatparse.integrations"):
         pipeline(tok, OUTPUT, chunk=1)
     assert not [r for r in caplog.records if r.name == "chatparse.integrations"]
+
+
+@pytest.mark.parametrize(
+    "prompt, kept",
+    [
+        (PROMPT, PROMPT),
+        (PROMPT + "<think>\n", PROMPT),  # the open reasoning is the reasoning parser's, not this one's
+        # thinking disabled by the prompt: the closed region goes, the text after it stays
+        (PROMPT + "<think>\n\n</think>\n\n", PROMPT + "\n\n"),
+        ("", ""),
+    ],
+)
+def test_tool_parser_prompt_without_reasoning_skips_the_probe(
+    tok: Any, monkeypatch: pytest.MonkeyPatch, prompt: str, kept: str
+) -> None:
+    """The tool-call detector's prefix drops the reasoning regions the prompt opens; a prompt without
+    any reasoning opener is kept as it is without parsing it (one probe parse per request would
+    cost more than a short turn's steps), and that is what the probe answers too."""
+    built: list[Any] = []
+    real = plugin.ResponseParser
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plugin, "ResponseParser", counting)
+    token = plugin._REQUEST.set({"prefix": prompt, "finish_reason": None})
+    try:
+        detector = plugin.ChatparseDetector(tokenizer=tok)
+        assert detector._prefix() == kept
+        assert len(built) == (1 if "<think>" in prompt else 0)
+        # The probe itself (openers unknown, as for a pattern opener) gives the same prefix.
+        monkeypatch.setattr(plugin, "_reasoning_openers", lambda resolved: ())
+        assert detector._prefix() == kept
+        assert len(built) == (2 if "<think>" in prompt else 1 if prompt else 0)
+    finally:
+        plugin._REQUEST.reset(token)

@@ -66,7 +66,7 @@ import contextvars
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 try:
     from sglang.srt.function_call.base_format_detector import BaseFormatDetector
@@ -89,6 +89,7 @@ from ._common import (
     finish_output,
     forces_tool_calls,
     no_call_id,
+    prebuilt,
     resolve,
     tool_constraint,
     tool_dicts,
@@ -154,6 +155,10 @@ class _CleanSplit:
         return self._split(self._parser.finish("stop")[1])
 
 
+_NOTHING_SPLIT = ("", "")
+"""(reasoning, normal) of a step that releases nothing."""
+
+
 class _OneParse:
     """Reasoning, content and calls in one parse, when the chatparse tool parser follows.
 
@@ -184,15 +189,9 @@ class _OneParse:
             if ctx is not None and ctx.get("handoff") is None:
                 # Nothing released, and the tool parser took the last hand-off: it is in hand-off
                 # mode and releases nothing without one, so there is nothing to publish.
-                return "", ""
-        # The common steps first (nothing released, or one reasoning delta): no joins, no lists.
-        if not deltas:
-            reasoning, rest = "", deltas
-        elif len(deltas) == 1 and "reasoning_content" in deltas[0]:
-            reasoning, rest = deltas[0]["reasoning_content"], []
-        else:
-            reasoning = "".join(d["reasoning_content"] for d in deltas if "reasoning_content" in d)
-            rest = [d for d in deltas if "reasoning_content" not in d]
+                return _NOTHING_SPLIT
+        reasoning = "".join(d["reasoning_content"] for d in deltas if "reasoning_content" in d)
+        rest = [d for d in deltas if "reasoning_content" not in d]
         if rest:
             self.in_reasoning = False
         elif reasoning:
@@ -203,18 +202,40 @@ class _OneParse:
         if end and self._last is not None and ctx.get("handoff") and ctx["handoff"][0] is self._last:
             ctx["handoff"][1].extend(rest)  # the final step: same normal text, more deltas
             return reasoning, ""
-        if not rest:
-            normal = ""
-        elif len(rest) == 1:
-            normal = rest[0].get("content", "")
-        else:
-            normal = "".join(d.get("content", "") for d in rest)
+        normal = "".join(d.get("content", "") for d in rest)
         ctx["handoff"] = (normal, rest)
         self._last = normal
         return reasoning, normal
 
     def feed(self, text: str) -> tuple[str, str]:
-        return self._split(self._parser.feed(text), end=False)
+        deltas = self._parser.feed(text)
+        # The per-token steps first, without `_split`'s joins and lists: nothing released, one
+        # reasoning delta, one content delta (what `_split` makes of them, with fewer calls).
+        if not deltas:
+            if self._last is not None:
+                ctx = _REQUEST.get()
+                if ctx is not None and ctx.get("handoff") is None:
+                    return _NOTHING_SPLIT  # (see `_split`)
+        elif len(deltas) == 1:
+            d = deltas[0]
+            if "reasoning_content" in d:
+                self.in_reasoning = True
+                if self._last is None:
+                    return self._split(deltas, False)
+                ctx = _REQUEST.get()
+                if ctx is not None and ctx.get("handoff") is None:
+                    return d["reasoning_content"], ""
+                return self._split(deltas, False)
+            piece = d.get("content")
+            if piece is not None and len(d) == 1:
+                self.in_reasoning = False
+                ctx = _REQUEST.get()
+                if ctx is None:
+                    return "", ""
+                ctx["handoff"] = (piece, deltas)
+                self._last = piece
+                return "", piece
+        return self._split(deltas, False)
 
     def finish(self) -> tuple[str, str]:
         reason = _finish_type(request_context().get("finish_reason"))
@@ -273,9 +294,14 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         return ReasoningResult(normal_text=n1 + n2, reasoning_text=r1 + r2)
 
     def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
-        if self._splitter is None:
-            self._splitter = self._new()
-        reasoning, normal = self._splitter.feed(new_text)
+        splitter = self._splitter
+        if splitter is None:
+            splitter = self._splitter = self._new()
+        reasoning, normal = splitter.feed(new_text)
+        if self.stream_reasoning:  # `_release`, inlined: this runs once per token
+            if not reasoning and not normal:
+                return _NO_TEXT
+            return ReasoningResult(normal, reasoning)
         return self._release(reasoning, normal, end=False)
 
     def finish(self) -> ReasoningResult:
@@ -319,9 +345,30 @@ def _items(deltas: list[dict[str, Any]]) -> tuple[str, list[ToolCallItem]]:
     return "".join(text), calls
 
 
+_normal_result = prebuilt(StreamingParseResult, {"normal_text": "x"})
+"""`StreamingParseResult(normal_text=...)`, the result of every content step, without pydantic's
+validation, which cost more than the plugin's own work for the step (`prebuilt`)."""
+
 _NOTHING = StreamingParseResult()
 """The result of a step that releases nothing, shared (SGLang only reads a step's result; building
 one costs about 2 µs, and most steps of a call release nothing)."""
+
+
+def _reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
+    """The literal openers of the template's reasoning fields: None when it has no reasoning field;
+    `()` when one opens otherwise (a pattern, or no opener), so only a parse of a prompt tells
+    whether the prompt opens reasoning."""
+    fields = resolved.template.fields
+    names = [n for n in REASONING_FIELDS if n in fields]
+    if not names:
+        return None
+    openers: list[str] = []
+    for n in names:
+        opener = fields[n].opener
+        if opener is None or opener.literals is None:
+            return ()
+        openers.extend(opener.literals)
+    return tuple(openers)
 
 
 class ChatparseDetector(BaseFormatDetector):
@@ -347,7 +394,12 @@ class ChatparseDetector(BaseFormatDetector):
         region the prompt opens (a pre-opened answer section, a call) stays in view.
         """
         prompt = _prefix_now()
-        if not prompt or self._resolved.reasoning_field is None:
+        openers = _reasoning_openers(self._resolved) if prompt else None
+        if openers is None:
+            return prompt
+        if openers and not any(o in prompt for o in openers):
+            # No reasoning opener in the prompt: it opens no reasoning region (the probe below
+            # would find none), and the probe's parse would cost more than a short turn's steps.
             return prompt
         probe = ResponseParser(self._resolved.template, prefix=prompt)
         base = len(prompt) - len(probe.input_text)
@@ -410,29 +462,31 @@ class ChatparseDetector(BaseFormatDetector):
                 merged[c.tool_index] = c.model_copy()
         return StreamingParseResult(normal_text=normal, calls=list(merged.values()))
 
-    def _handed_over(self, new_text: str) -> list[dict[str, Any]] | None:
-        ctx = _REQUEST.get()
-        handoff = ctx.get("handoff") if ctx else None
-        if handoff is None or handoff[0] is not new_text or self._stream is not None:
-            return None
-        ctx["handoff"] = None  # type: ignore[index]
-        self._handoff_mode = True
-        return handoff[1]
-
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
         if self._done:
             return StreamingParseResult()
-        handed = self._handed_over(new_text) if (self._handoff_mode or self._stream is None) else None
-        if handed is not None:
-            deltas = handed
-        elif self._handoff_mode:
-            return _NOTHING  # the reasoning parser parsed this output already
-        else:
-            if self._stream is None:
+        if self._handoff_mode or self._stream is None:
+            # The chatparse reasoning parser ran before this step and hands over what it released
+            # when `new_text` is the very normal text it returned (see `_OneParse`).
+            ctx = _REQUEST.get()
+            handoff = ctx.get("handoff") if ctx else None
+            if handoff is not None and handoff[0] is new_text and self._stream is None:
+                ctx["handoff"] = None  # type: ignore[index]
+                self._handoff_mode = True
+                deltas = handoff[1]
+            elif self._handoff_mode:
+                return _NOTHING  # the reasoning parser parsed this output already
+            else:
                 self._stream = self._parser(tools)
+                deltas = self._stream.feed(new_text)
+        else:
             deltas = self._stream.feed(new_text)
         if not deltas:  # most steps: text held, or a call being written
             return _NOTHING
+        if len(deltas) == 1:
+            piece = deltas[0].get("content")
+            if piece is not None and len(deltas[0]) == 1:  # a content step: no item lists
+                return cast(StreamingParseResult, _normal_result(normal_text=piece))
         normal, calls = _items(deltas)
         return StreamingParseResult(normal_text=normal, calls=calls)
 

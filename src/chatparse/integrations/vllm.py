@@ -87,6 +87,7 @@ from ._common import (
     describe,
     finish_output,
     forces_tool_calls,
+    prebuilt,
     recover_finish_reason,
     resolve,
     stop_token_ids,
@@ -512,13 +513,21 @@ def _chat_parser(template: Any, prefix: str, tools: list[dict[str, Any]], policy
     )
 
 
+# The per-token results of `parse_delta`, built without pydantic's validation (`prebuilt`: checked
+# once against `DeltaMessage` itself, which they fall back to).
+_content_message = prebuilt(DeltaMessage, {"content": "x"})
+_reasoning_both = prebuilt(DeltaMessage, {"reasoning": "x", "reasoning_content": "x"})
+_reasoning_only = prebuilt(DeltaMessage, {"reasoning": "x"})
+_reasoning_content_only = prebuilt(DeltaMessage, {"reasoning_content": "x"})
+
+
 def _reasoning_message(text: str, policy: Policy) -> DeltaMessage:
     key = policy.reasoning_key
     if key == "both":
-        return DeltaMessage(reasoning=text, reasoning_content=text)
+        return cast(DeltaMessage, _reasoning_both(reasoning=text, reasoning_content=text))
     if key == "reasoning":
-        return DeltaMessage(reasoning=text)
-    return DeltaMessage(reasoning_content=text)
+        return cast(DeltaMessage, _reasoning_only(reasoning=text))
+    return cast(DeltaMessage, _reasoning_content_only(reasoning_content=text))
 
 
 def _delta_message(
@@ -851,11 +860,11 @@ class ChatparseParser(Parser):
             if len(deltas) == 1 and len(deltas[0]) == 1:
                 d = deltas[0]
                 if "content" in d:
-                    return DeltaMessage(content=d["content"])
+                    return cast(DeltaMessage, _content_message(content=d["content"]))
                 if "reasoning_content" in d:
                     text = d["reasoning_content"]
                     if self._reasoning_as_content:
-                        return DeltaMessage(content=text)
+                        return cast(DeltaMessage, _content_message(content=text))
                     if not self._include:
                         return None
                     return _reasoning_message(text, self._policy)
