@@ -1310,9 +1310,12 @@ class Attempt:
             return sub is not None and pos not in pm.done and sub.still_live(buf)
         return False
 
-    def run(self, buf: str, eos: bool) -> Any:
+    def run(self, buf: str, eos: bool, checked: bool = False) -> Any:
+        """The outcome at this start with `buf` (see the class docstring). `checked`: the caller
+        has just seen `still_live` answer False, so it is not asked again; a fresh attempt (at
+        its first instruction) is not asked either, since the interpreter finds the same at once."""
         code = self.prog.code
-        if not eos and self.still_live(buf):
+        if not eos and not checked and self.pc and self.still_live(buf):
             return LIVE
         pm = self.ctx.memo(self.prog)
         fail = pm.fail

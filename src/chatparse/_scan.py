@@ -833,9 +833,11 @@ class Delimiter:
         self.scope = scope
         self.literals = literals
         self.module_re: Any = None  # the `regex` module's compiled pattern (set by the loader)
+        self._sorted: list[str] | None = None  # a literal list's literals, longest first
         if literals is not None:
             self.prog = _rx.literal_program(literals)
             self.strategy: Strategy = LiteralSearch(literals)
+            self._sorted = self.strategy.literals
         else:
             self.prog = _rx.compile_pattern(source)
             assert self.prog.tree is not None
@@ -859,10 +861,11 @@ class Delimiter:
         across visits: what it learned about the buffer stays true (the buffer only grows), so a
         delimiter that never occurs is searched for once per new text, not once per visit."""
         state = states.get(id(self))
-        if isinstance(self.strategy, LiteralSearch):
+        lits = self._sorted
+        if lits is not None:
             if state is None:
-                state = states[id(self)] = [(-1, -1)] * len(self.strategy.literals)
-            return LiteralCursor(self, self.strategy.literals, state)
+                state = states[id(self)] = [(-1, -1)] * len(lits)
+            return LiteralCursor(self, lits, state)
         if state is None:
             state = states[id(self)] = self.strategy.finder()
         return PatternCursor(self, state)
@@ -1026,7 +1029,11 @@ class PatternCursor(Cursor):
     __slots__ = ("finder", "att", "ctx")
 
     def __init__(self, d: Delimiter, finder: Finder) -> None:
-        super().__init__(d)
+        # (`Cursor.__init__` inlined: a cursor is made per delimiter per region visit)
+        self.d = d
+        self.q = 0
+        self.found: tuple[int, int] | None = None
+        self.slots: list[int] | None = None
         self.finder = finder
         self.att: _rx.Attempt | None = None
         self.ctx = _rx.MatchContext()
@@ -1049,13 +1056,16 @@ class PatternCursor(Cursor):
         return att is not None and self.found is None and att.still_live(buf)
 
     def resume(self, buf: str, zw_forbid: int) -> bool:
+        """`advance` for the live attempt, which the caller has just seen not `still_live`."""
         att = self.att
         if att is None or self.found is not None:
             return False
-        status, _, _ = self.advance(buf, False, att.start, zw_forbid)
+        status, _, _ = self.advance(buf, False, att.start, zw_forbid, True)
         return status == LIVE
 
-    def advance(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, int]:
+    def advance(
+        self, buf: str, eos: bool, limit: int, zw_forbid: int, checked: bool = False
+    ) -> tuple[int, int, int]:
         if self.found is not None:
             return (MATCH, self.found[0], self.found[1])
         n = len(buf)
@@ -1069,13 +1079,14 @@ class PatternCursor(Cursor):
                     return (NONE, q, 0)
                 att = self.att = _rx.Attempt(self.d.scan_prog, q, self.ctx)
             try:
-                r = att.run(buf, eos)
+                r = att.run(buf, eos, checked)
             except TimeoutError as e:
                 raise ValueError(
                     f"{self.d.scope}: a lookbehind of {self.d.source!r} took longer than {_rx.REGEX_TIMEOUT}s"
                 ) from e
             if r is _rx.LIVE:
                 return (LIVE, att.start, 0)
+            checked = False
             self.att = None
             if r is not None and not (r[0] == att.start == zw_forbid):
                 self.found = (att.start, r[0])

@@ -227,3 +227,88 @@ def test_literal_still_live_implies_advance_is_live(lits: list[str], text: str, 
         fresh = d.cursor({})
         fresh.q = pos
         assert fresh.advance(text + more, False, pos, -1)[:2] == (_scan.LIVE, pos)
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_closing_a_call_walks_no_transform_tree(template: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every catalog transform is compiled once into one function (`_content._compiled`): closing
+    a call no longer walks the transform with a regex test per string (~40 Python calls a call)."""
+    from chatparse import _content
+
+    walks = collections.Counter()
+    original = _content._apply
+
+    def counted(*a: Any) -> Any:
+        walks["depth"] += 1
+        try:
+            value = original(*a)
+        finally:
+            walks["depth"] -= 1
+        # (a transform that fails is walked again, for the reference's error: not counted)
+        walks["apply"] += walks["depth"] == 0
+        return value
+
+    monkeypatch.setattr(_content, "_apply", counted)
+    t = TEMPLATES[template]
+    text = _calls_text(t, N_CALLS, 2)
+    assert text is not None
+    _stream(t, text, 3)
+    assert walks["apply"] == 0, template
+
+
+def test_every_catalog_transform_is_compiled() -> None:
+    from chatparse import _content
+
+    transforms = [(n, f.name, f.transform) for n, t in TEMPLATES.items() for f in t.fields.values()]
+    assert [x for x in transforms if x[2] is not None and _content._compiled(x[2]) is None] == []
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_a_resumed_attempt_is_not_asked_still_live_again(template: str) -> None:
+    """`decide` asks a live attempt `still_live` first; when that says no, the matcher resumes it
+    without asking again (`Attempt.run(checked=True)`), and a new attempt is not asked either (the
+    interpreter finds the same at its first instruction): before, every resumption and every new
+    attempt paid for a second `still_live`."""
+    asked: collections.Counter = collections.Counter()
+    running: list[tuple[Any, bool]] = []
+    still_live = _rx.Attempt.still_live
+    resume = _scan.PatternCursor.resume
+    run = _rx.Attempt.run
+
+    def counted_still_live(self: Any, buf: str) -> bool:
+        if running and running[-1][0] is self and running[-1][1]:
+            asked["again"] += 1
+        return still_live(self, buf)
+
+    def counted_resume(self: Any, buf: str, zw: int) -> bool:
+        asked["resume"] += 1
+        return resume(self, buf, zw)
+
+    def counted_run(self: Any, buf: str, eos: bool, checked: bool = False) -> Any:
+        # asked again: a resumption right after `still_live` said no, or a new attempt
+        running.append((self, checked or self.pc == 0))
+        asked["checked"] += checked
+        try:
+            return run(self, buf, eos, checked)
+        finally:
+            running.pop()
+
+    t = TEMPLATES[template]
+    text = _calls_text(t, N_CALLS, 2)
+    assert text is not None
+    try:
+        _rx.Attempt.still_live = counted_still_live  # type: ignore[method-assign]
+        _scan.PatternCursor.resume = counted_resume  # type: ignore[method-assign]
+        _rx.Attempt.run = counted_run  # type: ignore[method-assign]
+        message, _ = _stream(t, text, 2)
+    finally:
+        _rx.Attempt.still_live = still_live  # type: ignore[method-assign]
+        _scan.PatternCursor.resume = resume  # type: ignore[method-assign]
+        _rx.Attempt.run = run  # type: ignore[method-assign]
+    assert asked["again"] == 0, (template, asked)
+    assert asked["checked"] > 0 or asked["resume"] == 0, (template, asked)
+    try:
+        want: Any = chatparse.parse_response(text, t, prefix="")
+    except ValueError:
+        return
+    assert message == want, template
