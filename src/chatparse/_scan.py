@@ -1026,7 +1026,7 @@ class LiteralCursor(Cursor):
 class PatternCursor(Cursor):
     """A regex delimiter: candidates from its strategy's finder, decided by exact attempts."""
 
-    __slots__ = ("finder", "att", "ctx")
+    __slots__ = ("finder", "att", "ctx", "_asked")
 
     def __init__(self, d: Delimiter, finder: Finder) -> None:
         # (`Cursor.__init__` inlined: a cursor is made per delimiter per region visit)
@@ -1037,6 +1037,9 @@ class PatternCursor(Cursor):
         self.finder = finder
         self.att: _rx.Attempt | None = None
         self.ctx = _rx.MatchContext()
+        # `(q, 2 * len(buf) + eos)` when `q` is the finder's answer for that buffer (set by `peek`):
+        # `advance` right after it takes `q` without asking the finder again.
+        self._asked = (-1, -1)
 
     def peek(self, buf: str, eos: bool) -> int:
         if self.found is not None:
@@ -1044,6 +1047,7 @@ class PatternCursor(Cursor):
         if self.att is not None:
             return self.att.start
         self.q = q = self.finder.next(buf, self.q, eos)
+        self._asked = (q, 2 * len(buf) + eos)
         return q
 
     def reject(self, pos: int) -> None:
@@ -1072,8 +1076,9 @@ class PatternCursor(Cursor):
         while True:
             att = self.att
             if att is None:
-                q = self.finder.next(buf, self.q, eos)
-                self.q = q
+                q = self.q
+                if self._asked != (q, 2 * n + eos):
+                    q = self.q = self.finder.next(buf, q, eos)
                 # Like the reference, a match starting at the very end of the text is never taken.
                 if q > limit or q >= n:
                     return (NONE, q, 0)
@@ -1650,6 +1655,8 @@ class Scanner:
                     if live.resume(buf, zw_forbid):
                         self.live = live
                         return self._hold_at(q)
+                    if live.found is not None and self.guard is None and len(self.pending[0]) == 1:
+                        return self._commit_found(buf, q, eos)
         elif not eos:
             pre = self._pre
             if pre is not None and q < len(buf) and (q or not pre.at0):
@@ -1667,6 +1674,24 @@ class Scanner:
                     ):
                         return self._hold_at(n)
         return self._scan(buf, eos, zw_forbid)
+
+    def _commit_found(self, buf: str, q: int, eos: bool) -> Commit:
+        """The attempt that alone was undecided at the hold point `q` has matched there. The scan
+        that set the hold decided every other cursor at `q` (a match found there, or its next
+        candidate after `q`; a failure is final), so the best match at `q` by key is certain
+        without scanning again: a delimiter being written is committed by the feed that ends it."""
+        cursors = self.cursors
+        best: tuple | None = None
+        for j, c in enumerate(cursors):
+            f = c.found
+            if f is not None and f[0] == q:
+                w = self.entries[j]
+                key = (-(f[1] - q), 0 if w.is_open else 1, w.field)
+                if best is None or key < best[0]:
+                    best = (key, j, f[1])
+        assert best is not None
+        j = best[1]
+        return Commit(self.entries[j], q, best[2], cursors[j].captures(buf, q, eos))
 
     def _scan(self, buf: str, eos: bool, zw_forbid: int) -> Hold | Commit:
         n = len(buf)
