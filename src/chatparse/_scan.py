@@ -86,15 +86,33 @@ class Watch:
     delimiter: Delimiter
 
 
-@dataclass(frozen=True)
 class Commit:
     """Decision: the delimiter `watch` matched `buf[start:end]` (certain for every continuation);
-    `captures` are its named groups that took part in the match."""
+    `captures` are its named groups that took part in the match. (A slotted class, not a frozen
+    dataclass: one is made per delimiter committed, and a frozen init costs four `setattr` calls.)"""
 
-    watch: Watch
-    start: int
-    end: int
-    captures: dict[str, str]
+    __slots__ = ("watch", "start", "end", "captures")
+
+    def __init__(self, watch: Watch, start: int, end: int, captures: dict[str, str]) -> None:
+        self.watch = watch
+        self.start = start
+        self.end = end
+        self.captures = captures
+
+    def __repr__(self) -> str:
+        return f"Commit({self.watch.field!r}, {self.start}, {self.end}, {self.captures!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Commit):
+            return NotImplemented
+        return (self.watch, self.start, self.end, self.captures) == (
+            other.watch,
+            other.start,
+            other.end,
+            other.captures,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 # --------------------------------------------------------------------------------------------
