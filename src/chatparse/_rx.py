@@ -18,7 +18,8 @@ runs it with a backtracking interpreter that has the same leftmost-first priorit
   backtracking stack, and resumed when more text arrives, so a long live attempt costs
   O(new characters) per feed, not O(held text). Live lookaheads are suspended and resumed too.
   `Attempt.still_live` answers, without setting the interpreter up, the common case where the
-  new text leaves a suspended attempt live where it stopped (inside a literal or a run).
+  new text leaves a suspended attempt live where it stopped (inside a literal or a run); a caller
+  that has just asked it resumes with `run(checked=True)`, which does not ask again.
 * **Runs in one call.** A repeated single-character atom (`[^<]*`, `\\s+`, `.*?`, `[^"]{1,256}`,
   and the tempered dot `(?:(?!<lit>).)*`) compiles to one `RUN` instruction: the `regex` module or
   `str.find` consumes the whole run in C, and backtracking into it only visits the positions where

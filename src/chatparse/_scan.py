@@ -41,7 +41,11 @@ prefilter decides only the feeds with nothing to hold (no lead, no tail of one, 
 While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
 asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
 a literal, a greedy run or a live lookahead body, or a literal cursor's tail); then the hold stays
-without running the matcher. Only a feed that moves an attempt on resumes it (or scans).
+without running the matcher. Only a feed that moves an attempt on resumes it (without asking
+`still_live` a second time). When the resumed attempt matches and it alone was undecided at the
+hold point, the scan that set the hold has already decided every other cursor there (a match found
+at that position, or a next candidate after it), so the best match there is committed at once
+(`Scanner._commit_found`): a delimiter costs one cursor scan, when its lead appears, not two.
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -1450,6 +1454,7 @@ class Scanner:
         "live",
         "lit",
         "pending",
+        "_pend_idx",
         "_char",
         "_maxlen",
         "_loop_any",
@@ -1487,6 +1492,7 @@ class Scanner:
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
+        self._pend_idx: list[int] = []  # the indices of those cursors
 
     @property
     def cursors(self) -> list[Cursor]:
@@ -1673,8 +1679,13 @@ class Scanner:
                     if live.resume(buf, zw_forbid):
                         self.live = live
                         return self._hold_at(q)
-                    if live.found is not None and self.guard is None and len(self.pending[0]) == 1:
-                        return self._commit_found(buf, q, eos)
+                    # (Under a JSON string guard `q` was found outside strings when the attempt
+                    # went live there; a value close competes at other places: then scan.)
+                    guard = self.guard
+                    if live.found is not None and (guard is None or not guard.value_close):
+                        commit = self._commit_found(buf, q, eos, zw_forbid, live)
+                        if commit is not None:
+                            return commit
         elif not eos:
             pre = self._pre
             if pre is not None and q < len(buf) and (q or not pre.at0):
@@ -1693,12 +1704,18 @@ class Scanner:
                         return self._hold_at(n)
         return self._scan(buf, eos, zw_forbid)
 
-    def _commit_found(self, buf: str, q: int, eos: bool) -> Commit:
-        """The attempt that alone was undecided at the hold point `q` has matched there. The scan
-        that set the hold decided every other cursor at `q` (a match found there, or its next
-        candidate after `q`; a failure is final), so the best match at `q` by key is certain
-        without scanning again: a delimiter being written is committed by the feed that ends it."""
+    def _commit_found(self, buf: str, q: int, eos: bool, zw_forbid: int, live: Cursor) -> Commit | None:
+        """The attempt `live`, undecided at the hold point `q`, has matched there. The scan that set
+        the hold decided every other cursor at `q` (a match found there, or its next candidate
+        after `q`; a failure is final) except those that were undecided there too: those are
+        advanced to `q` alone. Then the best match at `q` by key is certain without scanning again
+        (a delimiter being written is committed by the feed that ends it); None when one of them is
+        still undecided (the caller scans)."""
         cursors = self.cursors
+        for k in self._pend_idx:
+            c = cursors[k]
+            if c is not live and c.found is None and c.advance(buf, eos, q, zw_forbid)[0] == LIVE:
+                return None
         best: tuple | None = None
         for j, c in enumerate(cursors):
             f = c.found
@@ -1728,6 +1745,7 @@ class Scanner:
         e_pos = n + 1
         live = False
         pending: list[Watch] = []
+        pend_idx: list[int] = []
         live_cursor: Cursor | None = None
         guard = self.guard
         vbest: tuple | None = None
@@ -1772,8 +1790,10 @@ class Scanner:
                 if not live:
                     live_cursor = cur
                     pending = []
+                    pend_idx = []
                 live = True
                 pending.append(self.entries[j])
+                pend_idx.append(j)
             elif not live:
                 w = self.entries[j]
                 key = (-(end - pos), 0 if w.is_open else 1, w.field)
@@ -1782,6 +1802,7 @@ class Scanner:
         if live:
             self.live = live_cursor
             self.pending = (pending, e_pos)
+            self._pend_idx = pend_idx
             return self._hold_at(e_pos)
         if best is not None:
             j, end = best[1], best[2]

@@ -318,8 +318,8 @@ def test_a_resumed_attempt_is_not_asked_still_live_again(template: str) -> None:
 def test_a_delimiter_ended_by_a_feed_is_committed_without_a_scan(template: str) -> None:
     """When the attempt that alone held the text matches, the scan that set the hold has already
     decided every other cursor at that position, so `decide` commits the best match there at once
-    (`Scanner._commit_found`; before, a full cursor scan per opener and closer: 4 scans a call
-    on qwen3_xml and deepseek_v3, now 2)."""
+    (`Scanner._commit_found`, also under a JSON string guard; before, a full cursor scan per
+    opener and closer: 4 scans a call on qwen3_xml, kimi_k2 and deepseek_v3, now 2)."""
     seen: collections.Counter = collections.Counter()
     state: dict[str, Any] = {}
     decide, scan, resume = _scan.Scanner.decide, _scan.Scanner._scan, _scan.PatternCursor.resume
@@ -327,7 +327,8 @@ def test_a_delimiter_ended_by_a_feed_is_committed_without_a_scan(template: str) 
     def counted_decide(self: Any, buf: str, eos: bool, zw: int = -1) -> Any:
         state.clear()
         state["scanner"] = self
-        state["single"] = self.guard is None and len(self.pending[0]) == 1
+        guard = self.guard
+        state["single"] = (guard is None or not guard.value_close) and len(self.pending[0]) == 1
         return decide(self, buf, eos, zw)
 
     def counted_resume(self: Any, buf: str, zw: int) -> bool:
@@ -357,8 +358,8 @@ def test_a_delimiter_ended_by_a_feed_is_committed_without_a_scan(template: str) 
         _scan.Scanner._scan = scan  # type: ignore[method-assign]
         _scan.PatternCursor.resume = resume  # type: ignore[method-assign]
     assert seen["scan after a match"] == 0, (template, seen)
-    if template in ("qwen3_xml", "deepseek_v3"):
-        assert seen["scan"] <= 2 * N_CALLS + 2, (template, seen)
+    if template in ("qwen3_xml", "deepseek_v3", "kimi_k2"):
+        assert seen["scan"] <= 2 * N_CALLS + 3, (template, seen)
     try:
         want: Any = chatparse.parse_response(text, t, prefix="")
     except ValueError:
