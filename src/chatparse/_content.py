@@ -722,6 +722,71 @@ def _apply(transform: Any, scope: dict[str, Any], placed: list[tuple[str, ...]])
     return value
 
 
+# Compiled transforms (`_compiled`): the same rebuild as `_apply`, as one generated function per
+# transform. A call then costs one function call instead of a recursive walk with a regex test per
+# string (a tool call's close ran ~40 Python calls here). Only transforms whose placeholders can
+# never share a container are compiled (no path is a prefix of another, so `_apply` never copies),
+# and only small, shallow ones; any failure reruns `_apply`, which raises the reference's error.
+_COMPILED: dict[int, tuple[Any, Any]] = {}
+_COMPILE_MAX_NODES = 64
+_COMPILE_MAX_DEPTH = 8
+
+
+def _gen(t: Any, consts: list[Any], paths: list[tuple[str, ...]], depth: int) -> str | None:
+    """Python source of an expression that rebuilds `t` from `scope` (None: not compiled)."""
+    if depth > _COMPILE_MAX_DEPTH or len(consts) + len(paths) > _COMPILE_MAX_NODES:
+        return None
+    if type(t) is dict:
+        parts = []
+        for k, v in t.items():
+            consts.append(k)
+            key = f"K[{len(consts) - 1}]"
+            sub = _gen(v, consts, paths, depth + 1)
+            if sub is None:
+                return None
+            parts.append(f"{key}: {sub}")
+        return "{" + ", ".join(parts) + "}"
+    if type(t) is list:
+        subs = [_gen(v, consts, paths, depth + 1) for v in t]
+        if any(x is None for x in subs):
+            return None
+        return "[" + ", ".join(subs) + ("," if len(subs) == 1 else "") + "]"  # type: ignore[arg-type]
+    if isinstance(t, (dict, list)):
+        return None  # subclasses: left to `_apply`
+    whole = _PLACEHOLDER.fullmatch(t) if isinstance(t, str) else None
+    if whole is None:
+        consts.append(t)
+        return f"K[{len(consts) - 1}]"
+    segments = tuple(whole.group(1).split("."))
+    paths.append(segments)
+    consts.append(segments[0])
+    if len(segments) == 1:
+        return f"scope[K[{len(consts) - 1}]]"
+    consts.append(whole.group(1))
+    return f"L(K[{len(consts) - 1}], scope)"
+
+
+def _compiled(transform: Any) -> Any:
+    """The compiled rebuild of `transform` (a function of the scope), or None."""
+    got = _COMPILED.get(id(transform))
+    if got is not None and got[0] is transform:
+        return got[1]
+    consts: list[Any] = []
+    paths: list[tuple[str, ...]] = []
+    src = _gen(transform, consts, paths, 0)
+    fn = None
+    if src is not None and not any(
+        a[: len(b)] == b for i, a in enumerate(paths) for j, b in enumerate(paths) if i != j
+    ):
+        ns: dict[str, Any] = {"K": tuple(consts), "L": _lookup}
+        exec(f"def f(scope):\n    return {src}\n", ns)  # noqa: S102 - constants go through K only
+        fn = ns["f"]
+    if len(_COMPILED) > 4096:
+        _COMPILED.clear()
+    _COMPILED[id(transform)] = (transform, fn)  # the entry keeps `transform` alive: ids stay unique
+    return fn
+
+
 def apply_transform(transform: Any, scope: dict[str, Any]) -> Any:
     """Rebuild `transform` with each whole-string placeholder `{name.key...}` replaced from `scope`.
 
@@ -733,6 +798,12 @@ def apply_transform(transform: Any, scope: dict[str, Any]) -> Any:
     Raises `KeyError` for a root name missing from `scope` (as the reference), `ValueError` for a
     path that cannot be followed.
     """
+    fn = _compiled(transform)
+    if fn is not None:
+        try:
+            return fn(scope)
+        except Exception:  # noqa: BLE001 - `_apply` below raises the documented error
+            pass
     try:
         return _apply(transform, scope, [])
     except RecursionError:

@@ -18,7 +18,8 @@ runs it with a backtracking interpreter that has the same leftmost-first priorit
   backtracking stack, and resumed when more text arrives, so a long live attempt costs
   O(new characters) per feed, not O(held text). Live lookaheads are suspended and resumed too.
   `Attempt.still_live` answers, without setting the interpreter up, the common case where the
-  new text leaves a suspended attempt live where it stopped (inside a literal or a run).
+  new text leaves a suspended attempt live where it stopped (inside a literal or a run); a caller
+  that has just asked it resumes with `run(checked=True)`, which does not ask again.
 * **Runs in one call.** A repeated single-character atom (`[^<]*`, `\\s+`, `.*?`, `[^"]{1,256}`,
   and the tempered dot `(?:(?!<lit>).)*`) compiles to one `RUN` instruction: the `regex` module or
   `str.find` consumes the whole run in C, and backtracking into it only visits the positions where
@@ -1310,9 +1311,12 @@ class Attempt:
             return sub is not None and pos not in pm.done and sub.still_live(buf)
         return False
 
-    def run(self, buf: str, eos: bool) -> Any:
+    def run(self, buf: str, eos: bool, checked: bool = False) -> Any:
+        """The outcome at this start with `buf` (see the class docstring). `checked`: the caller
+        has just seen `still_live` answer False, so it is not asked again; a fresh attempt (at
+        its first instruction) is not asked either, since the interpreter finds the same at once."""
         code = self.prog.code
-        if not eos and self.still_live(buf):
+        if not eos and not checked and self.pc and self.still_live(buf):
             return LIVE
         pm = self.ctx.memo(self.prog)
         fail = pm.fail

@@ -41,7 +41,11 @@ prefilter decides only the feeds with nothing to hold (no lead, no tail of one, 
 While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
 asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
 a literal, a greedy run or a live lookahead body, or a literal cursor's tail); then the hold stays
-without running the matcher. Only a feed that moves an attempt on resumes it (or scans).
+without running the matcher. Only a feed that moves an attempt on resumes it (without asking
+`still_live` a second time). When the resumed attempt matches and it alone was undecided at the
+hold point, the scan that set the hold has already decided every other cursor there (a match found
+at that position, or a next candidate after it), so the best match there is committed at once
+(`Scanner._commit_found`): a delimiter costs one cursor scan, when its lead appears, not two.
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -86,15 +90,33 @@ class Watch:
     delimiter: Delimiter
 
 
-@dataclass(frozen=True)
 class Commit:
     """Decision: the delimiter `watch` matched `buf[start:end]` (certain for every continuation);
-    `captures` are its named groups that took part in the match."""
+    `captures` are its named groups that took part in the match. (A slotted class, not a frozen
+    dataclass: one is made per delimiter committed, and a frozen init costs four `setattr` calls.)"""
 
-    watch: Watch
-    start: int
-    end: int
-    captures: dict[str, str]
+    __slots__ = ("watch", "start", "end", "captures")
+
+    def __init__(self, watch: Watch, start: int, end: int, captures: dict[str, str]) -> None:
+        self.watch = watch
+        self.start = start
+        self.end = end
+        self.captures = captures
+
+    def __repr__(self) -> str:
+        return f"Commit({self.watch.field!r}, {self.start}, {self.end}, {self.captures!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Commit):
+            return NotImplemented
+        return (self.watch, self.start, self.end, self.captures) == (
+            other.watch,
+            other.start,
+            other.end,
+            other.captures,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 # --------------------------------------------------------------------------------------------
@@ -833,9 +855,11 @@ class Delimiter:
         self.scope = scope
         self.literals = literals
         self.module_re: Any = None  # the `regex` module's compiled pattern (set by the loader)
+        self._sorted: list[str] | None = None  # a literal list's literals, longest first
         if literals is not None:
             self.prog = _rx.literal_program(literals)
             self.strategy: Strategy = LiteralSearch(literals)
+            self._sorted = self.strategy.literals
         else:
             self.prog = _rx.compile_pattern(source)
             assert self.prog.tree is not None
@@ -859,10 +883,11 @@ class Delimiter:
         across visits: what it learned about the buffer stays true (the buffer only grows), so a
         delimiter that never occurs is searched for once per new text, not once per visit."""
         state = states.get(id(self))
-        if isinstance(self.strategy, LiteralSearch):
+        lits = self._sorted
+        if lits is not None:
             if state is None:
-                state = states[id(self)] = [(-1, -1)] * len(self.strategy.literals)
-            return LiteralCursor(self, self.strategy.literals, state)
+                state = states[id(self)] = [(-1, -1)] * len(lits)
+            return LiteralCursor(self, lits, state)
         if state is None:
             state = states[id(self)] = self.strategy.finder()
         return PatternCursor(self, state)
@@ -1023,13 +1048,20 @@ class LiteralCursor(Cursor):
 class PatternCursor(Cursor):
     """A regex delimiter: candidates from its strategy's finder, decided by exact attempts."""
 
-    __slots__ = ("finder", "att", "ctx")
+    __slots__ = ("finder", "att", "ctx", "_asked")
 
     def __init__(self, d: Delimiter, finder: Finder) -> None:
-        super().__init__(d)
+        # (`Cursor.__init__` inlined: a cursor is made per delimiter per region visit)
+        self.d = d
+        self.q = 0
+        self.found: tuple[int, int] | None = None
+        self.slots: list[int] | None = None
         self.finder = finder
         self.att: _rx.Attempt | None = None
         self.ctx = _rx.MatchContext()
+        # `(q, 2 * len(buf) + eos)` when `q` is the finder's answer for that buffer (set by `peek`):
+        # `advance` right after it takes `q` without asking the finder again.
+        self._asked = (-1, -1)
 
     def peek(self, buf: str, eos: bool) -> int:
         if self.found is not None:
@@ -1037,6 +1069,7 @@ class PatternCursor(Cursor):
         if self.att is not None:
             return self.att.start
         self.q = q = self.finder.next(buf, self.q, eos)
+        self._asked = (q, 2 * len(buf) + eos)
         return q
 
     def reject(self, pos: int) -> None:
@@ -1049,33 +1082,38 @@ class PatternCursor(Cursor):
         return att is not None and self.found is None and att.still_live(buf)
 
     def resume(self, buf: str, zw_forbid: int) -> bool:
+        """`advance` for the live attempt, which the caller has just seen not `still_live`."""
         att = self.att
         if att is None or self.found is not None:
             return False
-        status, _, _ = self.advance(buf, False, att.start, zw_forbid)
+        status, _, _ = self.advance(buf, False, att.start, zw_forbid, True)
         return status == LIVE
 
-    def advance(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, int]:
+    def advance(
+        self, buf: str, eos: bool, limit: int, zw_forbid: int, checked: bool = False
+    ) -> tuple[int, int, int]:
         if self.found is not None:
             return (MATCH, self.found[0], self.found[1])
         n = len(buf)
         while True:
             att = self.att
             if att is None:
-                q = self.finder.next(buf, self.q, eos)
-                self.q = q
+                q = self.q
+                if self._asked != (q, 2 * n + eos):
+                    q = self.q = self.finder.next(buf, q, eos)
                 # Like the reference, a match starting at the very end of the text is never taken.
                 if q > limit or q >= n:
                     return (NONE, q, 0)
                 att = self.att = _rx.Attempt(self.d.scan_prog, q, self.ctx)
             try:
-                r = att.run(buf, eos)
+                r = att.run(buf, eos, checked)
             except TimeoutError as e:
                 raise ValueError(
                     f"{self.d.scope}: a lookbehind of {self.d.source!r} took longer than {_rx.REGEX_TIMEOUT}s"
                 ) from e
             if r is _rx.LIVE:
                 return (LIVE, att.start, 0)
+            checked = False
             self.att = None
             if r is not None and not (r[0] == att.start == zw_forbid):
                 self.found = (att.start, r[0])
@@ -1416,6 +1454,7 @@ class Scanner:
         "live",
         "lit",
         "pending",
+        "_pend_idx",
         "_char",
         "_maxlen",
         "_loop_any",
@@ -1453,6 +1492,7 @@ class Scanner:
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
+        self._pend_idx: list[int] = []  # the indices of those cursors
 
     @property
     def cursors(self) -> list[Cursor]:
@@ -1639,6 +1679,13 @@ class Scanner:
                     if live.resume(buf, zw_forbid):
                         self.live = live
                         return self._hold_at(q)
+                    # (Under a JSON string guard `q` was found outside strings when the attempt
+                    # went live there; a value close competes at other places: then scan.)
+                    guard = self.guard
+                    if live.found is not None and (guard is None or not guard.value_close):
+                        commit = self._commit_found(buf, q, eos, zw_forbid, live)
+                        if commit is not None:
+                            return commit
         elif not eos:
             pre = self._pre
             if pre is not None and q < len(buf) and (q or not pre.at0):
@@ -1657,6 +1704,30 @@ class Scanner:
                         return self._hold_at(n)
         return self._scan(buf, eos, zw_forbid)
 
+    def _commit_found(self, buf: str, q: int, eos: bool, zw_forbid: int, live: Cursor) -> Commit | None:
+        """The attempt `live`, undecided at the hold point `q`, has matched there. The scan that set
+        the hold decided every other cursor at `q` (a match found there, or its next candidate
+        after `q`; a failure is final) except those that were undecided there too: those are
+        advanced to `q` alone. Then the best match at `q` by key is certain without scanning again
+        (a delimiter being written is committed by the feed that ends it); None when one of them is
+        still undecided (the caller scans)."""
+        cursors = self.cursors
+        for k in self._pend_idx:
+            c = cursors[k]
+            if c is not live and c.found is None and c.advance(buf, eos, q, zw_forbid)[0] == LIVE:
+                return None
+        best: tuple | None = None
+        for j, c in enumerate(cursors):
+            f = c.found
+            if f is not None and f[0] == q:
+                w = self.entries[j]
+                key = (-(f[1] - q), 0 if w.is_open else 1, w.field)
+                if best is None or key < best[0]:
+                    best = (key, j, f[1])
+        assert best is not None
+        j = best[1]
+        return Commit(self.entries[j], q, best[2], cursors[j].captures(buf, q, eos))
+
     def _scan(self, buf: str, eos: bool, zw_forbid: int) -> Hold | Commit:
         n = len(buf)
         q = self.q
@@ -1674,6 +1745,7 @@ class Scanner:
         e_pos = n + 1
         live = False
         pending: list[Watch] = []
+        pend_idx: list[int] = []
         live_cursor: Cursor | None = None
         guard = self.guard
         vbest: tuple | None = None
@@ -1718,8 +1790,10 @@ class Scanner:
                 if not live:
                     live_cursor = cur
                     pending = []
+                    pend_idx = []
                 live = True
                 pending.append(self.entries[j])
+                pend_idx.append(j)
             elif not live:
                 w = self.entries[j]
                 key = (-(end - pos), 0 if w.is_open else 1, w.field)
@@ -1728,6 +1802,7 @@ class Scanner:
         if live:
             self.live = live_cursor
             self.pending = (pending, e_pos)
+            self._pend_idx = pend_idx
             return self._hold_at(e_pos)
         if best is not None:
             j, end = best[1], best[2]

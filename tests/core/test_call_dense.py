@@ -227,3 +227,141 @@ def test_literal_still_live_implies_advance_is_live(lits: list[str], text: str, 
         fresh = d.cursor({})
         fresh.q = pos
         assert fresh.advance(text + more, False, pos, -1)[:2] == (_scan.LIVE, pos)
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_closing_a_call_walks_no_transform_tree(template: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every catalog transform is compiled once into one function (`_content._compiled`): closing
+    a call no longer walks the transform with a regex test per string (~40 Python calls a call)."""
+    from chatparse import _content
+
+    walks = collections.Counter()
+    original = _content._apply
+
+    def counted(*a: Any) -> Any:
+        walks["depth"] += 1
+        try:
+            value = original(*a)
+        finally:
+            walks["depth"] -= 1
+        # (a transform that fails is walked again, for the reference's error: not counted)
+        walks["apply"] += walks["depth"] == 0
+        return value
+
+    monkeypatch.setattr(_content, "_apply", counted)
+    t = TEMPLATES[template]
+    text = _calls_text(t, N_CALLS, 2)
+    assert text is not None
+    _stream(t, text, 3)
+    assert walks["apply"] == 0, template
+
+
+def test_every_catalog_transform_is_compiled() -> None:
+    from chatparse import _content
+
+    transforms = [(n, f.name, f.transform) for n, t in TEMPLATES.items() for f in t.fields.values()]
+    assert [x for x in transforms if x[2] is not None and _content._compiled(x[2]) is None] == []
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_a_resumed_attempt_is_not_asked_still_live_again(template: str) -> None:
+    """`decide` asks a live attempt `still_live` first; when that says no, the matcher resumes it
+    without asking again (`Attempt.run(checked=True)`), and a new attempt is not asked either (the
+    interpreter finds the same at its first instruction): before, every resumption and every new
+    attempt paid for a second `still_live`."""
+    asked: collections.Counter = collections.Counter()
+    running: list[tuple[Any, bool]] = []
+    still_live = _rx.Attempt.still_live
+    resume = _scan.PatternCursor.resume
+    run = _rx.Attempt.run
+
+    def counted_still_live(self: Any, buf: str) -> bool:
+        if running and running[-1][0] is self and running[-1][1]:
+            asked["again"] += 1
+        return still_live(self, buf)
+
+    def counted_resume(self: Any, buf: str, zw: int) -> bool:
+        asked["resume"] += 1
+        return resume(self, buf, zw)
+
+    def counted_run(self: Any, buf: str, eos: bool, checked: bool = False) -> Any:
+        # asked again: a resumption right after `still_live` said no, or a new attempt
+        running.append((self, checked or self.pc == 0))
+        asked["checked"] += checked
+        try:
+            return run(self, buf, eos, checked)
+        finally:
+            running.pop()
+
+    t = TEMPLATES[template]
+    text = _calls_text(t, N_CALLS, 2)
+    assert text is not None
+    try:
+        _rx.Attempt.still_live = counted_still_live  # type: ignore[method-assign]
+        _scan.PatternCursor.resume = counted_resume  # type: ignore[method-assign]
+        _rx.Attempt.run = counted_run  # type: ignore[method-assign]
+        message, _ = _stream(t, text, 2)
+    finally:
+        _rx.Attempt.still_live = still_live  # type: ignore[method-assign]
+        _scan.PatternCursor.resume = resume  # type: ignore[method-assign]
+        _rx.Attempt.run = run  # type: ignore[method-assign]
+    assert asked["again"] == 0, (template, asked)
+    assert asked["checked"] > 0 or asked["resume"] == 0, (template, asked)
+    try:
+        want: Any = chatparse.parse_response(text, t, prefix="")
+    except ValueError:
+        return
+    assert message == want, template
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_a_delimiter_ended_by_a_feed_is_committed_without_a_scan(template: str) -> None:
+    """When the attempt that alone held the text matches, the scan that set the hold has already
+    decided every other cursor at that position, so `decide` commits the best match there at once
+    (`Scanner._commit_found`, also under a JSON string guard; before, a full cursor scan per
+    opener and closer: 4 scans a call on qwen3_xml, kimi_k2 and deepseek_v3, now 2)."""
+    seen: collections.Counter = collections.Counter()
+    state: dict[str, Any] = {}
+    decide, scan, resume = _scan.Scanner.decide, _scan.Scanner._scan, _scan.PatternCursor.resume
+
+    def counted_decide(self: Any, buf: str, eos: bool, zw: int = -1) -> Any:
+        state.clear()
+        state["scanner"] = self
+        guard = self.guard
+        state["single"] = (guard is None or not guard.value_close) and len(self.pending[0]) == 1
+        return decide(self, buf, eos, zw)
+
+    def counted_resume(self: Any, buf: str, zw: int) -> bool:
+        live = resume(self, buf, zw)
+        state["matched"] = not live and self.found is not None
+        return live
+
+    def counted_scan(self: Any, buf: str, eos: bool, zw: int) -> Any:
+        if state.get("scanner") is self and state.get("matched") and state.get("single"):
+            seen["scan after a match"] += 1
+        seen["scan"] += 1
+        return scan(self, buf, eos, zw)
+
+    t = TEMPLATES[template]
+    text = _calls_text(t, N_CALLS, 2)
+    assert text is not None
+    try:
+        _scan.Scanner.decide = counted_decide  # type: ignore[method-assign]
+        _scan.Scanner._scan = counted_scan  # type: ignore[method-assign]
+        _scan.PatternCursor.resume = counted_resume  # type: ignore[method-assign]
+        p = chatparse.ResponseParser(t, prefix="")
+        for i in range(0, len(text), 2):
+            p.feed(text[i : i + 2])
+        message, _ = p.finalize()
+    finally:
+        _scan.Scanner.decide = decide  # type: ignore[method-assign]
+        _scan.Scanner._scan = scan  # type: ignore[method-assign]
+        _scan.PatternCursor.resume = resume  # type: ignore[method-assign]
+    assert seen["scan after a match"] == 0, (template, seen)
+    if template in ("qwen3_xml", "deepseek_v3", "kimi_k2"):
+        assert seen["scan"] <= 2 * N_CALLS + 3, (template, seen)
+    try:
+        want: Any = chatparse.parse_response(text, t, prefix="")
+    except ValueError:
+        return
+    assert message == want, template

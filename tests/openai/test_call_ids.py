@@ -23,3 +23,25 @@ def test_id_characters_are_uniform() -> None:
     counts = collections.Counter("".join(random_call_id()[5:] for _ in range(10000)))
     assert len(counts) == 62
     assert max(counts.values()) < 4200 and min(counts.values()) > 3550
+
+
+def test_a_forked_child_draws_its_own_ids() -> None:
+    """Ids are drawn 64 at a time; a child forked with a partly used pool must not hand out the
+    ids its parent will hand out too."""
+    import os
+
+    if not hasattr(os, "fork"):
+        return
+    random_call_id()  # the pool now holds ids the parent will use
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(read)
+        os.write(write, " ".join(random_call_id() for _ in range(10)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        child = set(f.read().split())
+    os.waitpid(pid, 0)
+    parent = {random_call_id() for _ in range(80)}
+    assert len(child) == 10 and not child & parent

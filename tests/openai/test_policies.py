@@ -359,3 +359,53 @@ def test_reopened_reasoning_loses_no_text(text: str, auto: bool) -> None:
         got = (message.get("reasoning_content") or "").replace("\n\n", "")
         assert got == reasoning
         assert (message.get("content") or "") == content
+
+
+_INT_TOOL = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        },
+    }
+]
+
+
+def test_calls_the_core_typed_are_not_coerced_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core types `function.arguments` with the same tools: the assembler takes its values as
+    they are (it coerced every call a second time, ~3 us a call), yet still types a call object the
+    core passed through untyped (`{"name", "parameters"}` under a `{content}` transform)."""
+    from chatparse.openai import _calls
+
+    seen: list[object] = []
+    original = _calls.coerce_tool_calls
+
+    def counted(value: object, table: object) -> object:
+        seen.append(value)
+        return original(value, table)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_calls, "coerce_tool_calls", counted)
+    qwen = '<tool_call>\n{"name": "f", "arguments": {"n": "5"}}\n</tool_call>'
+    message, deltas, _ = run("QWEN_JSON", list(qwen + qwen), tools=_INT_TOOL)
+    assert [json.loads(c["function"]["arguments"]) for c in message["tool_calls"]] == [{"n": 5}] * 2
+    assert public(merge_deltas(deltas)) == public(message)
+    assert seen == []
+    passthrough = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open": "<call>",
+                "close": "</call>",
+                "repeats": True,
+                "content": "json",
+                "transform": "{content}",
+            },
+            "content": {},
+        },
+    }
+    message = parse_message(
+        '<call>{"name": "f", "parameters": {"n": "7"}}</call>', template=passthrough, tools=_INT_TOOL
+    )
+    assert json.loads(message["tool_calls"][0]["function"]["arguments"]) == {"n": 7}
+    assert len(seen) == 1

@@ -169,6 +169,7 @@ class ChatParser:
             offered=offered,
             unknown_tools=unknown_tools,
             id_factory=id_factory or random_call_id,
+            core_typed=self._auto is None,
         )
         self._errors: list[dict[str, Any]] = []
         # Fields whose chunks produce no delta (the per-token path of `feed` skips them).
