@@ -58,6 +58,7 @@ from ._scan import (
     Hold,
     LoopSearch,
     PrefixSearch,
+    PrefixSetSearch,
     StringGuard,
     TriggerSearch,
     UnionSearch,
@@ -397,6 +398,8 @@ def _lead_classes(strategy: Any) -> tuple[set[str], list[str]] | None:
     """The characters and classes a candidate of a non-loop strategy starts with."""
     if isinstance(strategy, PrefixSearch):
         return {strategy.prefix[0]}, []
+    if isinstance(strategy, PrefixSetSearch):
+        return {p[0] for p in strategy.prefixes}, []
     if isinstance(strategy, TriggerSearch):
         return set(strategy.chars), list(strategy.classes)
     if isinstance(strategy, LoopSearch):

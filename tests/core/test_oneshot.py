@@ -131,7 +131,7 @@ def test_call_dense_texts_parse_the_same(family: str) -> None:
     assert len(got["tool_calls"]) == 60
 
 
-@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3"])
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "kimi_k2"])
 def test_call_dense_texts_take_the_fast_path(family: str) -> None:
     # No bail-out and no step of the streaming matcher: every decision came from a C search.
     text = _calls_text(family, 50)
@@ -228,6 +228,20 @@ def test_forced_linear_rejects_a_run_a_candidate_can_start_in() -> None:
         }
     )
     assert _oneshot.forced_linear(t2.fields["tool_calls"].opener)
+
+
+def test_forced_linear_reads_the_leads_of_a_prefix_set() -> None:
+    # `\s*(?:<|a|>|<|b|>)`: the rest after the run is searched by one trie finder (a
+    # `PrefixSetSearch`) whose candidates start with `<`, never inside a `\s` run: proven, so
+    # Kimi K2's content closer is searched in C.
+    from chatparse._scan import PrefixSetSearch
+
+    t = chatparse.load_response_template(CATALOG["kimi_k2"])
+    closer = t.fields["content"].closer
+    parts = getattr(closer.strategy, "parts", [])
+    assert any(isinstance(getattr(p, "rest", None), PrefixSetSearch) for p in parts)
+    assert _oneshot.forced_linear(closer)
+    assert not _oneshot.plan_for(t).slow
 
 
 def test_hostile_candidates_inside_runs_stay_linear() -> None:
