@@ -51,6 +51,8 @@ __all__ = [
     "STREAMABLE_PARSERS",
     "FieldLike",
     "apply_transform",
+    "compile_processor",
+    "compile_transform",
     "copy_value",
     "is_dirty",
     "parse_content",
@@ -769,6 +771,123 @@ def validate_transform_strings(scope: str, transform: Any) -> None:
         raise ValueError(f"{scope}: transform is nested too deeply") from None
 
 
+# -- compiled value paths -----------------------------------------------------------------------
+#
+# `process_field` runs once per closed region; generically it walks the transform tree and matches
+# every string against `_PLACEHOLDER` (5-10 us a tool call, more than the JSON parse). A field's
+# value path is therefore compiled once at template load (`compile_processor`): the transform
+# becomes one Python expression building the same containers, and a `json` field without dialect
+# options parses with `json.loads` directly. Any failure re-runs the generic code, so errors
+# (types and messages) are the generic ones; the compiled code has no side effects to undo.
+
+_MAX_COMPILED_DEPTH = 24
+#: content_args keys that do not change what the `json` parser returns (they steer the scanner)
+_SCANNER_ARGS = frozenset({"close_outside_strings", "close_after_value"})
+
+
+def compile_transform(transform: Any) -> Callable[[dict[str, Any]], Any] | None:
+    """`apply_transform(transform, scope)` as one compiled function, or None when the transform
+    places two related paths (one a prefix of the other: the generic code copies containers there)
+    or nests too deeply.
+
+    >>> compile_transform({"type": "function", "function": "{content}"})({"content": {"name": "f"}})
+    {'type': 'function', 'function': {'name': 'f'}}
+    """
+    consts: dict[str, Any] = {}
+    paths: list[tuple[str, ...]] = []
+
+    def const(v: Any) -> str:
+        name = f"_c{len(consts)}"
+        consts[name] = v
+        return name
+
+    def gen(node: Any, depth: int) -> str | None:
+        if depth > _MAX_COMPILED_DEPTH:
+            return None
+        if isinstance(node, dict):
+            items = []
+            for k, v in node.items():
+                sub = gen(v, depth + 1)
+                if sub is None:
+                    return None
+                items.append(f"{const(k)}: {sub}")
+            return "{" + ", ".join(items) + "}"
+        if isinstance(node, list):
+            subs = [gen(v, depth + 1) for v in node]
+            if any(x is None for x in subs):
+                return None
+            return "[" + ", ".join(subs) + "]"  # type: ignore[arg-type]
+        if isinstance(node, str):
+            whole = _PLACEHOLDER.fullmatch(node)
+            if whole:
+                path: str = whole.group(1)
+                paths.append(tuple(path.split(".")))
+                if "." in path:
+                    return f"_lookup({const(path)}, scope)"
+                return f"scope[{const(path)}]"
+        return const(node)
+
+    try:
+        expr = gen(transform, 0)
+    except RecursionError:  # pragma: no cover - bounded by _MAX_COMPILED_DEPTH
+        return None
+    if expr is None:
+        return None
+    for i, p in enumerate(paths):
+        for q in paths[:i]:
+            if p[: len(q)] == q or q[: len(p)] == p:
+                return None
+    src = f"def _compiled(scope):\n    try:\n        return {expr}\n    except KeyError:\n        return _slow(_t, scope)\n"
+    namespace: dict[str, Any] = {"_lookup": _lookup, "_slow": apply_transform, "_t": transform, **consts}
+    exec(src, namespace)  # noqa: S102 - source built above from constants' names only
+    fn: Callable[[dict[str, Any]], Any] = namespace["_compiled"]
+    return fn
+
+
+def _plain_json(content: str, content_args: Any) -> bool:
+    return content == "json" and isinstance(content_args, dict) and set(content_args) <= _SCANNER_ARGS
+
+
+def compile_processor(
+    name: str, content: str, content_args: Any, transform: Any, transform_each: bool
+) -> Callable[[str, dict[str, Any]], Any] | None:
+    """`process_field` for one field as a `(body, captures) -> value` function (see above), or
+    None when only the generic path applies (`transform_each`, transforms `compile_transform`
+    declines)."""
+    if transform_each:
+        return None
+    compiled = compile_transform(transform) if transform is not None else None
+    if transform is not None and compiled is None:
+        return None
+    plain = _plain_json(content, content_args)
+    loads = json.loads
+
+    def parse(body: str) -> Any:
+        if plain:
+            try:
+                return loads(body)
+            except (ValueError, RecursionError):
+                pass  # the generic parser raises its own error for the same text
+        return parse_content(body, content, content_args)
+
+    if compiled is None:
+        return lambda body, captures: parse(body)
+    apply = compiled
+
+    if plain:
+
+        def process(body: str, captures: dict[str, Any]) -> Any:
+            try:
+                value = loads(body)
+            except (ValueError, RecursionError):
+                value = parse_content(body, content, content_args)
+            return apply({**captures, "content": value})
+
+        return process
+
+    return lambda body, captures: apply({**captures, "content": parse(body)})
+
+
 def process_field(body: str, field: FieldLike, captures: dict[str, Any]) -> Any:
     """Parse a closed region's `body` with the field's content parser, then apply its transform.
 
@@ -776,6 +895,9 @@ def process_field(body: str, field: FieldLike, captures: dict[str, Any]) -> Any:
     each element, with the element's keys (over the regex `captures`) as the scope; otherwise the
     scope is the captures plus `content` (the parsed value).
     """
+    compiled = getattr(field, "process", None)
+    if compiled is not None:
+        return compiled(body, captures)
     value = parse_content(body, field.content, field.content_args)
     if field.transform is None:
         return value
