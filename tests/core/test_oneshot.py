@@ -59,10 +59,29 @@ def _parse(text: str, template: Any, prefix: str, tools: Any = None) -> Any:
         return ("raised", type(e).__name__, str(e))
 
 
+def _streamed_parse(text: str, template: Any, prefix: str, tools: Any = None) -> Any:
+    """`parse_response` as the streaming parser gives it: the first malformed region's error,
+    then the required-field check, then the message."""
+    try:
+        parser, events = _oneshot.parse_events(text, template, prefix, tools, fast=False)
+        for e in events:
+            if e["type"] == "region_malformed":
+                raise e["error"]
+        parser._check_required(events)
+        return parser._finish()
+    except (ValueError, TypeError, KeyError) as e:
+        return ("raised", type(e).__name__, str(e))
+
+
 def assert_same(text: str, template: Any, prefix: str = "", tools: Any = None) -> None:
     fast = _outcome(text, template, prefix, tools, True)
     slow = _outcome(text, template, prefix, tools, False)
     assert fast == slow, (text, prefix)
+    # `parse_response` (the one-shot run without events) == the streaming parser's answer
+    assert _parse(text, template, prefix, tools) == _streamed_parse(text, template, prefix, tools), (
+        text,
+        prefix,
+    )
 
 
 # --------------------------------------------------------------------------------------------
