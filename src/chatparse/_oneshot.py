@@ -226,7 +226,7 @@ def _any_loop(strategy: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 # Plans: the seeker kind of every delimiter of a template, decided once.
 
-_LITERAL, _SEARCH, _LOOP, _CURSOR = range(4)
+_LITERAL, _SEARCH, _LOOP, _CURSOR, _RUN = range(5)
 
 # -- the proof for patterns with unbounded runs ----------------------------------------------
 #
@@ -438,16 +438,58 @@ def _kind(d: Any) -> int:
     if bound is not None and bound <= _rx.SAFE_STEPS:
         return _SEARCH
     s = d.strategy
+    loop = False
     if isinstance(s, LoopSearch) and s.unbounded:
         # `C* REST` with REST bounded: its finder proposes maximal run starts only.
         items = _flatten(tree)
         if _run_class(items[0]) is not None and len(items) >= 2:
             rest = _rx.backtrack_bound(_rx.Node(_rx.Op.CAT, kids=items[1:]))
-            if rest is not None and rest <= _rx.SAFE_STEPS:
-                return _LOOP
-    if forced_linear(d):
-        return _LOOP
-    return _CURSOR
+            loop = rest is not None and rest <= _rx.SAFE_STEPS
+    if not loop and not forced_linear(d):
+        return _CURSOR
+    return _RUN if run_pattern(d) is not None else _LOOP
+
+
+# -- one C search for a leading run ----------------------------------------------------------
+#
+# `C* REST` where no match of REST can start with a C character (`\s*<tool_call>`): the leftmost
+# match at or after `q` starts at `q` or at the start of a maximal C run (a match starting inside
+# a run, after a C character, extends to the left by that character), and a match at a run start
+# takes the whole run (REST cannot begin inside it). So `(?:\G|(?<!C))(?:PATTERN)`, searched
+# from `q`, finds the same match, in C: attempts inside a run fail at the lookbehind in one step,
+# an attempt at a run start crosses the run once, and an attempt elsewhere does real work only at
+# a character REST can start with, which the linear proof of the pattern (`_kind`: REST bounded,
+# or `forced_linear`) keeps outside every run another attempt crosses. Linear, as `_LoopSeek`,
+# without a Python finder.
+
+_RUN_PATTERNS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def run_pattern(d: Any) -> Any:
+    """The compiled `(?:\\G|(?<!C))(?:PATTERN)` of a pattern delimiter `C* REST` whose REST
+    cannot start with a C character, or None (other shapes, or a source that does not compose)."""
+    if d in _RUN_PATTERNS:
+        return _RUN_PATTERNS[d]
+    got = None
+    rx = d.module_re
+    items = _flatten(d.prog.tree) if d.prog.tree is not None else []
+    cls = _run_class(items[0]) if items else None
+    if (
+        rx is not None
+        and not rx.flags & (regex.IGNORECASE | regex.MULTILINE | regex.VERBOSE)
+        and cls is not None
+        and len(items) >= 2
+        and _follow_disjoint(items[1:], cls)
+        and not d.source.startswith("(?")
+    ):
+        try:
+            got = regex.compile(f"(?:\\G|(?<!{cls}))(?:{d.source})", rx.flags)
+        except regex.error:  # pragma: no cover - a source that does not compose
+            got = None
+        if got is not None and got.groupindex != rx.groupindex:  # pragma: no cover
+            got = None
+    _RUN_PATTERNS[d] = got
+    return got
 
 
 class FastWatch:
@@ -504,6 +546,9 @@ def _seeker(d: Any, kind: int, states: dict[Any, Any]) -> Any:
             s = _LiteralSeek(d.strategy.literals)
         elif kind == _SEARCH:
             s = _SearchSeek(d.module_re, list(d.module_re.groupindex))
+        elif kind == _RUN:
+            s = _SearchSeek(run_pattern(d), list(d.module_re.groupindex))
+            s.loop = _any_loop(d.strategy)
         else:
             s = _LoopSeek(d.module_re, list(d.module_re.groupindex), d.strategy)
         states[key] = s

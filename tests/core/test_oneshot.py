@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import chatparse
@@ -295,3 +295,74 @@ def test_quote_guard_agrees_with_the_string_guard(body: str, points: list[int]) 
     for p in points:
         p = min(3 + p, len(buf))
         assert fast.inside(buf, p) == slow.inside(buf, p), (buf, p)
+
+
+# --------------------------------------------------------------------------------------------
+# `C* REST` searched in C: `(?:\G|(?<!C))(?:PATTERN)`
+
+
+def _leftmost(rx: Any, buf: str, q: int) -> tuple[int, int] | None:
+    """The leftmost match at or after `q`, by trying every start (the definition)."""
+    for i in range(q, len(buf) + 1):
+        m = rx.match(buf, i)
+        if m is not None:
+            return m.start(), m.end()
+    return None
+
+
+_RUN_SOURCES = [
+    "\\s*<tool_call>",
+    "\\s*(?:<\\|im_end\\|>|</think>|</tool_call>)",
+    "\\s*<f=(?P<name>[^<>\\n]+)>",
+    "\\s+```\\s*<e>",
+    " {2,}<x>",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    source=st.sampled_from(_RUN_SOURCES),
+    text=st.lists(
+        st.sampled_from([" ", "\n", "<", ">", "tool_call", "/", "f=", "a", "<x>", "```", "<e>"]), max_size=30
+    ).map("".join),
+)
+@example(source=" {2,}<x>", text="a   <x>")  # a start inside a run
+@example(source="\\s*<tool_call>", text="x \n <tool_call>")
+def test_run_pattern_finds_the_leftmost_match(source: str, text: str) -> None:
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {"open_pattern": source, "close": "</f>", "transform": {"x": "{content}"}},
+                "content": {},
+            },
+        }
+    )
+    d = t.fields["tool_calls"].opener
+    fast = _oneshot.run_pattern(d)
+    assert fast is not None and _oneshot._kind(d) == _oneshot._RUN
+    for q in range(len(text) + 1):  # every start, inside runs too
+        m = fast.search(text, q)
+        want = _leftmost(d.module_re, text, q)
+        got = (m.start(), m.end()) if m is not None else None
+        assert got == want, (source, text, q)
+        if m is not None:
+            assert m.groupdict() == d.module_re.match(text, m.start()).groupdict()
+
+
+def test_run_pattern_declines_a_rest_that_can_start_in_the_run() -> None:
+    # `\s*\s?<x>`: REST can start with a `\s`, so a match can begin inside a run: no rewrite.
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {
+                    "open_pattern": "\\s*[ <]x>",
+                    "close": "</f>",
+                    "transform": {"x": "{content}"},
+                },
+                "content": {},
+            },
+        }
+    )
+    assert _oneshot.run_pattern(t.fields["tool_calls"].opener) is None
