@@ -91,6 +91,12 @@ def calls_from_value(value: Any) -> list[tuple[dict[str, Any] | None, str | None
     return out
 
 
+def _typed_shape(item: Any) -> bool:
+    """Whether the core's `coerce_tool_calls` types this call item (`tools._coerce_call`)."""
+    fn = item.get("function") if isinstance(item, dict) else None
+    return isinstance(fn, dict) and isinstance(fn.get("name"), str) and isinstance(fn.get("arguments"), dict)
+
+
 def _verbatim_arguments(f: Field) -> bool:
     """Whether the region's raw text is the arguments JSON itself (incremental streaming possible)."""
     args = f.content_args if isinstance(f.content_args, dict) else {}
@@ -138,6 +144,9 @@ class ToolCallAssembler:
         self.unknown: list[dict[str, Any]] = []
         self._next = 0
         self._region: _Region | None = None
+        #: the core was given the same tools (`offered`): it typed every call of the shape
+        #: `{"function": {"name": str, "arguments": dict}}` already (`tools.coerce_tool_calls`)
+        self.core_typed = False
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -218,7 +227,8 @@ class ToolCallAssembler:
             self._report(r, r.drop, r.captures.get("name"))
             return
         first = True
-        for call, error in calls_from_value(value):
+        items = value if isinstance(value, list) else [value]
+        for item, (call, error) in zip(items, calls_from_value(value)):
             if call is None:
                 self.errors.append({"field": r.field.name, "error": error, "text": text})
                 if first and r.index is not None:
@@ -226,7 +236,10 @@ class ToolCallAssembler:
                     first = False
                 continue
             name, args = call["name"], call["arguments"]
-            if self.offered:  # a call the core could not type (a passed-through call object)
+            if self.offered and not (self.core_typed and _typed_shape(item)):
+                # a call the core could not type (a passed-through call object); a call the core
+                # typed with the same table is left alone (coercion is idempotent: it casts only
+                # strings and keeps a string it cannot cast, so a second pass changes nothing)
                 args = coerce_tool_calls({"function": {"name": name, "arguments": args}}, self.offered)
                 args = args["function"]["arguments"]
             if first and r.index is not None:

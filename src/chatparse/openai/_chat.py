@@ -171,6 +171,8 @@ class ChatParser:
             unknown_tools=unknown_tools,
             id_factory=id_factory or random_call_id,
         )
+        # The core coerced the calls it could with the same tools; the assembler skips those.
+        self._calls.core_typed = self._auto is None and bool(tool_list)
         self._errors: list[dict[str, Any]] = []
         # Fields whose chunks produce no delta (the per-token path of `feed` skips them).
         self._silent_fields = frozenset(
