@@ -194,10 +194,10 @@ class _LoopSeek(_SearchSeek):
 
     __slots__ = ("finder",)
 
-    def __init__(self, rx: Any, names: list[str], strategy: Any) -> None:
+    def __init__(self, rx: Any, names: list[str], strategy: Any, loop: Any) -> None:
         super().__init__(rx, names)
         self.finder = strategy.finder()
-        self.loop = _any_loop(strategy)
+        self.loop = loop  # `_any_loop(strategy)`, decided with the plan
 
     def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
         n = len(buf)
@@ -495,22 +495,48 @@ def run_pattern(d: Any) -> Any:
 class FastWatch:
     """The one-shot view of a `WatchList`: each entry with its seeker kind."""
 
-    __slots__ = ("entries", "kinds", "keys", "order", "cursors", "single")
+    __slots__ = ("entries", "kinds", "keys", "cursors", "single", "index", "slots")
 
     def __init__(self, watch: WatchList) -> None:
         self.entries: list[Watch] = watch.entries
         self.kinds = [_kind(w.delimiter) for w in self.entries]
         self.keys = [(0 if w.is_open else 1, w.field) for w in self.entries]
-        self.order = list(range(len(self.entries)))
         self.cursors = _CURSOR in self.kinds
         #: one delimiter only (a region's closer): no key comparisons
         self.single = len(self.entries) == 1
+        self.index = 0  #: this watch list's number in its plan
+        self.slots: list[int] = []  #: each entry's seeker, by number in its plan
+
+
+def _factory(d: Any, kind: int) -> Any:
+    """A function making a fresh seeker for delimiter `d` (everything it needs decided now)."""
+    if kind == _LITERAL:
+        literals = d.strategy.literals
+        return lambda: _LiteralSeek(literals)
+    names = list(d.module_re.groupindex)
+    if kind == _SEARCH:
+        rx = d.module_re
+        return lambda: _SearchSeek(rx, names)
+    if kind == _RUN:
+        rx = run_pattern(d)
+        loop = _any_loop(d.strategy)
+
+        def make() -> _SearchSeek:
+            sk = _SearchSeek(rx, names)
+            sk.loop = loop
+            return sk
+
+        return make
+    strategy = d.strategy
+    rx = d.module_re
+    loop = _any_loop(strategy)
+    return lambda: _LoopSeek(rx, names, strategy, loop)
 
 
 class Plan:
     """The `FastWatch` of every watch list of a template, and whether the one-shot path applies."""
 
-    __slots__ = ("top", "by_field", "watches", "slow")
+    __slots__ = ("top", "by_field", "watches", "slow", "factories", "fws")
 
     def __init__(self, t: Template) -> None:
         self.top = FastWatch(t.watch)
@@ -525,6 +551,21 @@ class Plan:
         #: delimiters that need the streaming cursor (reported by `describe`); a template with any
         #: is parsed by the streaming machine at the end of the text (see `parse_events`)
         self.slow = sum(k == _CURSOR for fw in self.watches.values() for k in fw.kinds)
+        #: the seeker factory of every distinct delimiter (a delimiter watched in two lists has
+        #: one seeker per parse: what it learned holds in both)
+        self.factories: list[Any] = []
+        self.fws = list(self.watches.values())
+        if self.slow:
+            return
+        slot_of: dict[int, int] = {}
+        for i, fw in enumerate(self.fws):
+            fw.index = i
+            for w, k in zip(fw.entries, fw.kinds):
+                d = w.delimiter
+                if id(d) not in slot_of:
+                    slot_of[id(d)] = len(self.factories)
+                    self.factories.append(_factory(d, k))
+                fw.slots.append(slot_of[id(d)])
 
 
 _PLANS: weakref.WeakKeyDictionary[Template, Plan] = weakref.WeakKeyDictionary()
@@ -536,23 +577,6 @@ def plan_for(t: Template) -> Plan:
     if p is None:
         p = _PLANS[t] = Plan(t)
     return p
-
-
-def _seeker(d: Any, kind: int, states: dict[Any, Any]) -> Any:
-    key = ("oneshot", id(d))
-    s = states.get(key)
-    if s is None:
-        if kind == _LITERAL:
-            s = _LiteralSeek(d.strategy.literals)
-        elif kind == _SEARCH:
-            s = _SearchSeek(d.module_re, list(d.module_re.groupindex))
-        elif kind == _RUN:
-            s = _SearchSeek(run_pattern(d), list(d.module_re.groupindex))
-            s.loop = _any_loop(d.strategy)
-        else:
-            s = _LoopSeek(d.module_re, list(d.module_re.groupindex), d.strategy)
-        states[key] = s
-    return s
 
 
 # --------------------------------------------------------------------------------------------
@@ -591,6 +615,22 @@ def _decide(
     entry `j` of `fw` (`j == -1`: the close after the value of a `close_after_value` region), or
     `j == -2` to hold (route the rest of the text and close)."""
     n = len(buf)
+    if fw.single and (guard is None or not guard.value_close):
+        # one delimiter (a region's closer): its first match that is not refused
+        sk = seekers[0]
+        s = sk.first(buf, q)
+        while s < n:
+            if s == sk.end == zw:
+                s = sk.first(buf, s + 1)
+                continue
+            if guard is not None and guard.inside(buf, s):
+                loop = sk.loop
+                if loop is not None and loop(buf[s]):
+                    raise Bail("a refused match inside a loop run")
+                s = sk.first(buf, s + 1)
+                continue
+            return 0, s, sk.end, sk
+        return -2, n + 1, 0, None
     best = n + 1
     bkey: tuple | None = None
     bj = -2
@@ -654,7 +694,8 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
     fields = t.fields
     implicit = t.implicit
     implicit_dirty = implicit is not None and fields[implicit].dirty
-    states = parser._states
+    all_seekers = [make() for make in plan.factories]
+    lists: list[Any] = [None] * len(plan.fws)
     top = plan.top
     by_field = plan.by_field
     value_of = parser._value
@@ -668,17 +709,14 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
     zw = parser._zw
     dirty = parser._dirty
     first_error: BaseException | None = None
-    seekers_of: dict[int, list[Any]] = {}
     append = events.append if events is not None else None
 
     while True:
         explicit = cur is not None and cur != implicit
         fw = by_field[cur] if explicit else top
-        seekers = seekers_of.get(id(fw))
+        seekers = lists[fw.index]
         if seekers is None:
-            seekers = seekers_of[id(fw)] = [
-                _seeker(w.delimiter, k, states) for w, k in zip(fw.entries, fw.kinds)
-            ]
+            seekers = lists[fw.index] = [all_seekers[i] for i in fw.slots]
         guard: Any = None
         if explicit:
             f = fields[cur]
