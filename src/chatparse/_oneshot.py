@@ -6,28 +6,33 @@ When the whole text is known (`parse_response`), no decision ever has to wait fo
 the streaming scanner's machinery for partial matches (cursors running `_rx.Attempt` step by step,
 holds, prefilters) is not needed: the one-shot parse commits, in the current region's watch list,
 the match with the smallest key `(start, -length, opener-before-closer, field name)`, where each
-delimiter's match is its leftmost match at or after the parser's position. This module answers
-exactly that question with the `regex` module's compiled patterns and `str.find`, and plugs into
-`ResponseParser` as its scanner (`FastScanner.decide` returns the same `Hold` / `Commit` decisions
-as `_scan.Scanner.decide` at end of stream), so routing, values, events and errors are those of
-the streaming parser by construction.
+delimiter's match is its leftmost match at or after the parser's position. `_decide` answers
+exactly that question with the `regex` module's compiled patterns and `str.find`, and `run` is
+`ResponseParser._process` at the end of the stream with `_decide` as its scanner (the same
+routing, the same `_value`, the same events in the same order; `parse_response` asks for no
+events at all and gets the first malformed region's error instead), so the message is the
+streaming parser's by construction. The differential tests hold both to that.
 
-Each delimiter gets a *seeker* (`plan_for`, once per template, cached on it), chosen by what can be
-proven about its cost:
+Each delimiter gets a *seeker* (the `Plan`, once per template, cached on it, keeps one factory
+per distinct delimiter), chosen by what can be proven about its cost:
 
 * `_LiteralSeek`: a literal list, `str.find` per literal; the longest literal at the leftmost
   start wins.
 * `_SearchSeek`: a pattern whose backtracking per position `_rx.backtrack_bound` proves to be at
   most `_rx.SAFE_STEPS`: one `regex` `search` from the position, which is then linear in the text.
-* `_LoopSeek`: a pattern with unbounded repeats that `forced_linear` proves (every unbounded
-  repeat a single-class run that what follows cannot start, no candidate start possible inside
-  such a run; `C* REST` with REST bounded is the common case): the delimiter's own streaming
-  search strategy proposes candidate starts (C speed: literal leads, the start of a `C` run
-  before a place REST can start) and the compiled pattern's `match` decides at each; a failure
-  skips what the finder knows it decided (a whole leading run).
-* `_CursorSeek`: anything else (a name run a candidate can start in, as `<function=[^>\\n]+>`,
-  lookbehind-led branches, anchors): the streaming parser's own exact `PatternCursor`, run at
-  end of stream and never asked past the best start found so far. Exact and linear, only slower.
+* `_RUN` (a `_SearchSeek` over `run_pattern`): `C* REST` where REST cannot start with a C
+  character (`\\s*<tool_call>`): one `regex` search of `(?:\\G|(?<!C))(?:PATTERN)`, whose
+  attempts inside a C run fail at the lookbehind (see the comment at `run_pattern`).
+* `_LoopSeek`: other patterns with unbounded repeats that `forced_linear` proves (every
+  unbounded repeat a single-class run that what follows cannot start, no candidate start possible
+  inside such a run): the delimiter's own streaming search strategy proposes candidate starts
+  (C speed: literal leads, the start of a `C` run before a place REST can start) and the compiled
+  pattern's `match` decides at each; a failure skips what the finder knows it decided.
+* anything else (a name run a candidate can start in, as `<function=[^>\\n]+>`, lookbehind-led
+  branches, anchors) needs the streaming parser's exact cursor: such a template (`Plan.slow`) is
+  parsed by the streaming machine at the end of the text (`parse_events`, `parse_message`), as
+  per-visit cursors here were quadratic in the number of regions (gpt_oss with text between
+  calls).
 
 Every seeker remembers its last answer: the leftmost match at or after `q0` starts at `s`, which
 stays the answer for every query in `[q0, s]` (a match at a start does not depend on where the
@@ -37,10 +42,13 @@ region visits together is linear in the text.
 Refusals are those of the streaming scanner: a zero-width match at the position of the previous
 zero-width commit, and, in a `close_outside_strings` region, a match inside a string literal of
 the body (asked of the same `StringGuard`, or, for plain `"..."` strings, of `_QuoteGuard`: the
-same answer from one possessive C match). A refused match of a `_LoopSeek` inside a C-run would
-make the next query re-scan the run: the fast path then gives up (`Bail`) and the caller parses
-with the streaming scanner instead, so the worst case stays linear (the fast work before the bail
-is at most linear too).
+same answer from one possessive C match). A refused match of a run pattern inside its C-run
+would make the next query re-scan the run: the fast path then gives up (`Bail`) and the caller
+parses with the streaming scanner instead, so the worst case stays linear (the fast work before
+the bail is at most linear too).
+
+Values: a field's body goes through `Field.process` (`_content.compile_processor`, built at
+load: the transform as one expression, `json.loads` for plain JSON), then the tools' coercion.
 """
 
 from __future__ import annotations
