@@ -856,6 +856,8 @@ def compile_processor(
     declines)."""
     if transform_each:
         return None
+    if content == "text" and isinstance(content_args, dict) and not content_args and transform is None:
+        return lambda body, captures: body.strip()  # `_text` with no arguments
     compiled = compile_transform(transform) if transform is not None else None
     if transform is not None and compiled is None:
         return None

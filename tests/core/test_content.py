@@ -631,6 +631,9 @@ def test_validate_transform_strings_matches_reference(transform: Any) -> None:
 
 FIELD_CASES: list[tuple[str, dict[str, Any], Any, bool]] = [
     ("json", {}, None, False),
+    ("text", {}, None, False),
+    ("text", {"strip": False}, None, False),
+    ("json", {"close_outside_strings": True}, {"type": "function", "function": "{content}"}, False),
     ("json", {}, {"type": "function", "function": "{content}"}, False),
     ("json", {}, {"function": {"name": "{content.name}", "arguments": "{content.arguments}"}}, False),
     ("json", {}, {"name": "{name}", "arguments": "{arguments}", "id": "{cid}"}, True),
