@@ -666,8 +666,13 @@ def _decide(
             break
         if s >= n or s > best:
             continue
+        if s < best:  # the keys are compared only on a tie of starts
+            best, bkey, bj, bend, bsk = s, None, j, sk.end, sk
+            continue
+        if bkey is None:
+            bkey = (best - bend, *keys[bj])
         key = (s - sk.end, *keys[j])
-        if s < best or bkey is None or key < bkey:
+        if key < bkey:
             best, bkey, bj, bend, bsk = s, key, j, sk.end, sk
     return bj, best, bend, bsk
 
