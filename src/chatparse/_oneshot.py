@@ -23,6 +23,9 @@ per distinct delimiter), chosen by what can be proven about its cost:
 * `_RUN` (a `_SearchSeek` over `run_pattern`): `C* REST` where REST cannot start with a C
   character (`\\s*<tool_call>`): one `regex` search of `(?:\\G|(?<!C))(?:PATTERN)`, whose
   attempts inside a C run fail at the lookbehind (see the comment at `run_pattern`).
+* `_LEAD` (a `_SearchSeek` over the pattern itself): a pattern `forced_linear` proves whose every
+  match starts with a literal lead or a trigger character and that has no leading run: one
+  `regex` search tries exactly the finder's candidates at C speed.
 * `_LoopSeek`: other patterns with unbounded repeats that `forced_linear` proves (every
   unbounded repeat a single-class run that what follows cannot start, no candidate start possible
   inside such a run): the delimiter's own streaming search strategy proposes candidate starts
@@ -234,7 +237,7 @@ def _any_loop(strategy: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 # Plans: the seeker kind of every delimiter of a template, decided once.
 
-_LITERAL, _SEARCH, _LOOP, _CURSOR, _RUN = range(5)
+_LITERAL, _SEARCH, _LOOP, _CURSOR, _RUN, _LEAD = range(6)
 
 # -- the proof for patterns with unbounded runs ----------------------------------------------
 #
@@ -455,6 +458,11 @@ def _kind(d: Any) -> int:
             loop = rest is not None and rest <= _rx.SAFE_STEPS
     if not loop and not forced_linear(d):
         return _CURSOR
+    if type(s) in (PrefixSearch, PrefixSetSearch, TriggerSearch, UnionSearch) and not s.loops:
+        # Every match starts with a lead the finder would propose, and no run of the pattern
+        # can hold a lead (the proof above): one `regex` search tries the same candidates (any
+        # other position fails within the lead) and finds the same leftmost match, in C.
+        return _LEAD
     return _RUN if run_pattern(d) is not None else _LOOP
 
 
@@ -522,7 +530,7 @@ def _factory(d: Any, kind: int) -> Any:
         literals = d.strategy.literals
         return lambda: _LiteralSeek(literals)
     names = list(d.module_re.groupindex)
-    if kind == _SEARCH:
+    if kind in (_SEARCH, _LEAD):
         rx = d.module_re
         return lambda: _SearchSeek(rx, names)
     if kind == _RUN:

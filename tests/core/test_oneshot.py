@@ -366,3 +366,46 @@ def test_run_pattern_declines_a_rest_that_can_start_in_the_run() -> None:
         }
     )
     assert _oneshot.run_pattern(t.fields["tool_calls"].opener) is None
+
+
+_LEAD_SOURCES = [
+    "<\\|e\\|>(?:[^<]{0,256}(?=<\\|b\\|>|<\\|z\\|>))?",  # kimi_k2's call closer, shortened
+    "<f=(?P<name>[^<>\\n]+)>",
+    "</?x>\\s*",
+    "(?:<a>|<b>)[^<]*</c>",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    source=st.sampled_from(_LEAD_SOURCES),
+    text=st.lists(
+        st.sampled_from(
+            [" ", "\n", "<", ">", "/", "f=", "a", "x", "<x>", "<|e|>", "<|b|>", "<|z|>", "<a>", "</c>"]
+        ),
+        max_size=30,
+    ).map("".join),
+)
+@example(source=_LEAD_SOURCES[0], text="<|e|>ab <|z|>")
+def test_lead_seeker_finds_the_leftmost_match(source: str, text: str) -> None:
+    # A proven pattern whose matches start with a lead: one `regex` search from each start gives
+    # the leftmost match the finder and `match` would (every start, against the definition).
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {"open_pattern": source, "close": "</f>", "transform": {"x": "{content}"}},
+                "content": {},
+            },
+        }
+    )
+    d = t.fields["tool_calls"].opener
+    assert _oneshot._kind(d) == _oneshot._LEAD
+    for q in range(len(text) + 1):
+        sk = _oneshot._factory(d, _oneshot._LEAD)()
+        s = sk.first(text, q)
+        want = _leftmost(d.module_re, text, q)
+        got = (s, sk.end) if s <= len(text) else None
+        if want is not None and want[0] == len(text):
+            want = None  # a match at the very end of the text is never taken
+        assert got == want, (source, text, q)
