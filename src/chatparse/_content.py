@@ -848,12 +848,34 @@ def _plain_json(content: str, content_args: Any) -> bool:
     return content == "json" and isinstance(content_args, dict) and set(content_args) <= _SCANNER_ARGS
 
 
+class CompiledProcessor:
+    """`compile_processor`'s result: `fn(body, captures) -> value`. It pickles (and so does the
+    template holding it) as the field description it is compiled from."""
+
+    __slots__ = ("fn", "_args")
+
+    def __init__(self, fn: Callable[[str, dict[str, Any]], Any], args: tuple) -> None:
+        self.fn = fn
+        self._args = args
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (compile_processor, self._args)
+
+
 def compile_processor(
     name: str, content: str, content_args: Any, transform: Any, transform_each: bool
+) -> CompiledProcessor | None:
+    """`process_field` for one field, compiled (see above), or None when only the generic path
+    applies (`transform_each`, transforms `compile_transform` declines)."""
+    fn = _compile_processor(content, content_args, transform, transform_each)
+    if fn is None:
+        return None
+    return CompiledProcessor(fn, (name, content, content_args, transform, transform_each))
+
+
+def _compile_processor(
+    content: str, content_args: Any, transform: Any, transform_each: bool
 ) -> Callable[[str, dict[str, Any]], Any] | None:
-    """`process_field` for one field as a `(body, captures) -> value` function (see above), or
-    None when only the generic path applies (`transform_each`, transforms `compile_transform`
-    declines)."""
     if transform_each:
         return None
     if content == "text" and isinstance(content_args, dict) and not content_args and transform is None:
@@ -899,7 +921,7 @@ def process_field(body: str, field: FieldLike, captures: dict[str, Any]) -> Any:
     """
     compiled = getattr(field, "process", None)
     if compiled is not None:
-        return compiled(body, captures)
+        return compiled.fn(body, captures)
     value = parse_content(body, field.content, field.content_args)
     if field.transform is None:
         return value

@@ -692,6 +692,24 @@ def test_process_field_matches_reference(
     check(lambda: process_field(body, compiled, captures), lambda: ref.process_field(body, field, captures))
 
 
+def test_compiled_templates_pickle() -> None:
+    # Templates pickle (`datasets` workers, multiprocessing): the compiled value path pickles as
+    # the field description it is built from, and parses the same after the round trip.
+    import pickle
+
+    from chatparse import catalog, load_response_template, parse_response
+
+    text = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
+    for name in ("qwen3", "kimi_k2", "deepseek_v3"):
+        t = load_response_template(catalog.get(name))
+        assert any(f.process is not None for f in t.fields.values())
+        copy = pickle.loads(pickle.dumps(t))
+        assert [f.process is not None for f in copy.fields.values()] == [
+            f.process is not None for f in t.fields.values()
+        ]
+        assert parse_response(text, copy, prefix="") == parse_response(text, t, prefix="")
+
+
 def _related(transform: Any) -> bool:
     """Whether `transform` places two paths one of which is a prefix of the other."""
     found: list[tuple[str, ...]] = []
