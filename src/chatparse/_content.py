@@ -51,6 +51,8 @@ __all__ = [
     "STREAMABLE_PARSERS",
     "FieldLike",
     "apply_transform",
+    "compile_processor",
+    "compile_transform",
     "copy_value",
     "is_dirty",
     "parse_content",
@@ -722,71 +724,6 @@ def _apply(transform: Any, scope: dict[str, Any], placed: list[tuple[str, ...]])
     return value
 
 
-# Compiled transforms (`_compiled`): the same rebuild as `_apply`, as one generated function per
-# transform. A call then costs one function call instead of a recursive walk with a regex test per
-# string (a tool call's close ran ~40 Python calls here). Only transforms whose placeholders can
-# never share a container are compiled (no path is a prefix of another, so `_apply` never copies),
-# and only small, shallow ones; any failure reruns `_apply`, which raises the reference's error.
-_COMPILED: dict[int, tuple[Any, Any]] = {}
-_COMPILE_MAX_NODES = 64
-_COMPILE_MAX_DEPTH = 8
-
-
-def _gen(t: Any, consts: list[Any], paths: list[tuple[str, ...]], depth: int) -> str | None:
-    """Python source of an expression that rebuilds `t` from `scope` (None: not compiled)."""
-    if depth > _COMPILE_MAX_DEPTH or len(consts) + len(paths) > _COMPILE_MAX_NODES:
-        return None
-    if type(t) is dict:
-        parts = []
-        for k, v in t.items():
-            consts.append(k)
-            key = f"K[{len(consts) - 1}]"
-            sub = _gen(v, consts, paths, depth + 1)
-            if sub is None:
-                return None
-            parts.append(f"{key}: {sub}")
-        return "{" + ", ".join(parts) + "}"
-    if type(t) is list:
-        subs = [_gen(v, consts, paths, depth + 1) for v in t]
-        if any(x is None for x in subs):
-            return None
-        return "[" + ", ".join(subs) + ("," if len(subs) == 1 else "") + "]"  # type: ignore[arg-type]
-    if isinstance(t, (dict, list)):
-        return None  # subclasses: left to `_apply`
-    whole = _PLACEHOLDER.fullmatch(t) if isinstance(t, str) else None
-    if whole is None:
-        consts.append(t)
-        return f"K[{len(consts) - 1}]"
-    segments = tuple(whole.group(1).split("."))
-    paths.append(segments)
-    consts.append(segments[0])
-    if len(segments) == 1:
-        return f"scope[K[{len(consts) - 1}]]"
-    consts.append(whole.group(1))
-    return f"L(K[{len(consts) - 1}], scope)"
-
-
-def _compiled(transform: Any) -> Any:
-    """The compiled rebuild of `transform` (a function of the scope), or None."""
-    got = _COMPILED.get(id(transform))
-    if got is not None and got[0] is transform:
-        return got[1]
-    consts: list[Any] = []
-    paths: list[tuple[str, ...]] = []
-    src = _gen(transform, consts, paths, 0)
-    fn = None
-    if src is not None and not any(
-        a[: len(b)] == b for i, a in enumerate(paths) for j, b in enumerate(paths) if i != j
-    ):
-        ns: dict[str, Any] = {"K": tuple(consts), "L": _lookup}
-        exec(f"def f(scope):\n    return {src}\n", ns)  # noqa: S102 - constants go through K only
-        fn = ns["f"]
-    if len(_COMPILED) > 4096:
-        _COMPILED.clear()
-    _COMPILED[id(transform)] = (transform, fn)  # the entry keeps `transform` alive: ids stay unique
-    return fn
-
-
 def apply_transform(transform: Any, scope: dict[str, Any]) -> Any:
     """Rebuild `transform` with each whole-string placeholder `{name.key...}` replaced from `scope`.
 
@@ -798,12 +735,6 @@ def apply_transform(transform: Any, scope: dict[str, Any]) -> Any:
     Raises `KeyError` for a root name missing from `scope` (as the reference), `ValueError` for a
     path that cannot be followed.
     """
-    fn = _compiled(transform)
-    if fn is not None:
-        try:
-            return fn(scope)
-        except Exception:  # noqa: BLE001 - `_apply` below raises the documented error
-            pass
     try:
         return _apply(transform, scope, [])
     except RecursionError:
@@ -840,6 +771,147 @@ def validate_transform_strings(scope: str, transform: Any) -> None:
         raise ValueError(f"{scope}: transform is nested too deeply") from None
 
 
+# -- compiled value paths -----------------------------------------------------------------------
+#
+# `process_field` runs once per closed region; generically it walks the transform tree and matches
+# every string against `_PLACEHOLDER` (5-10 us a tool call, more than the JSON parse). A field's
+# value path is therefore compiled once at template load (`compile_processor`): the transform
+# becomes one Python expression building the same containers, and a `json` field without dialect
+# options parses with `json.loads` directly. Any failure re-runs the generic code, so errors
+# (types and messages) are the generic ones; the compiled code has no side effects to undo.
+
+_MAX_COMPILED_DEPTH = 24
+#: content_args keys that do not change what the `json` parser returns (they steer the scanner)
+_SCANNER_ARGS = frozenset({"close_outside_strings", "close_after_value"})
+
+
+def compile_transform(transform: Any) -> Callable[[dict[str, Any]], Any] | None:
+    """`apply_transform(transform, scope)` as one compiled function, or None when the transform
+    places two related paths (one a prefix of the other: the generic code copies containers there)
+    or nests too deeply.
+
+    >>> compile_transform({"type": "function", "function": "{content}"})({"content": {"name": "f"}})
+    {'type': 'function', 'function': {'name': 'f'}}
+    """
+    consts: dict[str, Any] = {}
+    paths: list[tuple[str, ...]] = []
+
+    def const(v: Any) -> str:
+        name = f"_c{len(consts)}"
+        consts[name] = v
+        return name
+
+    def gen(node: Any, depth: int) -> str | None:
+        if depth > _MAX_COMPILED_DEPTH:
+            return None
+        if isinstance(node, dict):
+            items = []
+            for k, v in node.items():
+                sub = gen(v, depth + 1)
+                if sub is None:
+                    return None
+                items.append(f"{const(k)}: {sub}")
+            return "{" + ", ".join(items) + "}"
+        if isinstance(node, list):
+            subs = [gen(v, depth + 1) for v in node]
+            if any(x is None for x in subs):
+                return None
+            return "[" + ", ".join(subs) + "]"  # type: ignore[arg-type]
+        if isinstance(node, str):
+            whole = _PLACEHOLDER.fullmatch(node)
+            if whole:
+                path: str = whole.group(1)
+                paths.append(tuple(path.split(".")))
+                if "." in path:
+                    return f"_lookup({const(path)}, scope)"
+                return f"scope[{const(path)}]"
+        return const(node)
+
+    try:
+        expr = gen(transform, 0)
+    except RecursionError:  # pragma: no cover - bounded by _MAX_COMPILED_DEPTH
+        return None
+    if expr is None:
+        return None
+    for i, p in enumerate(paths):
+        for q in paths[:i]:
+            if p[: len(q)] == q or q[: len(p)] == p:
+                return None
+    src = f"def _compiled(scope):\n    try:\n        return {expr}\n    except KeyError:\n        return _slow(_t, scope)\n"
+    namespace: dict[str, Any] = {"_lookup": _lookup, "_slow": apply_transform, "_t": transform, **consts}
+    exec(src, namespace)  # noqa: S102 - source built above from constants' names only
+    fn: Callable[[dict[str, Any]], Any] = namespace["_compiled"]
+    return fn
+
+
+def _plain_json(content: str, content_args: Any) -> bool:
+    return content == "json" and isinstance(content_args, dict) and set(content_args) <= _SCANNER_ARGS
+
+
+class CompiledProcessor:
+    """`compile_processor`'s result: `fn(body, captures) -> value`. It pickles (and so does the
+    template holding it) as the field description it is compiled from."""
+
+    __slots__ = ("fn", "_args")
+
+    def __init__(self, fn: Callable[[str, dict[str, Any]], Any], args: tuple) -> None:
+        self.fn = fn
+        self._args = args
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (compile_processor, self._args)
+
+
+def compile_processor(
+    name: str, content: str, content_args: Any, transform: Any, transform_each: bool
+) -> CompiledProcessor | None:
+    """`process_field` for one field, compiled (see above), or None when only the generic path
+    applies (`transform_each`, transforms `compile_transform` declines)."""
+    fn = _compile_processor(content, content_args, transform, transform_each)
+    if fn is None:
+        return None
+    return CompiledProcessor(fn, (name, content, content_args, transform, transform_each))
+
+
+def _compile_processor(
+    content: str, content_args: Any, transform: Any, transform_each: bool
+) -> Callable[[str, dict[str, Any]], Any] | None:
+    if transform_each:
+        return None
+    if content == "text" and isinstance(content_args, dict) and not content_args and transform is None:
+        return lambda body, captures: body.strip()  # `_text` with no arguments
+    compiled = compile_transform(transform) if transform is not None else None
+    if transform is not None and compiled is None:
+        return None
+    plain = _plain_json(content, content_args)
+    loads = json.loads
+
+    def parse(body: str) -> Any:
+        if plain:
+            try:
+                return loads(body)
+            except (ValueError, RecursionError):
+                pass  # the generic parser raises its own error for the same text
+        return parse_content(body, content, content_args)
+
+    if compiled is None:
+        return lambda body, captures: parse(body)
+    apply = compiled
+
+    if plain:
+
+        def process(body: str, captures: dict[str, Any]) -> Any:
+            try:
+                value = loads(body)
+            except (ValueError, RecursionError):
+                value = parse_content(body, content, content_args)
+            return apply({**captures, "content": value})
+
+        return process
+
+    return lambda body, captures: apply({**captures, "content": parse(body)})
+
+
 def process_field(body: str, field: FieldLike, captures: dict[str, Any]) -> Any:
     """Parse a closed region's `body` with the field's content parser, then apply its transform.
 
@@ -847,6 +919,9 @@ def process_field(body: str, field: FieldLike, captures: dict[str, Any]) -> Any:
     each element, with the element's keys (over the regex `captures`) as the scope; otherwise the
     scope is the captures plus `content` (the parsed value).
     """
+    compiled = getattr(field, "process", None)
+    if compiled is not None:
+        return compiled.fn(body, captures)
     value = parse_content(body, field.content, field.content_args)
     if field.transform is None:
         return value

@@ -6,28 +6,36 @@ When the whole text is known (`parse_response`), no decision ever has to wait fo
 the streaming scanner's machinery for partial matches (cursors running `_rx.Attempt` step by step,
 holds, prefilters) is not needed: the one-shot parse commits, in the current region's watch list,
 the match with the smallest key `(start, -length, opener-before-closer, field name)`, where each
-delimiter's match is its leftmost match at or after the parser's position. This module answers
-exactly that question with the `regex` module's compiled patterns and `str.find`, and plugs into
-`ResponseParser` as its scanner (`FastScanner.decide` returns the same `Hold` / `Commit` decisions
-as `_scan.Scanner.decide` at end of stream), so routing, values, events and errors are those of
-the streaming parser by construction.
+delimiter's match is its leftmost match at or after the parser's position. `_decide` answers
+exactly that question with the `regex` module's compiled patterns and `str.find`, and `run` is
+`ResponseParser._process` at the end of the stream with `_decide` as its scanner (the same
+routing, the same `_value`, the same events in the same order; `parse_response` asks for no
+events at all and gets the first malformed region's error instead), so the message is the
+streaming parser's by construction. The differential tests hold both to that.
 
-Each delimiter gets a *seeker* (`plan_for`, once per template, cached on it), chosen by what can be
-proven about its cost:
+Each delimiter gets a *seeker* (the `Plan`, once per template, cached on it, keeps one factory
+per distinct delimiter), chosen by what can be proven about its cost:
 
 * `_LiteralSeek`: a literal list, `str.find` per literal; the longest literal at the leftmost
   start wins.
 * `_SearchSeek`: a pattern whose backtracking per position `_rx.backtrack_bound` proves to be at
   most `_rx.SAFE_STEPS`: one `regex` `search` from the position, which is then linear in the text.
-* `_LoopSeek`: a pattern with unbounded repeats that `forced_linear` proves (every unbounded
-  repeat a single-class run that what follows cannot start, no candidate start possible inside
-  such a run; `C* REST` with REST bounded is the common case): the delimiter's own streaming
-  search strategy proposes candidate starts (C speed: literal leads, the start of a `C` run
-  before a place REST can start) and the compiled pattern's `match` decides at each; a failure
-  skips what the finder knows it decided (a whole leading run).
-* `_CursorSeek`: anything else (a name run a candidate can start in, as `<function=[^>\\n]+>`,
-  lookbehind-led branches, anchors): the streaming parser's own exact `PatternCursor`, run at
-  end of stream and never asked past the best start found so far. Exact and linear, only slower.
+* `_RUN` (a `_SearchSeek` over `run_pattern`): `C* REST` where REST cannot start with a C
+  character (`\\s*<tool_call>`): one `regex` search of `(?:\\G|(?<!C))(?:PATTERN)`, whose
+  attempts inside a C run fail at the lookbehind (see the comment at `run_pattern`).
+* `_LEAD` (a `_SearchSeek` over the pattern itself): a pattern `forced_linear` proves whose every
+  match starts with a literal lead or a trigger character and that has no leading run: one
+  `regex` search tries exactly the finder's candidates at C speed.
+* `_LoopSeek`: other patterns with unbounded repeats that `forced_linear` proves (every
+  unbounded repeat a single-class run that what follows cannot start, no candidate start possible
+  inside such a run): the delimiter's own streaming search strategy proposes candidate starts
+  (C speed: literal leads, the start of a `C` run before a place REST can start) and the compiled
+  pattern's `match` decides at each; a failure skips what the finder knows it decided.
+* anything else (a name run a candidate can start in, as `<function=[^>\\n]+>`, lookbehind-led
+  branches, anchors) needs the streaming parser's exact cursor: such a template (`Plan.slow`) is
+  parsed by the streaming machine at the end of the text (`parse_events`, `parse_message`), as
+  per-visit cursors here were quadratic in the number of regions (gpt_oss with text between
+  calls).
 
 Every seeker remembers its last answer: the leftmost match at or after `q0` starts at `s`, which
 stays the answer for every query in `[q0, s]` (a match at a start does not depend on where the
@@ -37,10 +45,13 @@ region visits together is linear in the text.
 Refusals are those of the streaming scanner: a zero-width match at the position of the previous
 zero-width commit, and, in a `close_outside_strings` region, a match inside a string literal of
 the body (asked of the same `StringGuard`, or, for plain `"..."` strings, of `_QuoteGuard`: the
-same answer from one possessive C match). A refused match of a `_LoopSeek` inside a C-run would
-make the next query re-scan the run: the fast path then gives up (`Bail`) and the caller parses
-with the streaming scanner instead, so the worst case stays linear (the fast work before the bail
-is at most linear too).
+same answer from one possessive C match). A refused match of a run pattern inside its C-run
+would make the next query re-scan the run: the fast path then gives up (`Bail`) and the caller
+parses with the streaming scanner instead, so the worst case stays linear (the fast work before
+the bail is at most linear too).
+
+Values: a field's body goes through `Field.process` (`_content.compile_processor`, built at
+load: the transform as one expression, `json.loads` for plain JSON), then the tools' coercion.
 """
 
 from __future__ import annotations
@@ -54,10 +65,9 @@ import regex
 from . import _rx
 from ._rx import Node
 from ._scan import (
-    Commit,
-    Hold,
     LoopSearch,
     PrefixSearch,
+    PrefixSetSearch,
     StringGuard,
     TriggerSearch,
     UnionSearch,
@@ -72,7 +82,7 @@ from ._scan import (
 )
 from ._template import Template
 
-__all__ = ["Bail", "FastScanner", "FastWatch", "fast_end", "parse_events", "plan_for"]
+__all__ = ["Bail", "FastWatch", "parse", "parse_events", "plan_for", "run"]
 
 
 class Bail(Exception):
@@ -195,10 +205,10 @@ class _LoopSeek(_SearchSeek):
 
     __slots__ = ("finder",)
 
-    def __init__(self, rx: Any, names: list[str], strategy: Any) -> None:
+    def __init__(self, rx: Any, names: list[str], strategy: Any, loop: Any) -> None:
         super().__init__(rx, names)
         self.finder = strategy.finder()
-        self.loop = _any_loop(strategy)
+        self.loop = loop  # `_any_loop(strategy)`, decided with the plan
 
     def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
         n = len(buf)
@@ -224,36 +234,10 @@ def _any_loop(strategy: Any) -> Any:
     return lambda ch: any(t(ch) for t in tests)
 
 
-class _CursorSeek:
-    """The streaming parser's exact cursor, asked at end of stream (one per region visit)."""
-
-    __slots__ = ("cur", "end")
-
-    def __init__(self, d: Any, states: dict[Any, Any]) -> None:
-        self.cur = d.cursor(states)
-        self.end = 0
-
-    def first(self, buf: str, q: int, limit: int, zw: int) -> int:
-        cur = self.cur
-        if cur.q < q:
-            cur.q = q
-        status, pos, end = cur.advance(buf, True, limit, zw)
-        if status == 1:  # MATCH
-            self.end = end
-            return pos
-        return len(buf) + 1
-
-    def reject(self, pos: int) -> None:
-        self.cur.reject(pos)
-
-    def captures(self, buf: str) -> dict[str, str]:
-        return self.cur.captures(buf, self.cur.found[0], True)
-
-
 # --------------------------------------------------------------------------------------------
 # Plans: the seeker kind of every delimiter of a template, decided once.
 
-_LITERAL, _SEARCH, _LOOP, _CURSOR = range(4)
+_LITERAL, _SEARCH, _LOOP, _CURSOR, _RUN, _LEAD = range(6)
 
 # -- the proof for patterns with unbounded runs ----------------------------------------------
 #
@@ -397,6 +381,8 @@ def _lead_classes(strategy: Any) -> tuple[set[str], list[str]] | None:
     """The characters and classes a candidate of a non-loop strategy starts with."""
     if isinstance(strategy, PrefixSearch):
         return {strategy.prefix[0]}, []
+    if isinstance(strategy, PrefixSetSearch):
+        return {p[0] for p in strategy.prefixes}, []
     if isinstance(strategy, TriggerSearch):
         return set(strategy.chars), list(strategy.classes)
     if isinstance(strategy, LoopSearch):
@@ -463,45 +449,139 @@ def _kind(d: Any) -> int:
     if bound is not None and bound <= _rx.SAFE_STEPS:
         return _SEARCH
     s = d.strategy
+    loop = False
     if isinstance(s, LoopSearch) and s.unbounded:
         # `C* REST` with REST bounded: its finder proposes maximal run starts only.
         items = _flatten(tree)
         if _run_class(items[0]) is not None and len(items) >= 2:
             rest = _rx.backtrack_bound(_rx.Node(_rx.Op.CAT, kids=items[1:]))
-            if rest is not None and rest <= _rx.SAFE_STEPS:
-                return _LOOP
-    if forced_linear(d):
-        return _LOOP
-    return _CURSOR
+            loop = rest is not None and rest <= _rx.SAFE_STEPS
+    if not loop and not forced_linear(d):
+        return _CURSOR
+    if type(s) in (PrefixSearch, PrefixSetSearch, TriggerSearch, UnionSearch) and not s.loops:
+        # Every match starts with a lead the finder would propose, and no run of the pattern
+        # can hold a lead (the proof above): one `regex` search tries the same candidates (any
+        # other position fails within the lead) and finds the same leftmost match, in C.
+        return _LEAD
+    return _RUN if run_pattern(d) is not None else _LOOP
+
+
+# -- one C search for a leading run ----------------------------------------------------------
+#
+# `C* REST` where no match of REST can start with a C character (`\s*<tool_call>`): the leftmost
+# match at or after `q` starts at `q` or at the start of a maximal C run (a match starting inside
+# a run, after a C character, extends to the left by that character), and a match at a run start
+# takes the whole run (REST cannot begin inside it). So `(?:\G|(?<!C))(?:PATTERN)`, searched
+# from `q`, finds the same match, in C: attempts inside a run fail at the lookbehind in one step,
+# an attempt at a run start crosses the run once, and an attempt elsewhere does real work only at
+# a character REST can start with, which the linear proof of the pattern (`_kind`: REST bounded,
+# or `forced_linear`) keeps outside every run another attempt crosses. Linear, as `_LoopSeek`,
+# without a Python finder.
+
+_RUN_PATTERNS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def run_pattern(d: Any) -> Any:
+    """The compiled `(?:\\G|(?<!C))(?:PATTERN)` of a pattern delimiter `C* REST` whose REST
+    cannot start with a C character, or None (other shapes, or a source that does not compose)."""
+    if d in _RUN_PATTERNS:
+        return _RUN_PATTERNS[d]
+    got = None
+    rx = d.module_re
+    items = _flatten(d.prog.tree) if d.prog.tree is not None else []
+    cls = _run_class(items[0]) if items else None
+    if (
+        rx is not None
+        and not rx.flags & (regex.IGNORECASE | regex.MULTILINE | regex.VERBOSE)
+        and cls is not None
+        and len(items) >= 2
+        and _follow_disjoint(items[1:], cls)
+        and not d.source.startswith("(?")
+    ):
+        try:
+            got = regex.compile(f"(?:\\G|(?<!{cls}))(?:{d.source})", rx.flags)
+        except regex.error:  # pragma: no cover - a source that does not compose
+            got = None
+        if got is not None and got.groupindex != rx.groupindex:  # pragma: no cover
+            got = None
+    _RUN_PATTERNS[d] = got
+    return got
 
 
 class FastWatch:
     """The one-shot view of a `WatchList`: each entry with its seeker kind."""
 
-    __slots__ = ("entries", "kinds", "keys", "order", "cursors")
+    __slots__ = ("entries", "kinds", "keys", "cursors", "single", "index", "slots")
 
     def __init__(self, watch: WatchList) -> None:
         self.entries: list[Watch] = watch.entries
         self.kinds = [_kind(w.delimiter) for w in self.entries]
         self.keys = [(0 if w.is_open else 1, w.field) for w in self.entries]
-        # the streaming cursors last, so that they are never asked past the best start found
-        self.order = sorted(range(len(self.entries)), key=lambda j: self.kinds[j] == _CURSOR)
         self.cursors = _CURSOR in self.kinds
+        #: one delimiter only (a region's closer): no key comparisons
+        self.single = len(self.entries) == 1
+        self.index = 0  #: this watch list's number in its plan
+        self.slots: list[int] = []  #: each entry's seeker, by number in its plan
 
-    def scanner(self, q: int, states: dict[Any, Any], guard: StringGuard | None = None) -> FastScanner:
-        return FastScanner(self, q, states, guard)
+
+def _factory(d: Any, kind: int) -> Any:
+    """A function making a fresh seeker for delimiter `d` (everything it needs decided now)."""
+    if kind == _LITERAL:
+        literals = d.strategy.literals
+        return lambda: _LiteralSeek(literals)
+    names = list(d.module_re.groupindex)
+    if kind in (_SEARCH, _LEAD):
+        rx = d.module_re
+        return lambda: _SearchSeek(rx, names)
+    if kind == _RUN:
+        rx = run_pattern(d)
+        loop = _any_loop(d.strategy)
+
+        def make() -> _SearchSeek:
+            sk = _SearchSeek(rx, names)
+            sk.loop = loop
+            return sk
+
+        return make
+    strategy = d.strategy
+    rx = d.module_re
+    loop = _any_loop(strategy)
+    return lambda: _LoopSeek(rx, names, strategy, loop)
 
 
 class Plan:
-    """The `FastWatch` of every watch list of a template (by `id` of the `WatchList`)."""
+    """The `FastWatch` of every watch list of a template, and whether the one-shot path applies."""
 
-    __slots__ = ("watches", "slow")
+    __slots__ = ("top", "by_field", "watches", "slow", "factories", "fws")
 
     def __init__(self, t: Template) -> None:
-        lists = [t.watch] + [f.watch for f in t.fields.values() if f.watch is not None]
-        self.watches = {id(w): FastWatch(w) for w in lists}
-        #: delimiters that run the streaming cursor (reported by `describe`)
+        self.top = FastWatch(t.watch)
+        #: the watch list of each explicit field (the implicit field's region watches `top`)
+        self.by_field = {
+            name: FastWatch(f.watch) if f.watch is not t.watch else self.top for name, f in t.fields.items()
+        }
+        #: every `FastWatch`, by `id` of its `WatchList`
+        self.watches = {id(t.watch): self.top}
+        for name, f in t.fields.items():
+            self.watches.setdefault(id(f.watch), self.by_field[name])
+        #: delimiters that need the streaming cursor (reported by `describe`); a template with any
+        #: is parsed by the streaming machine at the end of the text (see `parse_events`)
         self.slow = sum(k == _CURSOR for fw in self.watches.values() for k in fw.kinds)
+        #: the seeker factory of every distinct delimiter (a delimiter watched in two lists has
+        #: one seeker per parse: what it learned holds in both)
+        self.factories: list[Any] = []
+        self.fws = list(self.watches.values())
+        if self.slow:
+            return
+        slot_of: dict[int, int] = {}
+        for i, fw in enumerate(self.fws):
+            fw.index = i
+            for w, k in zip(fw.entries, fw.kinds):
+                d = w.delimiter
+                if id(d) not in slot_of:
+                    slot_of[id(d)] = len(self.factories)
+                    self.factories.append(_factory(d, k))
+                fw.slots.append(slot_of[id(d)])
 
 
 _PLANS: weakref.WeakKeyDictionary[Template, Plan] = weakref.WeakKeyDictionary()
@@ -515,24 +595,8 @@ def plan_for(t: Template) -> Plan:
     return p
 
 
-def _seeker(d: Any, kind: int, states: dict[Any, Any]) -> Any:
-    if kind == _CURSOR:
-        return _CursorSeek(d, states)  # per visit; its finder is kept in `states` by the cursor
-    key = ("oneshot", id(d))
-    s = states.get(key)
-    if s is None:
-        if kind == _LITERAL:
-            s = _LiteralSeek(d.strategy.literals)
-        elif kind == _SEARCH:
-            s = _SearchSeek(d.module_re, list(d.module_re.groupindex))
-        else:
-            s = _LoopSeek(d.module_re, list(d.module_re.groupindex), d.strategy)
-        states[key] = s
-    return s
-
-
 # --------------------------------------------------------------------------------------------
-# The scanner
+# The decision
 
 
 # Text outside JSON strings, possessively (no backtracking): it stops right before the opening
@@ -560,79 +624,65 @@ class _QuoteGuard:
         return e != p
 
 
-class FastScanner:
-    """`Scanner.decide` at end of stream, from seekers (see the module docstring)."""
-
-    __slots__ = ("fw", "q", "guard", "seekers")
-
-    def __init__(self, fw: FastWatch, q: int, states: dict[Any, Any], guard: StringGuard | None) -> None:
-        self.fw = fw
-        self.q = q
-        if guard is not None and not guard.delims and guard.quotes == '"' and not guard.value_close:
-            guard = _QuoteGuard(guard.start)  # type: ignore[assignment]
-        self.guard = guard
-        key = id(fw)
-        seekers = states.get(key)
-        if seekers is None:
-            seekers = states[key] = [_seeker(fw.entries[j].delimiter, fw.kinds[j], states) for j in fw.order]
-        if fw.cursors:
-            # The streaming cursors are per region visit (their finders are kept in `states`).
-            seekers = [
-                _CursorSeek(fw.entries[j].delimiter, states) if fw.kinds[j] == _CURSOR else sk
-                for j, sk in zip(fw.order, seekers)
-            ]
-        self.seekers = seekers
-
-    def decide(self, buf: str, eos: bool, zw_forbid: int = -1) -> Hold | Commit:
-        if not eos:  # pragma: no cover - the one-shot parser decides only at the end of the text
-            raise Bail("the one-shot scanner decides only at the end of the text")
-        n = len(buf)
-        q = self.q
-        fw = self.fw
-        guard = self.guard
-        best = n + 1
-        bkey: tuple | None = None
-        bj = -1
-        bend = 0
-        bsk: Any = None
-        if guard is not None and guard.value_close and fw.entries:
-            found = guard.value_close_at(buf, True)
-            if found is not None and found[1] < n:
-                best = bend = found[1]
-                bkey = (0, 1, fw.entries[0].field)
-        order = fw.order
-        for i, sk in enumerate(self.seekers):
-            if type(sk) is _CursorSeek:
-                # Last in the order: never asked past the best start found so far.
-                limit = best if best < n else n - 1
-                s = sk.first(buf, q, limit, zw_forbid)
-                while s <= best and s < n and guard is not None and guard.inside(buf, s):
-                    sk.reject(s)
-                    s = sk.first(buf, s + 1, limit, zw_forbid)
-            else:
-                s = sk.first(buf, q)
-                while s <= best and s < n:
-                    if s == sk.end == zw_forbid:
-                        s = sk.first(buf, s + 1)  # no second zero-width match at the same place
-                        continue
-                    if guard is not None and guard.inside(buf, s):
-                        loop = sk.loop
-                        if loop is not None and loop(buf[s]):
-                            raise Bail("a refused match inside a loop run")
-                        s = sk.first(buf, s + 1)
-                        continue
-                    break
-            if s >= n or s > best:
+def _decide(
+    fw: FastWatch, seekers: list[Any], buf: str, q: int, guard: Any, zw: int
+) -> tuple[int, int, int, Any]:
+    """`Scanner.decide` at the end of the text, from seekers: `(j, start, end, seeker)` to commit
+    entry `j` of `fw` (`j == -1`: the close after the value of a `close_after_value` region), or
+    `j == -2` to hold (route the rest of the text and close)."""
+    n = len(buf)
+    if fw.single and (guard is None or not guard.value_close):
+        # one delimiter (a region's closer): its first match that is not refused
+        sk = seekers[0]
+        s = sk.first(buf, q)
+        while s < n:
+            if s == sk.end == zw:
+                s = sk.first(buf, s + 1)
                 continue
-            j = order[i]
-            key = (s - sk.end, *fw.keys[j])
-            if s < best or bkey is None or key < bkey:
-                best, bkey, bj, bend, bsk = s, key, j, sk.end, sk
+            if guard is not None and guard.inside(buf, s):
+                loop = sk.loop
+                if loop is not None and loop(buf[s]):
+                    raise Bail("a refused match inside a loop run")
+                s = sk.first(buf, s + 1)
+                continue
+            return 0, s, sk.end, sk
+        return -2, n + 1, 0, None
+    best = n + 1
+    bkey: tuple | None = None
+    bj = -2
+    bend = 0
+    bsk: Any = None
+    if guard is not None and guard.value_close and fw.entries:
+        found = guard.value_close_at(buf, True)
+        if found is not None and found[1] < n:
+            best = bend = found[1]
+            bkey = (0, 1, fw.entries[0].field)
+            bj = -1
+    keys = fw.keys
+    for j, sk in enumerate(seekers):
+        s = sk.first(buf, q)
+        while s <= best and s < n:
+            if s == sk.end == zw:
+                s = sk.first(buf, s + 1)  # no second zero-width match at the same place
+                continue
+            if guard is not None and guard.inside(buf, s):
+                loop = sk.loop
+                if loop is not None and loop(buf[s]):
+                    raise Bail("a refused match inside a loop run")
+                s = sk.first(buf, s + 1)
+                continue
+            break
+        if s >= n or s > best:
+            continue
+        if s < best:  # the keys are compared only on a tie of starts
+            best, bkey, bj, bend, bsk = s, None, j, sk.end, sk
+            continue
         if bkey is None:
-            return Hold(n)
-        if bj < 0:
-            return Commit(fw.entries[0], best, best, {})  # the close after the value
-        return Commit(fw.entries[bj], best, bend, bsk.captures(buf))
+            bkey = (best - bend, *keys[bj])
+        key = (s - sk.end, *keys[j])
+        if key < bkey:
+            best, bkey, bj, bend, bsk = s, key, j, sk.end, sk
+    return bj, best, bend, bsk
 
 
 # --------------------------------------------------------------------------------------------
@@ -642,27 +692,151 @@ class FastScanner:
 #: How many one-shot parses fell back to the streaming scanner (`Bail`); read by tests.
 BAILS = [0]
 
+_MALFORMED = (KeyError, TypeError, ValueError)
 
-def fast_end(parser: Any, text: str) -> list[Any]:
-    """Append the rest of the output `text` to a `ResponseParser` that has been fed nothing and
-    end the stream with the one-shot scanner: the events of `_end(cut_off=False)` (no cut-off
-    report). Raises `Bail` when the fast path gives up; the parser is then unusable.
 
-    Event values are not copied (the callers never hand them out)."""
-    plan = plan_for(parser._t)
-    watches = plan.watches
-    streaming_watch = parser._watch
+def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | None:
+    """Append the rest of the output `text` to a `ResponseParser` that has been fed nothing and end
+    the stream with C-searched decisions: `ResponseParser._process(eos=True)` with `_decide` as
+    its scanner (the one-chunk case of the streaming parser, so the same message). The events of
+    `_end(cut_off=False)` are appended to `events` (values uncopied); with `events=None` none are
+    built and the first error of a malformed region is returned instead (what `parse_response`
+    raises). Raises `Bail` when the fast path gives up (the parser is then unusable), and when the
+    template has a delimiter that needs the streaming cursor (see `parse_events`)."""
+    t = parser._t
+    plan = plan_for(t)
+    if plan.slow:
+        raise Bail("a delimiter needs the streaming cursor")
+    if parser._finalized:
+        raise RuntimeError("ResponseParser already finalized")
+    buf = parser._buf + text
+    parser._buf = buf
+    n = len(buf)
+    fields = t.fields
+    implicit = t.implicit
+    implicit_dirty = implicit is not None and fields[implicit].dirty
+    all_seekers = [make() for make in plan.factories]
+    lists: list[Any] = [None] * len(plan.fws)
+    top = plan.top
+    by_field = plan.by_field
+    value_of = parser._value
+    malformed = parser._malformed
+    emit_from = parser._emit_from
+    pos = parser._pos
+    cur = parser._current
+    opened = parser._opened
+    body_start = parser._body_start
+    caps = parser._captures
+    zw = parser._zw
+    dirty = parser._dirty
+    first_error: BaseException | None = None
+    append = events.append if events is not None else None
 
-    def watch() -> Any:
-        return watches[id(streaming_watch())]
-
-    parser._watch = watch  # this parser's scanners are one-shot scanners from now on
-    # The whole text at once: one pass at the end of the stream (no holds), which is the
-    # one-chunk case of the streaming parser and so gives the same message.
-    parser._buf += text
-    parser._copy_values = False
-    parser._scanner = None  # the prefix's scanner held from `_pos`: decide afresh from there
-    return parser._end(cut_off=False)
+    while True:
+        explicit = cur is not None and cur != implicit
+        fw = by_field[cur] if explicit else top
+        seekers = lists[fw.index]
+        if seekers is None:
+            seekers = lists[fw.index] = [all_seekers[i] for i in fw.slots]
+        guard: Any = None
+        if explicit:
+            f = fields[cur]
+            if f.string_guard is not None:
+                if not f.string_guard and f.string_quotes == '"' and not f.value_close:
+                    guard = _QuoteGuard(body_start)
+                else:
+                    guard = StringGuard(body_start, f.string_guard, f.string_quotes, f.value_close)
+        j, start, end, sk = _decide(fw, seekers, buf, pos, guard, zw)
+        if j == -2:  # nothing more: route the rest and close
+            start = end = n
+        # -- route buf[pos:start] ----------------------------------------------------------
+        if start > pos and cur is not None:
+            a = pos
+            if not opened:
+                if append is not None:
+                    append({"type": "region_open", "field": cur, "start": a, "end": a})
+                opened = True
+                body_start = a
+            if append is not None:
+                if a < emit_from:
+                    a = emit_from
+                if a < start:
+                    append({"type": "region_chunk", "field": cur, "text": buf[a:start], "dirty": dirty})
+        pos = end
+        if j == -2:
+            complete = cur is None or fields[cur].closer is None
+            close_at = close_end = n
+        else:
+            zw = start if start == end else -1
+            is_open = j >= 0 and fw.entries[j].is_open
+            if not is_open:
+                new_caps = sk.captures(buf) if sk is not None else {}
+                if new_caps:
+                    caps.update(new_caps)
+            complete = True
+            close_at, close_end = start, (start if is_open else end)
+        # -- close the current region ----------------------------------------------------------
+        if cur is not None and opened:
+            f = fields[cur]
+            parser._captures = caps  # `_value` reads the region's captures from the parser
+            try:
+                value = value_of(f, buf[body_start:close_at])
+            except _MALFORMED as e:
+                malformed.add(cur)
+                if append is not None:
+                    append(
+                        {
+                            "type": "region_malformed",
+                            "field": cur,
+                            "start": close_at,
+                            "end": close_end,
+                            "error": e,
+                            "body_start": body_start,
+                            "body_end": close_at,
+                        }
+                    )
+                elif first_error is None:
+                    first_error = e
+            else:
+                if append is not None:
+                    append(
+                        {
+                            "type": "region_close",
+                            "field": cur,
+                            "value": value,
+                            "start": close_at,
+                            "end": close_end,
+                            "complete": complete,
+                            "body_start": body_start,
+                            "body_end": close_at,
+                        }
+                    )
+        cur = implicit
+        dirty = implicit_dirty
+        caps = {}
+        opened = False
+        if j == -2:
+            break
+        if is_open:
+            w = fw.entries[j]
+            cur = w.field
+            dirty = fields[cur].dirty
+            caps = sk.captures(buf)
+            body_start = end
+            opened = True
+            if append is not None:
+                append(
+                    {"type": "region_open", "field": cur, "start": start, "end": end, "captures": dict(caps)}
+                )
+    parser._pos = pos
+    parser._current = cur
+    parser._opened = opened
+    parser._body_start = body_start
+    parser._captures = caps
+    parser._zw = zw
+    parser._dirty = dirty
+    parser._scanner = None
+    return first_error
 
 
 def parse_events(
@@ -670,7 +844,12 @@ def parse_events(
 ) -> tuple[Any, list[Any]]:
     """Parse a complete text: `(parser, events)`, the events of the prefix and of the end of the
     stream, exactly as the streaming parser gives them when the text is fed at once and finalized
-    (the parser is ready for `_check_required` and `_finish`). Event values are not copied."""
+    (the parser is ready for `_check_required` and `_finish`). Event values are not copied.
+
+    A template with a delimiter that runs the streaming cursor takes the streaming machine at the
+    end of the text: per-visit cursors on this path would re-run attempts over text an earlier
+    visit already decided (quadratic in the number of regions: gpt_oss with text between calls,
+    tests/catalog/test_linear_catalog.py)."""
     from ._parser import ResponseParser
 
     parser = ResponseParser(response_template, prefix=prefix, tools=tools)
@@ -679,18 +858,51 @@ def parse_events(
             raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
         text = str(text)
     initial = parser.initial_events
-    if fast and plan_for(parser._t).slow:
-        # A delimiter that runs the streaming cursor makes the per-visit cursors of this path
-        # re-run attempts over text an earlier visit already decided (quadratic in the number of
-        # regions: gpt_oss with text between calls, tests/catalog/test_linear_catalog.py); the
-        # streaming machine at the end of the text is linear there.
-        fast = False
-    if fast:
+    parser._copy_values = False
+    if fast and not plan_for(parser._t).slow:
+        events = list(initial)
         try:
-            return parser, initial + fast_end(parser, text)
+            run(parser, text, events)
         except Bail:
             BAILS[0] += 1
             return parse_events(text, response_template, prefix, tools, fast=False)
+        return parser, events
     parser._buf += text
-    parser._copy_values = False
     return parser, initial + parser._end(cut_off=False)
+
+
+def parse(text: str, response_template: Any, prefix: str | None, tools: Any) -> dict:
+    """`parse_response`: the message, or the exception the streaming parse's events give (the
+    first malformed region's error, then `RequiredFieldsMissing` with the events)."""
+    from ._parser import ResponseParser
+    from .errors import RequiredFieldsMissing
+
+    parser = ResponseParser(response_template, prefix=prefix, tools=tools)
+    if type(text) is not str:
+        if not isinstance(text, str):
+            raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
+        text = str(text)
+    for e in parser.initial_events:
+        if e["type"] == "region_malformed":
+            raise e["error"]
+    parser._copy_values = False
+    if not plan_for(parser._t).slow:
+        try:
+            error = run(parser, text, None)
+        except Bail:
+            BAILS[0] += 1
+        else:
+            if error is not None:
+                raise error
+            try:
+                parser._check_required([])
+            except RequiredFieldsMissing:
+                pass  # the exception carries the events: build them (a rare path)
+            else:
+                return parser._finish()
+    parser, events = parse_events(text, response_template, prefix, tools, fast=False)
+    for e in events:
+        if e["type"] == "region_malformed":
+            raise e["error"]
+    parser._check_required(events)
+    return parser._finish()

@@ -384,11 +384,6 @@ def parse_response(
     ...                                      "content": {"close": "<|im_end|>"}}}, prefix="")
     {'thinking': 'hm', 'content': 'Hi'}
     """
-    from ._oneshot import parse_events
+    from ._oneshot import parse
 
-    parser, events = parse_events(text, response_template, prefix, tools)
-    for e in events:
-        if e["type"] == "region_malformed":
-            raise e["error"]
-    parser._check_required(events)
-    return parser._finish()
+    return parse(text, response_template, prefix, tools)

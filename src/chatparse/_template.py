@@ -11,7 +11,7 @@ from typing import Any
 import regex
 
 from . import _rx
-from ._content import CONTENT_PARSERS, copy_value, is_dirty, validate_transform_strings
+from ._content import CONTENT_PARSERS, compile_processor, copy_value, is_dirty, validate_transform_strings
 from ._scan import Delimiter, Watch, WatchList
 
 logger = logging.getLogger("chatparse")
@@ -58,6 +58,8 @@ class Field:
     string_quotes: str = '"'
     #: `content_args.close_after_value`: the region also closes after its first bracketed value.
     value_close: bool = False
+    #: `process_field` compiled for this field (`_content.compile_processor`), or None.
+    process: Any = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,22 +226,25 @@ def _build_field(name: str, spec: Any) -> tuple[Field, dict]:
         ):
             raise ValueError(f"{scope}: 'string_delims' must be a list of [open, close] non-empty strings")
         guard = tuple((o, c) for o, c in delims)
+    transform = copy_value(transform)
+    content_args = copy_value(content_args)
     f = Field(
         name=name,
         opener=opener,
         closer=closer,
         content=content,
-        content_args=copy_value(content_args),
+        content_args=content_args,
         repeats=bool(spec.get("repeats", False)),
         join=join,
         optional=bool(spec.get("optional", True)),
-        transform=copy_value(transform),
+        transform=transform,
         transform_each=transform_each,
         dirty=is_dirty(content, content_args),
         watch=WatchList([Watch(False, name, closer)] if closer is not None else []),
         string_guard=guard,
         string_quotes="\"'" if content == "python-call-list" else '"',
         value_close=value_close,
+        process=compile_processor(name, content, content_args, transform, transform_each),
     )
     return f, spec
 

@@ -231,7 +231,7 @@ def test_literal_still_live_implies_advance_is_live(lits: list[str], text: str, 
 
 @pytest.mark.parametrize("template", CALL_TEMPLATES)
 def test_closing_a_call_walks_no_transform_tree(template: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every catalog transform is compiled once into one function (`_content._compiled`): closing
+    """Every catalog transform is compiled once into one function (`_content.compile_transform`): closing
     a call no longer walks the transform with a regex test per string (~40 Python calls a call)."""
     from chatparse import _content
 
@@ -260,7 +260,7 @@ def test_every_catalog_transform_is_compiled() -> None:
     from chatparse import _content
 
     transforms = [(n, f.name, f.transform) for n, t in TEMPLATES.items() for f in t.fields.values()]
-    assert [x for x in transforms if x[2] is not None and _content._compiled(x[2]) is None] == []
+    assert [x for x in transforms if x[2] is not None and _content.compile_transform(x[2]) is None] == []
 
 
 @pytest.mark.parametrize("template", CALL_TEMPLATES)

@@ -25,6 +25,8 @@ from chatparse._content import (
     CONTENT_PARSERS,
     STREAMABLE_PARSERS,
     apply_transform,
+    compile_processor,
+    compile_transform,
     is_dirty,
     parse_content,
     process_field,
@@ -629,6 +631,9 @@ def test_validate_transform_strings_matches_reference(transform: Any) -> None:
 
 FIELD_CASES: list[tuple[str, dict[str, Any], Any, bool]] = [
     ("json", {}, None, False),
+    ("text", {}, None, False),
+    ("text", {"strip": False}, None, False),
+    ("json", {"close_outside_strings": True}, {"type": "function", "function": "{content}"}, False),
     ("json", {}, {"type": "function", "function": "{content}"}, False),
     ("json", {}, {"function": {"name": "{content.name}", "arguments": "{content.arguments}"}}, False),
     ("json", {}, {"name": "{name}", "arguments": "{arguments}", "id": "{cid}"}, True),
@@ -680,6 +685,64 @@ def test_process_field_matches_reference(
         transform_each=each,
     )
     check(lambda: process_field(body, field, captures), lambda: ref.process_field(body, field, captures))
+    # the compiled value path of a loaded field (`compile_processor`) gives the same outcome
+    compiled = SimpleNamespace(
+        **vars(field), process=compile_processor("tool_calls", content, content_args, transform, each)
+    )
+    check(lambda: process_field(body, compiled, captures), lambda: ref.process_field(body, field, captures))
+
+
+def test_compiled_templates_pickle() -> None:
+    # Templates pickle (`datasets` workers, multiprocessing): the compiled value path pickles as
+    # the field description it is built from, and parses the same after the round trip.
+    import pickle
+
+    from chatparse import catalog, load_response_template, parse_response
+
+    text = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
+    for name in ("qwen3", "kimi_k2", "deepseek_v3"):
+        t = load_response_template(catalog.get(name))
+        assert any(f.process is not None for f in t.fields.values())
+        copy = pickle.loads(pickle.dumps(t))
+        assert [f.process is not None for f in copy.fields.values()] == [
+            f.process is not None for f in t.fields.values()
+        ]
+        assert parse_response(text, copy, prefix="") == parse_response(text, t, prefix="")
+
+
+def _related(transform: Any) -> bool:
+    """Whether `transform` places two paths one of which is a prefix of the other."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+        elif isinstance(node, str) and (m := regex.fullmatch(r"\{(\w+(?:\.\w+)*)\}", node)):
+            found.append(tuple(m.group(1).split(".")))
+
+    walk(transform)
+    return any(p[: len(q)] == q or q[: len(p)] == p for i, p in enumerate(found) for q in found[:i])
+
+
+@FAST
+@given(transform=transforms, scope=st.dictionaries(st.sampled_from(SCOPE_NAMES), scope_values, max_size=4))
+def test_compiled_transform_matches_apply_transform(transform: Any, scope: dict[str, Any]) -> None:
+    compiled = compile_transform(transform)
+    # declined exactly when two placed paths are related (the generic code copies there)
+    assert (compiled is None) == _related(transform)
+    if compiled is None:
+        return
+    expected = outcome(lambda: apply_transform(transform, scope))
+    got = outcome(lambda: compiled(scope))
+    assert got[0] == expected[0] and same(got[1], expected[1]), (expected, got)
+    if got[0] == "ok":
+        # containers of the transform are rebuilt on every call, never shared with it
+        again = compiled(scope)
+        assert not isinstance(transform, (dict, list)) or (again is not transform and again is not got[1])
 
 
 def test_registry_matches_reference() -> None:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import chatparse
@@ -59,10 +59,29 @@ def _parse(text: str, template: Any, prefix: str, tools: Any = None) -> Any:
         return ("raised", type(e).__name__, str(e))
 
 
+def _streamed_parse(text: str, template: Any, prefix: str, tools: Any = None) -> Any:
+    """`parse_response` as the streaming parser gives it: the first malformed region's error,
+    then the required-field check, then the message."""
+    try:
+        parser, events = _oneshot.parse_events(text, template, prefix, tools, fast=False)
+        for e in events:
+            if e["type"] == "region_malformed":
+                raise e["error"]
+        parser._check_required(events)
+        return parser._finish()
+    except (ValueError, TypeError, KeyError) as e:
+        return ("raised", type(e).__name__, str(e))
+
+
 def assert_same(text: str, template: Any, prefix: str = "", tools: Any = None) -> None:
     fast = _outcome(text, template, prefix, tools, True)
     slow = _outcome(text, template, prefix, tools, False)
     assert fast == slow, (text, prefix)
+    # `parse_response` (the one-shot run without events) == the streaming parser's answer
+    assert _parse(text, template, prefix, tools) == _streamed_parse(text, template, prefix, tools), (
+        text,
+        prefix,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,7 +150,7 @@ def test_call_dense_texts_parse_the_same(family: str) -> None:
     assert len(got["tool_calls"]) == 60
 
 
-@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3"])
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "kimi_k2"])
 def test_call_dense_texts_take_the_fast_path(family: str) -> None:
     # No bail-out and no step of the streaming matcher: every decision came from a C search.
     text = _calls_text(family, 50)
@@ -230,6 +249,20 @@ def test_forced_linear_rejects_a_run_a_candidate_can_start_in() -> None:
     assert _oneshot.forced_linear(t2.fields["tool_calls"].opener)
 
 
+def test_forced_linear_reads_the_leads_of_a_prefix_set() -> None:
+    # `\s*(?:<|a|>|<|b|>)`: the rest after the run is searched by one trie finder (a
+    # `PrefixSetSearch`) whose candidates start with `<`, never inside a `\s` run: proven, so
+    # Kimi K2's content closer is searched in C.
+    from chatparse._scan import PrefixSetSearch
+
+    t = chatparse.load_response_template(CATALOG["kimi_k2"])
+    closer = t.fields["content"].closer
+    parts = getattr(closer.strategy, "parts", [])
+    assert any(isinstance(getattr(p, "rest", None), PrefixSetSearch) for p in parts)
+    assert _oneshot.forced_linear(closer)
+    assert not _oneshot.plan_for(t).slow
+
+
 def test_hostile_candidates_inside_runs_stay_linear() -> None:
     spec = {
         "start_anchor": "A",
@@ -262,3 +295,117 @@ def test_quote_guard_agrees_with_the_string_guard(body: str, points: list[int]) 
     for p in points:
         p = min(3 + p, len(buf))
         assert fast.inside(buf, p) == slow.inside(buf, p), (buf, p)
+
+
+# --------------------------------------------------------------------------------------------
+# `C* REST` searched in C: `(?:\G|(?<!C))(?:PATTERN)`
+
+
+def _leftmost(rx: Any, buf: str, q: int) -> tuple[int, int] | None:
+    """The leftmost match at or after `q`, by trying every start (the definition)."""
+    for i in range(q, len(buf) + 1):
+        m = rx.match(buf, i)
+        if m is not None:
+            return m.start(), m.end()
+    return None
+
+
+_RUN_SOURCES = [
+    "\\s*<tool_call>",
+    "\\s*(?:<\\|im_end\\|>|</think>|</tool_call>)",
+    "\\s*<f=(?P<name>[^<>\\n]+)>",
+    "\\s+```\\s*<e>",
+    " {2,}<x>",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    source=st.sampled_from(_RUN_SOURCES),
+    text=st.lists(
+        st.sampled_from([" ", "\n", "<", ">", "tool_call", "/", "f=", "a", "<x>", "```", "<e>"]), max_size=30
+    ).map("".join),
+)
+@example(source=" {2,}<x>", text="a   <x>")  # a start inside a run
+@example(source="\\s*<tool_call>", text="x \n <tool_call>")
+def test_run_pattern_finds_the_leftmost_match(source: str, text: str) -> None:
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {"open_pattern": source, "close": "</f>", "transform": {"x": "{content}"}},
+                "content": {},
+            },
+        }
+    )
+    d = t.fields["tool_calls"].opener
+    fast = _oneshot.run_pattern(d)
+    assert fast is not None and _oneshot._kind(d) == _oneshot._RUN
+    for q in range(len(text) + 1):  # every start, inside runs too
+        m = fast.search(text, q)
+        want = _leftmost(d.module_re, text, q)
+        got = (m.start(), m.end()) if m is not None else None
+        assert got == want, (source, text, q)
+        if m is not None:
+            assert m.groupdict() == d.module_re.match(text, m.start()).groupdict()
+
+
+def test_run_pattern_declines_a_rest_that_can_start_in_the_run() -> None:
+    # `\s*\s?<x>`: REST can start with a `\s`, so a match can begin inside a run: no rewrite.
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {
+                    "open_pattern": "\\s*[ <]x>",
+                    "close": "</f>",
+                    "transform": {"x": "{content}"},
+                },
+                "content": {},
+            },
+        }
+    )
+    assert _oneshot.run_pattern(t.fields["tool_calls"].opener) is None
+
+
+_LEAD_SOURCES = [
+    "<\\|e\\|>(?:[^<]{0,256}(?=<\\|b\\|>|<\\|z\\|>))?",  # kimi_k2's call closer, shortened
+    "<f=(?P<name>[^<>\\n]+)>",
+    "</?x>\\s*",
+    "(?:<a>|<b>)[^<]*</c>",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    source=st.sampled_from(_LEAD_SOURCES),
+    text=st.lists(
+        st.sampled_from(
+            [" ", "\n", "<", ">", "/", "f=", "a", "x", "<x>", "<|e|>", "<|b|>", "<|z|>", "<a>", "</c>"]
+        ),
+        max_size=30,
+    ).map("".join),
+)
+@example(source=_LEAD_SOURCES[0], text="<|e|>ab <|z|>")
+def test_lead_seeker_finds_the_leftmost_match(source: str, text: str) -> None:
+    # A proven pattern whose matches start with a lead: one `regex` search from each start gives
+    # the leftmost match the finder and `match` would (every start, against the definition).
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {"open_pattern": source, "close": "</f>", "transform": {"x": "{content}"}},
+                "content": {},
+            },
+        }
+    )
+    d = t.fields["tool_calls"].opener
+    assert _oneshot._kind(d) == _oneshot._LEAD
+    for q in range(len(text) + 1):
+        sk = _oneshot._factory(d, _oneshot._LEAD)()
+        s = sk.first(text, q)
+        want = _leftmost(d.module_re, text, q)
+        got = (s, sk.end) if s <= len(text) else None
+        if want is not None and want[0] == len(text):
+            want = None  # a match at the very end of the text is never taken
+        assert got == want, (source, text, q)

@@ -1,4 +1,4 @@
-"""Compiled transforms (`_content._compiled`) rebuild exactly what the reference's walk rebuilds.
+"""Compiled transforms (`_content.compile_transform`) rebuild exactly what the reference's walk rebuilds.
 
 `apply_transform` runs a transform compiled once into one generated function; the walk (`_apply`,
 the port of the reference) stays for the error messages and for transforms the compiler leaves
@@ -13,7 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatparse._content import _apply, _compiled, apply_transform
+from chatparse._content import _apply, apply_transform
+from chatparse._content import compile_transform as _compiled
 
 _NAMES = st.sampled_from(["content", "name", "id", "x"])
 _KEYS = st.sampled_from(["a", "b", "name", "arguments"])

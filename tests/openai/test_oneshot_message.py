@@ -94,3 +94,49 @@ def test_length_takes_the_streaming_path() -> None:
     text = "Hi <tool_call>\n<function=f>\n<parameter=a>"
     fast = parse_message(text, template=spec, prefix="", finish_reason="length", id_factory=_ids())
     assert fast == _streaming(text, spec, "", None, "length")
+
+
+def test_calls_the_core_typed_are_coerced_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The core types `{"function": {"name", "arguments": {...}}}` calls with the request's tools;
+    # the assembler coerces only what the core could not type (a passed-through `parameters`
+    # object), so each call is coerced once, and both shapes come out typed.
+    from chatparse import tools as tools_module
+    from chatparse.openai import _calls
+    from chatparse.tools import build_tool_table
+
+    seen: list[Any] = []
+    original = tools_module._coerce_call
+
+    def counted(value: Any, table: Any) -> Any:
+        if isinstance(value, dict):  # a call (the core also passes every other field's value)
+            seen.append(value)
+        return original(value, table)
+
+    monkeypatch.setattr(tools_module, "_coerce_call", counted)
+    text = "".join(
+        f'<tool_call>\n{{"name": "f", "arguments": {{"a": "{i}", "b": "x"}}}}\n</tool_call>\n'
+        for i in range(5)
+    )
+    for fn in (
+        lambda: parse_message(text, template=CATALOG["qwen3"], prefix="", tools=TOOLS),
+        lambda: _streaming(text, CATALOG["qwen3"], "", TOOLS),
+    ):
+        seen.clear()
+        message = fn()
+        assert [c["function"]["arguments"] for c in message["tool_calls"]] == [
+            f'{{"a": {i}, "b": "x"}}' for i in range(5)
+        ]
+        assert len(seen) == 5, len(seen)
+    # a call object the core passes through (`parameters`): typed by the assembler
+    assembler = _calls.ToolCallAssembler(
+        stream="complete",
+        offered=build_tool_table(TOOLS),
+        unknown_tools="surface",
+        id_factory=lambda: "c",
+    )
+    assembler.core_typed = True
+    out: list[Any] = []
+    field = type("F", (), {"name": "tool_calls", "transform_each": False})()
+    assembler.open(field, {}, 0, out)  # type: ignore[arg-type]
+    assembler.close({"name": "f", "parameters": {"a": "7"}}, True, False, "", out)
+    assert out[0]["function"]["arguments"] == '{"a": 7}'
