@@ -22,7 +22,10 @@ per distinct delimiter), chosen by what can be proven about its cost:
   most `_rx.SAFE_STEPS`: one `regex` `search` from the position, which is then linear in the text.
 * `_RUN` (a `_SearchSeek` over `run_pattern`): `C* REST` where REST cannot start with a C
   character (`\\s*<tool_call>`): one `regex` search of `(?:\\G|(?<!C))(?:PATTERN)`, whose
-  attempts inside a C run fail at the lookbehind (see the comment at `run_pattern`).
+  attempts inside a C run fail at the lookbehind (see the comment at `run_pattern`). When every
+  match of REST starts with a literal lead (`\\s*<tool_call>`), `_LeadRunSeek` instead: `str.find`
+  for the lead, one reverse match for the run before it, the pattern's `match` there (a search of
+  the run pattern steps through every character of prose without the delimiter).
 * `_LEAD` (a `_SearchSeek` over the pattern itself): a pattern `forced_linear` proves whose every
   match starts with a literal lead or a trigger character and that has no leading run: one
   `regex` search tries exactly the finder's candidates at C speed.
@@ -197,6 +200,52 @@ class _SearchSeek(_Seek):
             if m.start(g) != -1:
                 caps[g] = m.group(g)
         return caps
+
+
+class _LeadRunSeek(_SearchSeek):
+    """`C* REST` where every match of REST starts with one of the literal `leads` (none of which
+    starts with a C character): the leftmost lead at or after `q` (`str.find`, C speed, and the
+    common case of prose without the delimiter costs no regex step per character), the C run
+    before it (one reverse `regex` match, bounded by `q`), and the pattern's `match` at that run's
+    start. A match cannot start earlier (its REST starts at a lead at or after this one, and the C
+    run before a later lead begins after this lead, which is no C character); when REST fails
+    here, the next lead is tried. The runs crossed and the leads found are disjoint: linear."""
+
+    __slots__ = ("leads", "back", "_found")
+
+    def __init__(self, rx: Any, names: list[str], leads: list[str], back: Any) -> None:
+        super().__init__(rx, names)
+        self.leads = leads
+        self.back = back
+        # per lead: (searched from, leftmost occurrence or -1), so that each lead's searches never
+        # overlap (a lead that occurs only far ahead is not searched for again at every query)
+        self._found = [(1, 0)] * len(leads)
+
+    def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
+        n = len(buf)
+        leads = self.leads
+        found = self._found
+        match = self.rx.match
+        back = self.back
+        frm = q
+        while True:
+            p = -1
+            for i, lead in enumerate(leads):
+                at, x = found[i]
+                if at > frm or 0 <= x < frm:
+                    x = buf.find(lead, frm)
+                    found[i] = (frm, x)
+                if x >= 0 and (p < 0 or x < p):
+                    p = x
+            if p < 0:
+                return n + 1, 0, None
+            start = back.match(buf, q, p).start()
+            m = match(buf, start)
+            if m is not None:
+                if start >= n:  # pragma: no cover - a lead is never empty
+                    return n + 1, 0, None
+                return start, m.end(), m
+            frm = p + 1
 
 
 class _LoopSeek(_SearchSeek):
@@ -508,6 +557,26 @@ def run_pattern(d: Any) -> Any:
     return got
 
 
+def _literal_leads(d: Any) -> list[str] | None:
+    """For a `C* REST` delimiter, the literals every match of REST starts with, or None when
+    REST can also start with a character class (then `run_pattern`'s one search is used)."""
+    s = d.strategy
+    if not isinstance(s, LoopSearch):
+        return None
+    rest = s.rest
+    if isinstance(rest, PrefixSearch):
+        leads = [rest.prefix]
+    elif isinstance(rest, PrefixSetSearch):
+        leads = list(rest.prefixes)
+    elif isinstance(rest, TriggerSearch) and not rest.classes:
+        leads = list(rest.leads or [])
+    else:  # unions (an anchored or lookbehind-led branch has no lead), class-led shapes
+        return None
+    if not leads or any(not lead for lead in leads):
+        return None
+    return leads
+
+
 class FastWatch:
     """The one-shot view of a `WatchList`: each entry with its seeker kind."""
 
@@ -534,8 +603,21 @@ def _factory(d: Any, kind: int) -> Any:
         rx = d.module_re
         return lambda: _SearchSeek(rx, names)
     if kind == _RUN:
-        rx = run_pattern(d)
         loop = _any_loop(d.strategy)
+        leads = _literal_leads(d)
+        if leads is not None:
+            plain = d.module_re
+            cls = _run_class(_flatten(d.prog.tree)[0])
+            assert cls is not None  # `run_pattern` accepted this shape
+            back = regex.compile(cls + "*", regex.REVERSE)
+
+            def make_lead() -> _SearchSeek:
+                sk = _LeadRunSeek(plain, names, leads, back)
+                sk.loop = loop
+                return sk
+
+            return make_lead
+        rx = run_pattern(d)
 
         def make() -> _SearchSeek:
             sk = _SearchSeek(rx, names)

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import regex
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -170,7 +171,7 @@ def counting_fast() -> Iterator[collections.Counter]:
     """`test_linear.counting` plus the seekers: their searches by the characters they cover."""
     with counting() as counts:
         patched = []
-        for cls in (_oneshot._LiteralSeek, _oneshot._SearchSeek, _oneshot._LoopSeek):
+        for cls in (_oneshot._LiteralSeek, _oneshot._SearchSeek, _oneshot._LoopSeek, _oneshot._LeadRunSeek):
             original = vars(cls)["_search"]
 
             def counted(self: Any, buf: str, q: int, _original: Callable = original) -> Any:
@@ -409,3 +410,85 @@ def test_lead_seeker_finds_the_leftmost_match(source: str, text: str) -> None:
         if want is not None and want[0] == len(text):
             want = None  # a match at the very end of the text is never taken
         assert got == want, (source, text, q)
+
+
+# --------------------------------------------------------------------------------------------
+# `_LeadRunSeek`: `C* REST` with literal leads, found by `str.find` and decided at the run start
+
+
+class _Scanned(str):
+    """A text that counts the characters its `find` calls cover (the C work the count above cannot see)."""
+
+    scanned = 0
+
+    def find(self, sub: str, start: Any = 0, end: Any = None) -> int:  # type: ignore[override]
+        r = str.find(self, sub, start) if end is None else str.find(self, sub, start, end)
+        _Scanned.scanned += (r + len(sub) if r >= 0 else len(self)) - (start or 0)
+        return r
+
+
+def _lead_seek(source: str, leads: list[str]) -> Any:
+    rx = regex.compile(source)
+    return _oneshot._LeadRunSeek(rx, list(rx.groupindex), leads, regex.compile(r"\s*", regex.REVERSE))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=" \n<a>zb", max_size=60))
+def test_lead_run_seek_finds_the_leftmost_match_at_every_start(text: str) -> None:
+    source = r"\s*(?:<a>|<zb>)"
+    rx = regex.compile(source)
+    sk = _lead_seek(source, ["<a>", "<zb>"])
+    for q in range(len(text) + 1):
+        m = rx.search(text, q)
+        want = m.start() if m is not None and m.start() < len(text) else len(text) + 1
+        assert sk.first(text, q) == want, (text, q)
+        if m is not None and want <= len(text):
+            assert sk.end == m.end()
+
+
+def test_lead_run_seek_searches_each_lead_once_over_the_text() -> None:
+    # A frequent lead and one that occurs only at the end: the rare lead's search is remembered,
+    # not repeated from every query (which made each query scan to the end: quadratic).
+    def scanned(n: int) -> int:
+        text = _Scanned("x  <a>" * n + "<zb>")
+        sk = _lead_seek(r"\s*(?:<a>|<zb>)", ["<a>", "<zb>"])
+        _Scanned.scanned = 0
+        q = 0
+        while q <= len(text):
+            s = sk.first(text, q)
+            if s > len(text):
+                break
+            q = sk.end
+        return _Scanned.scanned
+
+    small, large = scanned(2_000), scanned(4_000)
+    assert large <= 2.3 * small, (small, large)
+
+
+def test_prose_without_the_delimiter_takes_no_pattern_search() -> None:
+    # qwen3's `\s*<tool_call>` over long reasoning prose: `str.find` for the lead, no `regex`
+    # search stepping through every character (that made 2 KB rows 1.6x slower than before).
+    t = CATALOG["qwen3"]
+    text = "<think>" + "words and more words " * 500 + "</think>Answer.<|im_end|>"
+    assert_same(text, t)
+    searches: collections.Counter = collections.Counter()
+    classes = (_oneshot._SearchSeek, _oneshot._LeadRunSeek)
+    originals = [vars(cls)["_search"] for cls in classes]
+
+    def counter(original: Callable) -> Callable:
+        def counted(self: Any, buf: str, q: int) -> Any:
+            searches[type(self).__name__] += 1
+            if self.rx.pattern.startswith("(?:\\G|"):  # `run_pattern`'s one search
+                searches["chars stepped by a run pattern"] += len(buf) - q
+            return original(self, buf, q)
+
+        return counted
+
+    for cls, original in zip(classes, originals):
+        cls._search = counter(original)  # type: ignore[method-assign]
+    try:
+        _oneshot.parse_events(text, t, "", None)
+    finally:
+        for cls, original in zip(classes, originals):
+            cls._search = original  # type: ignore[method-assign]
+    assert searches["_LeadRunSeek"] >= 1 and searches["chars stepped by a run pattern"] == 0, searches
