@@ -147,6 +147,21 @@ class _Seek:
         return {}
 
 
+def _leftmost(buf: str, literals: list[str], found: list[tuple[int, int]], q: int) -> int:
+    """The leftmost occurrence at or after `q` of any of `literals` (-1 when none). `found[i]` is
+    literal i's last search, `(searched from, occurrence or -1)`, still the answer for a later `q`
+    up to that occurrence: the searches of one literal never overlap."""
+    best = -1
+    for i, lit in enumerate(literals):
+        frm, res = found[i]
+        if frm > q or 0 <= res < q:
+            res = buf.find(lit, q)
+            found[i] = (q, res)
+        if res >= 0 and (best < 0 or res < best):
+            best = res
+    return best
+
+
 class _LiteralSeek(_Seek):
     __slots__ = ("literals", "_found")
 
@@ -158,15 +173,7 @@ class _LiteralSeek(_Seek):
         self._found = [(1, 0)] * len(literals)
 
     def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
-        best = -1
-        found = self._found
-        for i, lit in enumerate(self.literals):
-            frm, res = found[i]
-            if frm > q or 0 <= res < q:
-                res = buf.find(lit, q)
-                found[i] = (q, res)
-            if res >= 0 and (best < 0 or res < best):
-                best = res
+        best = _leftmost(buf, self.literals, self._found, q)
         if best < 0:
             return len(buf) + 1, 0, None
         for lit in self.literals:  # the longest literal at the leftmost start
@@ -229,14 +236,7 @@ class _LeadRunSeek(_SearchSeek):
         back = self.back
         frm = q
         while True:
-            p = -1
-            for i, lead in enumerate(leads):
-                at, x = found[i]
-                if at > frm or 0 <= x < frm:
-                    x = buf.find(lead, frm)
-                    found[i] = (frm, x)
-                if x >= 0 and (p < 0 or x < p):
-                    p = x
+            p = _leftmost(buf, leads, found, frm)
             if p < 0:
                 return n + 1, 0, None
             start = back.match(buf, q, p).start()

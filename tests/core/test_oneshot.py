@@ -311,6 +311,20 @@ def _leftmost(rx: Any, buf: str, q: int) -> tuple[int, int] | None:
     return None
 
 
+def _opener(source: str) -> Any:
+    """The compiled call opener of a small template whose `tool_calls` opener is `source`."""
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {"open_pattern": source, "close": "</f>", "transform": {"x": "{content}"}},
+                "content": {},
+            },
+        }
+    )
+    return t.fields["tool_calls"].opener
+
+
 _RUN_SOURCES = [
     "\\s*<tool_call>",
     "\\s*(?:<\\|im_end\\|>|</think>|</tool_call>)",
@@ -330,16 +344,7 @@ _RUN_SOURCES = [
 @example(source=" {2,}<x>", text="a   <x>")  # a start inside a run
 @example(source="\\s*<tool_call>", text="x \n <tool_call>")
 def test_run_pattern_finds_the_leftmost_match(source: str, text: str) -> None:
-    t = chatparse.load_response_template(
-        {
-            "start_anchor": "A",
-            "fields": {
-                "tool_calls": {"open_pattern": source, "close": "</f>", "transform": {"x": "{content}"}},
-                "content": {},
-            },
-        }
-    )
-    d = t.fields["tool_calls"].opener
+    d = _opener(source)
     fast = _oneshot.run_pattern(d)
     assert fast is not None and _oneshot._kind(d) == _oneshot._RUN
     for q in range(len(text) + 1):  # every start, inside runs too
@@ -391,16 +396,7 @@ _LEAD_SOURCES = [
 def test_lead_seeker_finds_the_leftmost_match(source: str, text: str) -> None:
     # A proven pattern whose matches start with a lead: one `regex` search from each start gives
     # the leftmost match the finder and `match` would (every start, against the definition).
-    t = chatparse.load_response_template(
-        {
-            "start_anchor": "A",
-            "fields": {
-                "tool_calls": {"open_pattern": source, "close": "</f>", "transform": {"x": "{content}"}},
-                "content": {},
-            },
-        }
-    )
-    d = t.fields["tool_calls"].opener
+    d = _opener(source)
     assert _oneshot._kind(d) == _oneshot._LEAD
     for q in range(len(text) + 1):
         sk = _oneshot._factory(d, _oneshot._LEAD)()
