@@ -794,6 +794,32 @@ def tempered_literal(body: Node) -> tuple[str, bool] | None:
     return lit, bool(dot.args[0])
 
 
+def required_literal(node: Node) -> str:
+    """The longest literal text every match of `node` contains ("" when none is known): a run of
+    literal characters in the pattern's top-level sequence (groups entered, never an alternation,
+    a repeat or a lookaround). Case-sensitive patterns only (the caller checks the flags)."""
+    best = ""
+    run: list[str] = []
+
+    def items(n: Node) -> list[Node]:
+        if n.op is Op.CAT:
+            return [x for k in n.kids for x in items(k)]
+        if n.op is Op.GROUP:
+            return items(n.kids[0])
+        return [n]
+
+    for item in items(node):
+        if item.op is Op.LIT:
+            run.append(str(item.args[0]))
+            continue
+        if len(run) > len(best):
+            best = "".join(run)
+        run = []
+    if len(run) > len(best):
+        best = "".join(run)
+    return best
+
+
 def _literal_text(node: Node) -> str | None:
     if node.op is Op.LIT:
         return str(node.args[0])

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import chatparse
 from chatparse import _rx, _scan
 
 ALPHABET = "ab<>/ \n"
@@ -297,3 +299,27 @@ def test_a_live_attempt_inside_a_literal_resumes_without_work(monkeypatch: Any) 
     assert r is not None and r is not _rx.LIVE and r[0] == text.index("\n") + 1
     # Inside the two literals (33 characters) no resume sets the interpreter up.
     assert setups[0] <= len(text) - 33
+
+
+@pytest.mark.parametrize(
+    "source, literal",
+    [
+        (r"^\s*<think>", "<think>"),
+        (r"<tool_call>\s*(?:[^<\s]+)", "<tool_call>"),
+        (r"(?:<a>|<b>)x", "x"),  # an alternation's literals are not required
+        (r"(?:<think>)?[^<]*<\|content\|>", "<|content|>"),  # nor an optional group's
+        (r"\s*", ""),
+        (r"(?=<x>)", ""),  # a lookahead consumes nothing
+    ],
+)
+def test_required_literal_is_in_every_match(source: str, literal: str) -> None:
+    t = chatparse.load_response_template(
+        {"start_anchor": "A", "fields": {"x": {"open_pattern": source, "close": "</x>"}, "c": {}}}
+    )
+    tree = t.fields["x"].opener.prog.tree
+    assert tree is not None
+    assert _rx.required_literal(tree) == literal
+    for text in ("<think>", "a <tool_call> f", "<b>x", "<think>zz<|content|>", "  "):
+        m = regex.search(source, text)
+        if m is not None:
+            assert literal in m.group(), (source, text)

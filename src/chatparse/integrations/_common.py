@@ -108,6 +108,22 @@ def finish_output(parser: Any, reason: str, engine: str, *, report: bool = True)
 # call ids
 
 
+def delimiter_literal(d: Any, tokenizer: Any) -> str | None:
+    """The text an engine should tokenize for a reasoning delimiter: its first literal; for a
+    pattern delimiter (qwen3's and DeepSeek DSML's `^\\s*<think>`), the shortest of the tokenizer's
+    added tokens the pattern matches whole (the marker the model writes as one token), else None."""
+    if d is None:
+        return None
+    if d.literals:
+        return str(d.literals[0])
+    try:
+        added = tokenizer.get_added_vocab()
+    except Exception:
+        return None
+    hits = sorted((t for t in added if t and d.module_re.fullmatch(t)), key=lambda t: (len(t), t))
+    return hits[0] if hits else None
+
+
 def no_call_id() -> str:
     """The id a plugin gives a call when the engine mints its own (SGLang): never sent."""
     return "call"

@@ -68,6 +68,8 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
+import regex
+
 try:
     from sglang.srt.function_call.base_format_detector import BaseFormatDetector
     from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
@@ -80,11 +82,13 @@ except ImportError as e:  # pragma: no cover - exercised only without SGLang
     ) from e
 
 from .._parser import ResponseParser
+from .._rx import required_literal
 from ..openai import ChatParser
 from ._common import (
     PARSER_NAME,
     REASONING_FIELDS,
     Resolved,
+    delimiter_literal,
     describe,
     finish_output,
     forces_tool_calls,
@@ -261,8 +265,9 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         self._resolved: Resolved = resolve(tokenizer, model=None)
         field_name = self._resolved.reasoning_field
         f = self._resolved.template.fields.get(field_name) if field_name else None
-        opener = f.opener.literals[0] if f is not None and f.opener is not None and f.opener.literals else ""
-        closer = f.closer.literals[0] if f is not None and f.closer is not None and f.closer.literals else ""
+        # literals, or the added token a pattern delimiter matches (qwen3's `^\s*<think>`)
+        opener = (delimiter_literal(f.opener, tokenizer) or "") if f is not None else ""
+        closer = (delimiter_literal(f.closer, tokenizer) or "") if f is not None else ""
         super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
         self._opener = opener
         self._verbatim = tool_call_parser_active
@@ -365,9 +370,17 @@ def _reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
     openers: list[str] = []
     for n in names:
         opener = fields[n].opener
-        if opener is None or opener.literals is None:
+        if opener is None:
             return ()
-        openers.extend(opener.literals)
+        if opener.literals is not None:
+            openers.extend(opener.literals)
+            continue
+        # a pattern: a literal every match contains stands for it (absent from the prompt, no match)
+        tree = opener.prog.tree
+        must = "" if tree is None or opener.module_re.flags & regex.IGNORECASE else required_literal(tree)
+        if not must:
+            return ()
+        openers.append(must)
     return tuple(openers)
 
 

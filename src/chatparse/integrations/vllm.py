@@ -95,6 +95,9 @@ from ._common import (
     tool_constraint,
     tool_dicts,
 )
+from ._common import (
+    delimiter_literal as _delimiter_literal,
+)
 from ._split import PassthroughChat, ReasoningSplitter
 
 __all__ = [
@@ -172,22 +175,6 @@ def _literal_id_sequences(tokenizer: Any, literals: Iterable[str]) -> list[list[
             return None
         out.append(ids)
     return out or None
-
-
-def _delimiter_literal(d: Any, tokenizer: Any) -> str | None:
-    """The text vLLM should tokenize for a reasoning delimiter: its first literal; for a pattern
-    delimiter (DeepSeek DSML's `^\\s*<think>`), the shortest of the tokenizer's added tokens the
-    pattern matches whole (the marker the model writes as one token), else None."""
-    if d is None:
-        return None
-    if d.literals:
-        return str(d.literals[0])
-    try:
-        added = tokenizer.get_added_vocab()
-    except Exception:
-        return None
-    hits = sorted((t for t in added if t and d.module_re.fullmatch(t)), key=lambda t: (len(t), t))
-    return hits[0] if hits else None
 
 
 def _ends_within(ids: Sequence[int], end: list[int], new: int) -> bool:
