@@ -29,6 +29,8 @@ per distinct delimiter), chosen by what can be proven about its cost:
 * `_LEAD` (a `_SearchSeek` over the pattern itself): a pattern `forced_linear` proves whose every
   match starts with a literal lead or a trigger character and that has no leading run: one
   `regex` search tries exactly the finder's candidates at C speed.
+* `_AnchorSeek` (`_ANCHOR`): `^BODY` with BODY of linear cost per attempt (qwen3's
+  `^\\s*<think>`): its only candidate is position 0, one `match` there.
 * `_LoopSeek`: other patterns with unbounded repeats that `forced_linear` proves (every
   unbounded repeat a single-class run that what follows cannot start, no candidate start possible
   inside such a run): the delimiter's own streaming search strategy proposes candidate starts
@@ -68,6 +70,7 @@ import regex
 from . import _rx
 from ._rx import Node
 from ._scan import (
+    AnchorSearch,
     LoopSearch,
     PrefixSearch,
     PrefixSetSearch,
@@ -209,6 +212,19 @@ class _SearchSeek(_Seek):
         return caps
 
 
+class _AnchorSeek(_SearchSeek):
+    """`^BODY` (`_anchored_linear`): a match can only start at position 0; one `match` there."""
+
+    __slots__ = ()
+
+    def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
+        n = len(buf)
+        m = self.rx.match(buf) if q == 0 else None
+        if m is None or m.start() >= n:
+            return n + 1, 0, None
+        return 0, m.end(), m
+
+
 class _LeadRunSeek(_SearchSeek):
     """`C* REST` where every match of REST starts with one of the literal `leads` (none of which
     starts with a C character): the leftmost lead at or after `q` (`str.find`, C speed, and the
@@ -286,7 +302,7 @@ def _any_loop(strategy: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 # Plans: the seeker kind of every delimiter of a template, decided once.
 
-_LITERAL, _SEARCH, _LOOP, _CURSOR, _RUN, _LEAD = range(6)
+_LITERAL, _SEARCH, _LOOP, _CURSOR, _RUN, _LEAD, _ANCHOR = range(7)
 
 # -- the proof for patterns with unbounded runs ----------------------------------------------
 #
@@ -488,6 +504,23 @@ def forced_linear(d: Any) -> bool:
     return True
 
 
+def _anchored_linear(d: Any) -> bool:
+    """Whether `d` is `^BODY` (start of the text only) with BODY one attempt of linear cost: the
+    proof of `forced_linear` for one attempt (every unbounded repeat a forced run, the rest
+    bounded). Its only candidate is position 0, so one `match` there decides it (`_AnchorSeek`)."""
+    if d.module_re.flags & (regex.MULTILINE | regex.IGNORECASE):
+        return False
+    items = _flatten(d.prog.tree)
+    head = _unwrap(items[0]) if items else None
+    if head is None or head.op is not _rx.Op.ASSERT or head.args[0] != "bos":
+        return False
+    choices = _expand(items[1:])
+    if choices is None:
+        return False
+    runs: list[str] = []
+    return all(_linear_sequence(seq, runs) for seq in choices)
+
+
 def _kind(d: Any) -> int:
     if d.literals is not None:
         return _LITERAL
@@ -498,6 +531,8 @@ def _kind(d: Any) -> int:
     if bound is not None and bound <= _rx.SAFE_STEPS:
         return _SEARCH
     s = d.strategy
+    if isinstance(s, AnchorSearch) and _anchored_linear(d):
+        return _ANCHOR
     loop = False
     if isinstance(s, LoopSearch) and s.unbounded:
         # `C* REST` with REST bounded: its finder proposes maximal run starts only.
@@ -602,6 +637,9 @@ def _factory(d: Any, kind: int) -> Any:
     if kind in (_SEARCH, _LEAD):
         rx = d.module_re
         return lambda: _SearchSeek(rx, names)
+    if kind == _ANCHOR:
+        rx = d.module_re
+        return lambda: _AnchorSeek(rx, names)
     if kind == _RUN:
         loop = _any_loop(d.strategy)
         leads = _literal_leads(d)
