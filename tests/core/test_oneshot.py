@@ -491,14 +491,14 @@ def test_prose_without_the_delimiter_takes_no_pattern_search() -> None:
 
 
 def test_anchored_openers_are_one_match_at_the_start() -> None:
-    # `^\s*<think>` (qwen3, deepseek_r1_distill): one `match` at position 0, not the streaming
-    # cursor (which would send the whole template to the streaming machine); a `^` pattern whose
-    # one attempt is not provably linear keeps the cursor.
-    for name in ("qwen3", "deepseek_r1_distill"):
+    # `^\s*<think>` (deepseek_r1_distill): one `match` at position 0, not the streaming cursor
+    # (which would send the whole template to the streaming machine); a `^` pattern whose one
+    # attempt is not provably linear keeps the cursor.
+    for name in ("deepseek_r1_distill",):
         t = chatparse.load_response_template(CATALOG[name])
         d = t.fields["reasoning_content"].opener
         assert _oneshot._kind(d) == _oneshot._ANCHOR, name
         assert not _oneshot.plan_for(t).slow, name
     assert _oneshot._kind(_opener("^(?:a+)+b")) == _oneshot._CURSOR
     for text in ("<think>a</think>b", "  \n<think>a</think>b", "x<think>a</think>b", "", "<think"):
-        assert_same(text, CATALOG["qwen3"])
+        assert_same(text, CATALOG["deepseek_r1_distill"])
