@@ -29,7 +29,7 @@ per distinct delimiter), chosen by what can be proven about its cost:
 * `_LEAD` (a `_SearchSeek` over the pattern itself): a pattern `forced_linear` proves whose every
   match starts with a literal lead or a trigger character and that has no leading run: one
   `regex` search tries exactly the finder's candidates at C speed.
-* `_AnchorSeek` (`_ANCHOR`): `^BODY` with BODY of linear cost per attempt (qwen3's
+* `_AnchorSeek` (`_ANCHOR`): `^BODY` with BODY of linear cost per attempt (deepseek_r1_distill's
   `^\\s*<think>`): its only candidate is position 0, one `match` there.
 * `_LoopSeek`: other patterns with unbounded repeats that `forced_linear` proves (every
   unbounded repeat a single-class run that what follows cannot start, no candidate start possible

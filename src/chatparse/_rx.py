@@ -800,15 +800,7 @@ def required_literal(node: Node) -> str:
     a repeat or a lookaround). Case-sensitive patterns only (the caller checks the flags)."""
     best = ""
     run: list[str] = []
-
-    def items(n: Node) -> list[Node]:
-        if n.op is Op.CAT:
-            return [x for k in n.kids for x in items(k)]
-        if n.op is Op.GROUP:
-            return items(n.kids[0])
-        return [n]
-
-    for item in items(node):
+    for item in _flat(node, []):
         if item.op is Op.LIT:
             run.append(str(item.args[0]))
             continue

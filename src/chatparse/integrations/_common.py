@@ -104,14 +104,11 @@ def finish_output(parser: Any, reason: str, engine: str, *, report: bool = True)
     return out
 
 
-# --------------------------------------------------------------------------------------------------
-# call ids
-
-
 def delimiter_literal(d: Any, tokenizer: Any) -> str | None:
     """The text an engine should tokenize for a reasoning delimiter: its first literal; for a
-    pattern delimiter (qwen3's and DeepSeek DSML's `^\\s*<think>`), the shortest of the tokenizer's
-    added tokens the pattern matches whole (the marker the model writes as one token), else None."""
+    pattern delimiter (DeepSeek DSML's and R1-Distill's `^\\s*<think>`), the shortest of the
+    tokenizer's added tokens the pattern matches whole (the marker the model writes as one token),
+    else None."""
     if d is None:
         return None
     if d.literals:
@@ -122,6 +119,10 @@ def delimiter_literal(d: Any, tokenizer: Any) -> str | None:
         return None
     hits = sorted((t for t in added if t and d.module_re.fullmatch(t)), key=lambda t: (len(t), t))
     return hits[0] if hits else None
+
+
+# --------------------------------------------------------------------------------------------------
+# call ids
 
 
 def no_call_id() -> str:

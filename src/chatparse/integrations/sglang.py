@@ -265,7 +265,7 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         self._resolved: Resolved = resolve(tokenizer, model=None)
         field_name = self._resolved.reasoning_field
         f = self._resolved.template.fields.get(field_name) if field_name else None
-        # literals, or the added token a pattern delimiter matches (qwen3's `^\s*<think>`)
+        # literals, or the added token a pattern delimiter matches (DSML's `^\s*<think>`)
         opener = (delimiter_literal(f.opener, tokenizer) or "") if f is not None else ""
         closer = (delimiter_literal(f.closer, tokenizer) or "") if f is not None else ""
         super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)

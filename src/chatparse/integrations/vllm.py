@@ -84,6 +84,7 @@ from ._common import (
     Policy,
     Resolved,
     ToolChoiceError,
+    delimiter_literal,
     describe,
     finish_output,
     forces_tool_calls,
@@ -94,9 +95,6 @@ from ._common import (
     tool_choice_mode,
     tool_constraint,
     tool_dicts,
-)
-from ._common import (
-    delimiter_literal as _delimiter_literal,
 )
 from ._split import PassthroughChat, ReasoningSplitter
 
@@ -230,15 +228,15 @@ class ChatparseReasoningParser(ReasoningParser):
     @property
     def reasoning_start_str(self) -> str | None:
         """The reasoning opener vLLM tokenizes (`ReasoningConfig`): a literal, or the added token a
-        pattern opener matches (`_delimiter_literal`)."""
-        return _delimiter_literal(
+        pattern opener matches (`delimiter_literal`)."""
+        return delimiter_literal(
             self._field.opener if self._field is not None else None, self.model_tokenizer
         )
 
     @property
     def reasoning_end_str(self) -> str | None:
         """The reasoning closer vLLM tokenizes, found as `reasoning_start_str` is."""
-        return _delimiter_literal(
+        return delimiter_literal(
             self._field.closer if self._field is not None else None, self.model_tokenizer
         )
 
