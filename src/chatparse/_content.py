@@ -897,18 +897,6 @@ def _compile_processor(
     if compiled is None:
         return lambda body, captures: parse(body)
     apply = compiled
-
-    if plain:
-
-        def process(body: str, captures: dict[str, Any]) -> Any:
-            try:
-                value = loads(body)
-            except (ValueError, RecursionError):
-                value = parse_content(body, content, content_args)
-            return apply({**captures, "content": value})
-
-        return process
-
     return lambda body, captures: apply({**captures, "content": parse(body)})
 
 

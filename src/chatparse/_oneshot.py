@@ -88,7 +88,7 @@ from ._scan import (
 )
 from ._template import Template
 
-__all__ = ["Bail", "FastWatch", "parse", "parse_events", "plan_for", "run"]
+__all__ = ["Bail", "FastWatch", "parse", "parse_events", "plan_for", "run", "stream_end"]
 
 
 class Bail(Exception):
@@ -970,15 +970,8 @@ def parse_events(
     end of the text: per-visit cursors on this path would re-run attempts over text an earlier
     visit already decided (quadratic in the number of regions: gpt_oss with text between calls,
     tests/catalog/test_linear_catalog.py)."""
-    from ._parser import ResponseParser
-
-    parser = ResponseParser(response_template, prefix=prefix, tools=tools)
-    if type(text) is not str:
-        if not isinstance(text, str):
-            raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
-        text = str(text)
+    parser, text = _start(text, response_template, prefix, tools)
     initial = parser.initial_events
-    parser._copy_values = False
     if fast and not plan_for(parser._t).slow:
         events = list(initial)
         try:
@@ -987,25 +980,39 @@ def parse_events(
             BAILS[0] += 1
             return parse_events(text, response_template, prefix, tools, fast=False)
         return parser, events
-    parser._buf += text
-    return parser, initial + parser._end(cut_off=False)
+    return parser, initial + stream_end(parser, text)
 
 
-def parse(text: str, response_template: Any, prefix: str | None, tools: Any) -> dict:
-    """`parse_response`: the message, or the exception the streaming parse's events give (the
-    first malformed region's error, then `RequiredFieldsMissing` with the events)."""
+def _start(text: Any, response_template: Any, prefix: str | None, tools: Any) -> tuple[Any, str]:
+    """A `ResponseParser` for a one-shot parse (values uncopied) and the text, checked to be a str."""
     from ._parser import ResponseParser
-    from .errors import RequiredFieldsMissing
 
     parser = ResponseParser(response_template, prefix=prefix, tools=tools)
     if type(text) is not str:
         if not isinstance(text, str):
             raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
         text = str(text)
+    parser._copy_values = False
+    return parser, text
+
+
+def stream_end(parser: Any, text: str) -> list[Any]:
+    """The streaming machine at the end of the text: append the rest of the output `text` to a
+    `ResponseParser` that has been fed nothing and end the stream (no cut-off report); its events
+    (the path of templates with a delimiter that needs the streaming cursor, `Plan.slow`)."""
+    parser._buf += text
+    return parser._end(cut_off=False)
+
+
+def parse(text: str, response_template: Any, prefix: str | None, tools: Any) -> dict:
+    """`parse_response`: the message, or the exception the streaming parse's events give (the
+    first malformed region's error, then `RequiredFieldsMissing` with the events)."""
+    from .errors import RequiredFieldsMissing
+
+    parser, text = _start(text, response_template, prefix, tools)
     for e in parser.initial_events:
         if e["type"] == "region_malformed":
             raise e["error"]
-    parser._copy_values = False
     if not plan_for(parser._t).slow:
         try:
             error = run(parser, text, None)

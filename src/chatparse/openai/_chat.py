@@ -70,7 +70,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._oneshot import Bail, plan_for
+from .._oneshot import Bail, plan_for, stream_end
 from .._oneshot import run as run_oneshot
 from .._parser import ResponseParser
 from .._template import Template
@@ -455,8 +455,7 @@ def parse_message(
         events: list[Any] = []
         try:
             if plan_for(parser._t).slow:
-                core._buf += text
-                events = core._end(cut_off=False)
+                events = stream_end(core, text)
             else:
                 run_oneshot(core, text, events)
         except Bail:
