@@ -358,20 +358,7 @@ def test_run_pattern_finds_the_leftmost_match(source: str, text: str) -> None:
 
 def test_run_pattern_declines_a_rest_that_can_start_in_the_run() -> None:
     # `\s*\s?<x>`: REST can start with a `\s`, so a match can begin inside a run: no rewrite.
-    t = chatparse.load_response_template(
-        {
-            "start_anchor": "A",
-            "fields": {
-                "tool_calls": {
-                    "open_pattern": "\\s*[ <]x>",
-                    "close": "</f>",
-                    "transform": {"x": "{content}"},
-                },
-                "content": {},
-            },
-        }
-    )
-    assert _oneshot.run_pattern(t.fields["tool_calls"].opener) is None
+    assert _oneshot.run_pattern(_opener("\\s*[ <]x>")) is None
 
 
 _LEAD_SOURCES = [
