@@ -47,6 +47,16 @@ stays the answer for every query in `[q0, s]` (a match at a start does not depen
 search began), so a delimiter that loses to another one is not searched again and the work of all
 region visits together is linear in the text.
 
+The chain step (`_Chain`): right after a region that a top-list opener opened, in a call-dense
+text the next decision is usually that opener again at the very position (the next call). When
+the opener matches there (non-empty) and no other top delimiter does, no other match can start
+earlier or tie, so that is `_decide`'s answer, found with one `match` per delimiter instead of a
+search per seeker. The opener's match is run only for kinds whose attempts the seeker proofs
+bound (`_CHAINED`), never from inside a leading run an earlier step measured; the other
+delimiters' tests (`_at_test`) cost at most the opener's match plus a constant, and the chain
+steps' opener matches are disjoint, so the steps add linear work; anything undecided goes to the
+seekers.
+
 Refusals are those of the streaming scanner: a zero-width match at the position of the previous
 zero-width commit, and, in a `close_outside_strings` region, a match inside a string literal of
 the body (asked of the same `StringGuard`, or, for plain `"..."` strings, of `_QuoteGuard`: the
@@ -669,10 +679,136 @@ def _factory(d: Any, kind: int) -> Any:
     return lambda: _LoopSeek(rx, names, strategy, loop)
 
 
+def _branch_runs(d: Any) -> list[Any] | None:
+    """The leading runs of a pattern delimiter's branches (`_branches`: the leading alternation and
+    optional groups split), each compiled as a forward `C*`, when every branch is bounded or
+    `C* REST` with REST bounded and unable to start with a C character; else None.
+
+    One `match` attempt of such a pattern at a position costs at most the C runs it starts with
+    plus a constant: a bounded branch costs at most `SAFE_STEPS`, and a `C* REST` branch crosses
+    its run once (backtracking into the run fails at REST's first character, one step per
+    character)."""
+    rx = d.module_re
+    if rx is None or rx.flags & (regex.IGNORECASE | regex.MULTILINE) or d.prog.tree is None:
+        return None
+    branches = _branches(_flatten(d.prog.tree))
+    if not branches:
+        return None
+    runs: list[Any] = []
+    for branch in branches:
+        cls = _run_class(branch[0]) if branch else None
+        body = branch[1:] if cls is not None else branch
+        if cls is not None:
+            if body and not _follow_disjoint(body, cls):
+                return None
+            runs.append(regex.compile(f"(?:{cls})*"))
+        if body:
+            bound = _rx.backtrack_bound(_rx.Node(_rx.Op.CAT, kids=body))
+            if bound is None or bound > _rx.SAFE_STEPS:
+                return None
+    return list({r.pattern: r for r in runs}.values())
+
+
+def _at_test(d: Any, kind: int) -> Any:
+    """For a chain step (see `run`): a test `(buf, pos, lim) -> bool | None` of whether delimiter
+    `d` has a match starting at `pos`, costing at most `lim - pos` plus a constant, or None when
+    `_branch_runs` cannot prove that. `lim` is one past the end of the chain opener's match at
+    `pos`; the test answers None (undecided: the caller asks the seekers) when a leading run of
+    `d` reaches `lim`. Over a parse, the opener matches of the chain steps are disjoint, so the
+    tests cost linear time in total."""
+    if kind == _LITERAL:
+        literals = d.strategy.literals
+        return lambda buf, pos, lim: any(buf.startswith(lit, pos) for lit in literals)
+    runs = _branch_runs(d)
+    if runs is None:
+        return None
+    match = d.module_re.match
+
+    def test(buf: str, pos: int, lim: int) -> bool | None:
+        for run in runs:
+            if run.match(buf, pos, lim).end() >= lim:
+                return None  # a leading run reaching past the opener: not bounded by it
+        return match(buf, pos) is not None
+
+    return test
+
+
+class _Found:
+    """A chain step's opener match, in the seeker interface `run` reads (`end`, `captures`)."""
+
+    __slots__ = ("m", "names", "end")
+
+    def __init__(self, m: Any, names: list[str], end: int) -> None:
+        self.m = m
+        self.names = names
+        self.end = end
+
+    def captures(self, buf: str) -> dict[str, str]:
+        m = self.m
+        if m is None:
+            return {}
+        return {g: m.group(g) for g in self.names if m.start(g) != -1}
+
+
+def _leading_runs(d: Any) -> list[Any]:
+    """The unbounded single-class runs that branches of a pattern delimiter start with, each
+    compiled as a forward `C*` (`\\s*<tool_call>`: `\\s*`)."""
+    runs: dict[str, Any] = {}
+    for branch in _branches(_flatten(d.prog.tree)) or []:
+        cls = _run_class(branch[0]) if branch else None
+        if cls is not None and cls not in runs:
+            runs[cls] = regex.compile(f"(?:{cls})*")
+    return list(runs.values())
+
+
+#: seeker kinds whose match attempts a chain step may run at any position outside their runs:
+#: bounded attempts, and the patterns `forced_linear` or `run_pattern` proves (an attempt that
+#: starts at no character of a run crosses each run character together with a bounded number of
+#: other attempts, the proof of `forced_linear`); `_ANCHOR` never matches after position 0
+_CHAINED = (_LITERAL, _SEARCH, _LEAD, _RUN, _LOOP)
+
+
+class _Chain:
+    """The chain step of one top-list opener: its own match at a position (`open_at`) and the
+    tests of every other top delimiter (`_at_test`)."""
+
+    __slots__ = ("j", "literals", "match", "runs", "names", "others")
+
+    def __init__(self, j: int, d: Any, kind: int, others: list[Any]) -> None:
+        self.j = j
+        self.literals = d.strategy.literals if kind == _LITERAL else None
+        self.match = d.module_re.match if kind != _LITERAL else None
+        self.runs = _leading_runs(d) if kind != _LITERAL else []
+        self.names = list(d.module_re.groupindex) if kind != _LITERAL else []
+        self.others = others
+
+    def open_at(self, buf: str, pos: int, run_end: list[int]) -> _Found | None:
+        """The opener's match at `pos` when it is non-empty, else None. Its leading runs are
+        measured first: `run_end[0]` is the furthest end of a run measured in this parse, and no
+        step starts inside it (one attempt would cross the rest of that run again), so the
+        measured runs are disjoint and the attempts cost linear time in total."""
+        lits = self.literals
+        if lits is not None:
+            for lit in lits:  # longest first: the literal list's own match
+                if buf.startswith(lit, pos):
+                    return _Found(None, self.names, pos + len(lit))
+            return None
+        if pos < run_end[0]:
+            return None
+        for run in self.runs:
+            e = run.match(buf, pos).end()
+            if e > run_end[0]:
+                run_end[0] = e
+        m = self.match(buf, pos)  # type: ignore[misc]
+        if m is None or m.end() <= pos:
+            return None
+        return _Found(m, self.names, m.end())
+
+
 class Plan:
     """The `FastWatch` of every watch list of a template, and whether the one-shot path applies."""
 
-    __slots__ = ("top", "by_field", "watches", "slow", "factories", "fws")
+    __slots__ = ("top", "by_field", "watches", "slow", "factories", "fws", "chain")
 
     def __init__(self, t: Template) -> None:
         self.top = FastWatch(t.watch)
@@ -691,8 +827,17 @@ class Plan:
         #: one seeker per parse: what it learned holds in both)
         self.factories: list[Any] = []
         self.fws = list(self.watches.values())
+        #: per entry of the top list: the tests of every other entry (`_at_test`), when all have
+        #: one, for the chain step of `run` after a region that entry opened; else None
+        self.chain: list[_Chain | None] = []
         if self.slow:
             return
+        top = self.top
+        tests = [_at_test(w.delimiter, k) for w, k in zip(top.entries, top.kinds)]
+        for j, (w, k) in enumerate(zip(top.entries, top.kinds)):
+            others = [t for i, t in enumerate(tests) if i != j]
+            ok = w.is_open and k in _CHAINED and all(t is not None for t in others)
+            self.chain.append(_Chain(j, w.delimiter, k, others) if ok else None)
         slot_of: dict[int, int] = {}
         for i, fw in enumerate(self.fws):
             fw.index = i
@@ -851,6 +996,9 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
     dirty = parser._dirty
     first_error: BaseException | None = None
     append = events.append if events is not None else None
+    chains = plan.chain
+    chain: _Chain | None = None  # after a region a top opener opened: that opener's chain step
+    run_end = [0]  # the furthest run the chain steps measured (`_Chain.open_at`)
 
     while True:
         explicit = cur is not None and cur != implicit
@@ -866,7 +1014,22 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
                     guard = _QuoteGuard(body_start)
                 else:
                     guard = StringGuard(body_start, f.string_guard, f.string_quotes, f.value_close)
-        j, start, end, sk = _decide(fw, seekers, buf, pos, guard, zw)
+        j = -3
+        if chain is not None and fw is top and pos < n:
+            # The chain step: right after a region that a top opener opened (the next call of a
+            # call-dense text), that opener matching here with no other top delimiter matching
+            # here is the decision `_decide` would take (its leftmost match is here, no other
+            # can start earlier, none ties), so the seekers are not asked.
+            found = chain.open_at(buf, pos, run_end)
+            if found is not None:
+                lim = found.end + 1
+                for test in chain.others:
+                    if test(buf, pos, lim) is not False:
+                        break
+                else:
+                    j, start, end, sk = chain.j, pos, found.end, found
+        if j == -3:
+            j, start, end, sk = _decide(fw, seekers, buf, pos, guard, zw)
         if j == -2:  # nothing more: route the rest and close
             start = end = n
         # -- route buf[pos:start] ----------------------------------------------------------
@@ -937,6 +1100,8 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
         opened = False
         if j == -2:
             break
+        if fw is top:
+            chain = chains[j] if is_open else None
         if is_open:
             w = fw.entries[j]
             cur = w.field
