@@ -468,3 +468,36 @@ def test_prebuilt_falls_back_to_validation_when_it_would_differ() -> None:
     assert C.prebuilt(Stripped, {"text": "x"}) is Stripped
     assert C.prebuilt(Closed, {"other": "x"}) is Closed
     assert C.prebuilt(dict, {"text": "x"}) is dict  # not a pydantic model
+
+
+# --------------------------------------------------------------------------------------------------
+# the reasoning delimiter an engine tokenizes
+
+
+class AddedVocabTok:
+    """A tokenizer as far as `delimiter_literal` looks at one: added tokens, counted."""
+
+    def __init__(self, added: list[str]) -> None:
+        self.added = list(added)
+        self.asked = 0
+
+    def __len__(self) -> int:
+        return 100 + len(self.added)
+
+    def get_added_vocab(self) -> dict[str, int]:
+        self.asked += 1
+        return {t: 100 + i for i, t in enumerate(self.added)}
+
+
+def test_delimiter_literal_reads_the_added_vocabulary_once_per_tokenizer() -> None:
+    # deepseek_r1_distill's reasoning opener is the pattern `^\s*<think>`: the engine tokenizes the
+    # added token it matches, found once per tokenizer (engines build a detector per request).
+    t = catalog.load("deepseek_r1_distill")
+    opener = next(f.opener for f in t.fields.values() if f.opener is not None and f.opener.literals is None)
+    tok = AddedVocabTok(["<｜end▁of▁sentence｜>", "<think>", "<tool_call>"])
+    assert [C.delimiter_literal(opener, tok) for _ in range(5)] == ["<think>"] * 5
+    assert tok.asked == 1
+    tok.added.append(" <think>")  # a token added later: the vocabulary size changed, asked again
+    assert C.delimiter_literal(opener, tok) == "<think>"
+    assert tok.asked == 2
+    assert C.delimiter_literal(opener, AddedVocabTok(["<tool_call>"])) is None

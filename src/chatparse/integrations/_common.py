@@ -113,12 +113,30 @@ def delimiter_literal(d: Any, tokenizer: Any) -> str | None:
         return None
     if d.literals:
         return str(d.literals[0])
+    # `get_added_vocab` builds a dictionary of every added token: asked per request (SGLang makes
+    # a reasoning detector per request), that cost ~40 us. Remembered per tokenizer object and
+    # vocabulary size (tokens added later give a new answer).
+    try:
+        known = _LITERALS.setdefault(tokenizer, {})
+    except TypeError:  # not weak-referenceable: no cache
+        known = {}
+    try:
+        size: Any = len(tokenizer)
+    except Exception:
+        size = None
+    key = (d.source, size)
+    if key in known:
+        return known[key]
     try:
         added = tokenizer.get_added_vocab()
     except Exception:
         return None
     hits = sorted((t for t in added if t and d.module_re.fullmatch(t)), key=lambda t: (len(t), t))
-    return hits[0] if hits else None
+    found = known[key] = hits[0] if hits else None
+    return found
+
+
+_LITERALS: weakref.WeakKeyDictionary[Any, dict[tuple[str, Any], str | None]] = weakref.WeakKeyDictionary()
 
 
 # --------------------------------------------------------------------------------------------------
