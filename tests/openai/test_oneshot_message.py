@@ -140,3 +140,25 @@ def test_calls_the_core_typed_are_coerced_once(monkeypatch: pytest.MonkeyPatch) 
     assembler.open(field, {}, 0, out)  # type: ignore[arg-type]
     assembler.close({"name": "f", "parameters": {"a": "7"}}, True, False, "", out)
     assert out[0]["function"]["arguments"] == '{"a": 7}'
+
+
+def test_call_bodies_are_not_handed_to_the_assembler_chunk_by_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Calls sent complete ("complete", the default) make no delta from their body chunks: the
+    # layer only moves its position past them. In "early" mode the chunks stream the arguments.
+    from chatparse.openai import _calls
+
+    chunks: list[str] = []
+    original = _calls.ToolCallAssembler.chunk
+
+    def counted(self: Any, text: str, out: list) -> None:
+        chunks.append(text)
+        original(self, text, out)
+
+    monkeypatch.setattr(_calls.ToolCallAssembler, "chunk", counted)
+    text = "".join(
+        f'<tool_call>\n{{"name": "f", "arguments": {{"a": "{i}"}}}}\n</tool_call>\n' for i in range(5)
+    )
+    message = parse_message(text, template=CATALOG["qwen3"], prefix="", tools=TOOLS)
+    assert len(message["tool_calls"]) == 5 and chunks == []
+    early = parse_message(text, template=CATALOG["qwen3"], prefix="", tools=TOOLS, stream_tool_calls="early")
+    assert [c["function"] for c in early["tool_calls"]] == [c["function"] for c in message["tool_calls"]]

@@ -336,6 +336,7 @@ class ChatParser:
         deltas: list[dict[str, Any]] = []
         fields = self._t.fields
         calls = self._calls
+        silent = self._silent_fields
         for e in events:
             kind, name = e["type"], e["field"]
             if kind == "region_open":
@@ -344,6 +345,11 @@ class ChatParser:
                 self._open_field = None
             f = fields.get(name)
             if f is None:
+                continue
+            if kind == "region_chunk" and name in silent and self._region_pos >= self._emit_from:
+                # A chunk that makes no delta and needs no refill (a call's body, sent at its
+                # close): only the position moves. (One-shot texts are mostly such chunks.)
+                self._region_pos += len(e["text"])
                 continue
             pieces: list[str] = []
             entries: list[dict[str, Any]] = []
