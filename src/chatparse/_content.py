@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import json.scanner
 import math
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
@@ -781,6 +782,25 @@ def validate_transform_strings(scope: str, transform: Any) -> None:
 # (types and messages) are the generic ones; the compiled code has no side effects to undo.
 
 _MAX_COMPILED_DEPTH = 24
+
+_JSON_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # the C scanner `json.loads` ends in
+_JSON_SPACE = regex.compile(r"[ \t\n\r]*")  # `json.decoder.WHITESPACE`
+
+
+def json_loads(text: str) -> Any:
+    """`json.loads(text)` for a `str`, without its Python layers (`loads`, `decode`, `raw_decode`:
+    ~0.5 us of the 1.3 a small call object costs): the same scanner on the same span. Any text it
+    does not take whole goes to `json.loads`, which raises its own error for it."""
+    space = _JSON_SPACE.match
+    try:
+        value, end = _JSON_SCAN(text, space(text).end())  # type: ignore[union-attr]
+    except StopIteration:
+        return json.loads(text)
+    if space(text, end).end() != len(text):  # type: ignore[union-attr]
+        return json.loads(text)
+    return value
+
+
 #: content_args keys that do not change what the `json` parser returns (they steer the scanner)
 _SCANNER_ARGS = frozenset({"close_outside_strings", "close_after_value"})
 
@@ -884,7 +904,7 @@ def _compile_processor(
     if transform is not None and compiled is None:
         return None
     plain = _plain_json(content, content_args)
-    loads = json.loads
+    loads = json_loads
 
     def parse(body: str) -> Any:
         if plain:

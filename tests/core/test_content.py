@@ -1101,3 +1101,39 @@ def test_docstring_examples() -> None:
     import doctest
 
     assert doctest.testmod(_content).failed == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# `json_loads`: `json.loads` without its Python layers, same values and same errors
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=4), kids, max_size=3),
+    max_leaves=8,
+)
+
+
+def _loads_outcome(fn: Callable[[str], Any], text: str) -> Any:
+    try:
+        return ("value", repr(fn(text)))
+    except (ValueError, RecursionError) as e:
+        return ("error", type(e).__name__, str(e))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    value=_JSON_VALUES,
+    before=st.sampled_from(["", " ", "\n\t", "\ufeff", "x"]),
+    after=st.sampled_from(["", " \n", "x", ",", "}", "\r\n "]),
+    cut=st.integers(min_value=0, max_value=3),
+)
+def test_json_loads_is_json_loads(value: Any, before: str, after: str, cut: int) -> None:
+    text = before + json.dumps(value) + after
+    for t in (text, text[: len(text) - cut]):
+        assert _loads_outcome(_content.json_loads, t) == _loads_outcome(json.loads, t), t
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet='{}[]",:0123456789.eE+-tfnrul \n\\x', max_size=30))
+def test_json_loads_is_json_loads_on_any_text(text: str) -> None:
+    assert _loads_outcome(_content.json_loads, text) == _loads_outcome(json.loads, text), text
