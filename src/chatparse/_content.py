@@ -783,7 +783,7 @@ def validate_transform_strings(scope: str, transform: Any) -> None:
 
 _MAX_COMPILED_DEPTH = 24
 
-_JSON_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # the C scanner `json.loads` ends in
+_JSON_SCAN: Any = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # what `json.loads` runs
 _JSON_SPACE = regex.compile(r"[ \t\n\r]*")  # `json.decoder.WHITESPACE`
 
 
@@ -793,10 +793,10 @@ def json_loads(text: str) -> Any:
     does not take whole goes to `json.loads`, which raises its own error for it."""
     space = _JSON_SPACE.match
     try:
-        value, end = _JSON_SCAN(text, space(text).end())  # type: ignore[union-attr]
+        value, end = _JSON_SCAN(text, space(text).end())
     except StopIteration:
         return json.loads(text)
-    if space(text, end).end() != len(text):  # type: ignore[union-attr]
+    if space(text, end).end() != len(text):
         return json.loads(text)
     return value
 
