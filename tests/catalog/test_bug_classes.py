@@ -379,3 +379,55 @@ def test_gpt_oss_headers(header: str, content: str | None) -> None:
     message = parse_all_ways(header + '{"a": 1}<|end|>', template="gpt_oss", prefix="<|start|>assistant")
     assert message.get("content") == content
     assert not calls_of(message) and "reasoning_content" not in message
+
+
+# ------------------------------------------------------------------------------------------------
+# qwen3: reasoning opens only before the answer. A literal `<think>` in the answer (a model
+# explaining its own format) used to reopen reasoning there: the answer was cut at it, and its rest
+# replaced the real reasoning. vLLM's and SGLang's Qwen3 parsers keep everything after `</think>` as
+# content. The opener may follow whitespace and one empty think block (the block a prompt with
+# enable_thinking=False pre-writes, which some models follow with their own), nothing else.
+
+QWEN3_THINK_IN_ANSWER = [
+    # (prefix, text, reasoning, content)
+    (
+        "",
+        "<think>plan</think>Wrap your reasoning in <think> tags, then answer.<|im_end|>",
+        "plan",
+        "Wrap your reasoning in <think> tags, then answer.",
+    ),
+    ("", "\n<think>plan</think>\n\nUse <think> in prompts.<|im_end|>", "plan", "Use <think> in prompts."),
+    ("<|im_start|>assistant\n<think>\n", "plan</think>\n\nok <think> x<|im_end|>", "plan", "ok <think> x"),
+    (
+        "<|im_start|>assistant\n",
+        "<think>\n\n</think>\n\nHi <think> there<|im_end|>",
+        None,
+        "Hi <think> there",
+    ),
+    (
+        "<|im_start|>assistant\n",
+        "Answer first. <think>not reasoning<|im_end|>",
+        None,
+        "Answer first. <think>not reasoning",
+    ),
+    # enable_thinking=False pre-wrote an empty block; the model thinks anyway
+    ("<|im_start|>assistant\n<think>\n\n</think>\n\n", "<think>plan</think>\n\nok<|im_end|>", "plan", "ok"),
+    ("<|im_start|>assistant\n<think>\n\n</think>\n\n", "ok <think>x</think><|im_end|>", None, "ok <think>x"),
+]
+
+
+@pytest.mark.parametrize("template", ["qwen3", "qwen3_xml"])
+@pytest.mark.parametrize("prefix, text, reasoning, content", QWEN3_THINK_IN_ANSWER)
+def test_qwen3_think_in_the_answer_stays_content(
+    template: str, prefix: str, text: str, reasoning: str | None, content: str
+) -> None:
+    spec = catalog.get(template)
+    msg = chatparse.parse_response(text, spec, prefix=prefix)
+    assert msg.get("reasoning_content") == reasoning and msg.get("content") == content, msg
+    for i in range(len(text) + 1):  # every split, the core's streaming parser
+        p = chatparse.ResponseParser(spec, prefix=prefix)
+        p.feed(text[:i])
+        p.feed(text[i:])
+        assert p.finalize()[0] == msg, i
+    one = parse_all_ways(text, template=spec, prefix=prefix)
+    assert one.get("reasoning_content") == reasoning and one.get("content") == content, one
