@@ -7,7 +7,8 @@ the streaming scanner's machinery for partial matches (cursors running `_rx.Atte
 holds, prefilters) is not needed: the one-shot parse commits, in the current region's watch list,
 the match with the smallest key `(start, -length, opener-before-closer, field name)`, where each
 delimiter's match is its leftmost match at or after the parser's position. `_decide` answers
-exactly that question with the `regex` module's compiled patterns and `str.find`, and `run` is
+exactly that question with the `regex` module's compiled patterns and `str.find` (and, for the
+shapes no proof covers, the streaming scanner's matcher, kept for the whole parse), and `run` is
 `ResponseParser._process` at the end of the stream with `_decide` as its scanner (the same
 routing, the same `_value`, the same events in the same order; `parse_response` asks for no
 events at all and gets the first malformed region's error instead), so the message is the
@@ -36,16 +37,40 @@ per distinct delimiter), chosen by what can be proven about its cost:
   inside such a run): the delimiter's own streaming search strategy proposes candidate starts
   (C speed: literal leads, the start of a `C` run before a place REST can start) and the compiled
   pattern's `match` decides at each; a failure skips what the finder knows it decided.
-* anything else (a name run a candidate can start in, as `<function=[^>\\n]+>`, lookbehind-led
-  branches, anchors) needs the streaming parser's exact cursor: such a template (`Plan.slow`) is
-  parsed by the streaming machine at the end of the text (`parse_events`, `parse_message`), as
-  per-visit cursors here were quadratic in the number of regions (gpt_oss with text between
-  calls).
+* `_CursorSeek` (`_CURSOR`): anything else (a name run a candidate can start in, as
+  `<function=[^>\\n]+>`; lookbehind-led branches; anchors inside alternations; lookaheads with
+  unbounded runs): the streaming scanner's own exact search, run at the end of the stream. ONE
+  finder of the delimiter's strategy and ONE `_rx.MatchContext` serve the whole parse (the plan
+  makes one seeker per distinct delimiter, shared by every watch list that watches it), so what
+  the matcher learned in one region visit holds in every later one. Per-visit cursors were
+  quadratic in the number of regions (gpt_oss with text between calls): each visit re-ran the
+  attempts the previous ones had decided.
 
 Every seeker remembers its last answer: the leftmost match at or after `q0` starts at `s`, which
 stays the answer for every query in `[q0, s]` (a match at a start does not depend on where the
 search began), so a delimiter that loses to another one is not searched again and the work of all
 region visits together is linear in the text.
+
+Why `_CursorSeek` is linear. The queries of one seeker never go back: `run`'s position only grows,
+and a refusal asks again from one past the answer just given, so `_Seek.first` calls `_search` with
+strictly increasing `q` (a query at or before a remembered answer is answered from memory), and the
+finder is asked in increasing order as in one streaming scan. Every candidate runs one
+`_rx.Attempt` with `eos=True` in the shared context; its work is of three kinds:
+(1) states that fail: a branch point (program counter, position) that failed is in the failure
+memo for good (no back-references, and a state's future does not depend on where the attempt
+started), so it fails once per parse and costs one step per later entry: O(program x text) in all;
+(2) the states of a successful path: a MAIN attempt records the states it enters in the failure
+memo while they are in progress, so after a match those on the matching path (`Attempt.path`)
+are taken out again, and the memo then holds true failures only (a later attempt that reaches a
+state of an earlier matching path matches from there, with the same end). That path is re-walked
+only when a later query starts inside an earlier match: when the match lost to a delimiter that
+started before it and ended inside it, or was refused. The seeker counts the characters of its
+matches that lie before the furthest match end seen so far (`overlap`) and gives up past the
+length of the text (`Bail`), so re-walked paths cost O(program x text) too; (3) lookahead bodies,
+atomic groups and run ends, which keep their memos (decided outcome per position, the last
+maximal run) in the same shared context, each decided once per parse. A refused match inside a
+leading run is no special case here: the attempt one position on re-walks only the earlier
+matching path, which the overlap count charges.
 
 Refusals are those of the streaming scanner: a zero-width match at the position of the previous
 zero-width commit, and, in a `close_outside_strings` region, a match inside a string literal of
@@ -286,6 +311,78 @@ class _LoopSeek(_SearchSeek):
                 return s, m.end(), m
             s = finder.next(buf, finder.failed(buf, s), True)
         return n + 1, 0, None
+
+
+class _CursorSeek(_Seek):
+    """The streaming scanner's exact search for a delimiter no C-search proof covers (a name run a
+    candidate can start in, lookbehind-led branches, anchors inside alternations): ONE finder of
+    the delimiter's own strategy and ONE `_rx.MatchContext` for the whole parse, shared by every
+    watch list that watches the delimiter, with attempts run at the end of the stream
+    (`eos=True`: an attempt is never live). See "Theory of operation" for why the work of all
+    region visits together is linear.
+
+    A successful MAIN attempt leaves the states of its matching path in the shared failure memo
+    (it records the states it enters there, in progress, see `_rx.Attempt`); they lead to a match,
+    so they are taken out again, and the memo then holds only true failures, which stay failures
+    for every later attempt (no back-references; a state's future does not depend on where the
+    attempt started). What a later attempt re-walks is thus only a matching path over text that an
+    earlier match already covered: `overlap` counts those characters, and past a linear budget the
+    fast path gives up (`Bail`)."""
+
+    __slots__ = ("d", "prog", "finder", "ctx", "reach", "overlap")
+
+    def __init__(self, d: Any) -> None:
+        super().__init__()
+        self.d = d
+        self.prog = d.scan_prog
+        self.finder = d.strategy.finder()
+        self.ctx = _rx.MatchContext()
+        # (`loop` stays None: a refused match inside a leading run needs no bail here, the
+        # overlap count charges the re-walk)
+        self.reach = 0  # the furthest end of a match found so far
+        self.overlap = 0  # characters of found matches that lie before `reach` (re-walked)
+
+    def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
+        n = len(buf)
+        finder = self.finder
+        prog = self.prog
+        ctx = self.ctx
+        s = finder.next(buf, q, True)
+        while s < n:  # a match at the very end of the text is never taken (as when streaming)
+            att = _rx.Attempt(prog, s, ctx)
+            try:
+                r = att.run(buf, True)
+            except TimeoutError as exc:  # (as the streaming cursor reports it)
+                d = self.d
+                raise ValueError(
+                    f"{d.scope}: a lookbehind of {d.source!r} took longer than {_rx.REGEX_TIMEOUT}s"
+                ) from exc
+            if r is not None:
+                ctx.memo(prog).fail.difference_update(att.path)
+                e = r[0]
+                if s < self.reach:
+                    self.overlap += (e if e < self.reach else self.reach) - s
+                    if self.overlap > n + 64:
+                        raise Bail("a delimiter's matches overlap too often")
+                if e > self.reach:
+                    self.reach = e
+                return s, e, r[1]
+            s = finder.next(buf, finder.failed(buf, s), True)
+        return n + 1, 0, None
+
+    def captures(self, buf: str) -> dict[str, str]:
+        d = self.d
+        names = d.group_names
+        if not names:
+            return {}
+        start = self.starts[self.i]
+        slots = self.ms[self.i] if self.prog is not d.prog else _rx.capture(d.prog, buf, start, True)
+        caps: dict[str, str] = {}
+        for g, slot in names.items():
+            s, e = slots[slot], slots[slot + 1]
+            if s != -1 and e != -1:
+                caps[g] = buf[s:e]
+        return caps
 
 
 def _any_loop(strategy: Any) -> Any:
@@ -630,6 +727,8 @@ class FastWatch:
 
 def _factory(d: Any, kind: int) -> Any:
     """A function making a fresh seeker for delimiter `d` (everything it needs decided now)."""
+    if kind == _CURSOR:
+        return lambda: _CursorSeek(d)
     if kind == _LITERAL:
         literals = d.strategy.literals
         return lambda: _LiteralSeek(literals)
@@ -684,15 +783,15 @@ class Plan:
         self.watches = {id(t.watch): self.top}
         for name, f in t.fields.items():
             self.watches.setdefault(id(f.watch), self.by_field[name])
-        #: delimiters that need the streaming cursor (reported by `describe`); a template with any
-        #: is parsed by the streaming machine at the end of the text (see `parse_events`)
-        self.slow = sum(k == _CURSOR for fw in self.watches.values() for k in fw.kinds)
+        #: delimiters the one-shot path has no seeker for; a template with any is parsed by the
+        #: streaming machine at the end of the text (`parse_events`). None since `_CursorSeek`:
+        #: every shape the streaming scanner searches has one (the streaming machine stays the
+        #: fallback of a `Bail`).
+        self.slow = 0
         #: the seeker factory of every distinct delimiter (a delimiter watched in two lists has
         #: one seeker per parse: what it learned holds in both)
         self.factories: list[Any] = []
         self.fws = list(self.watches.values())
-        if self.slow:
-            return
         slot_of: dict[int, int] = {}
         for i, fw in enumerate(self.fws):
             fw.index = i
@@ -822,7 +921,7 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
     `_end(cut_off=False)` are appended to `events` (values uncopied); with `events=None` none are
     built and the first error of a malformed region is returned instead (what `parse_response`
     raises). Raises `Bail` when the fast path gives up (the parser is then unusable), and when the
-    template has a delimiter that needs the streaming cursor (see `parse_events`)."""
+    template has a delimiter the plan has no seeker for (see `parse_events`)."""
     t = parser._t
     plan = plan_for(t)
     if plan.slow:
@@ -966,10 +1065,9 @@ def parse_events(
     stream, exactly as the streaming parser gives them when the text is fed at once and finalized
     (the parser is ready for `_check_required` and `_finish`). Event values are not copied.
 
-    A template with a delimiter that runs the streaming cursor takes the streaming machine at the
-    end of the text: per-visit cursors on this path would re-run attempts over text an earlier
-    visit already decided (quadratic in the number of regions: gpt_oss with text between calls,
-    tests/catalog/test_linear_catalog.py)."""
+    A template with a delimiter the plan has no seeker for (`Plan.slow`; none since `_CursorSeek`)
+    takes the streaming machine at the end of the text, as does a parse the fast path gives up
+    on (`Bail`)."""
     parser, text = _start(text, response_template, prefix, tools)
     initial = parser.initial_events
     if fast and not plan_for(parser._t).slow:
@@ -999,7 +1097,7 @@ def _start(text: Any, response_template: Any, prefix: str | None, tools: Any) ->
 def stream_end(parser: Any, text: str) -> list[Any]:
     """The streaming machine at the end of the text: append the rest of the output `text` to a
     `ResponseParser` that has been fed nothing and end the stream (no cut-off report); its events
-    (the path of templates with a delimiter that needs the streaming cursor, `Plan.slow`)."""
+    (the path of a `Bail`, and of templates with a delimiter the plan has no seeker for)."""
     parser._buf += text
     return parser._end(cut_off=False)
 
