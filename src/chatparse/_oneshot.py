@@ -44,7 +44,9 @@ per distinct delimiter), chosen by what can be proven about its cost:
   makes one seeker per distinct delimiter, shared by every watch list that watches it), so what
   the matcher learned in one region visit holds in every later one. Per-visit cursors were
   quadratic in the number of regions (gpt_oss with text between calls): each visit re-ran the
-  attempts the previous ones had decided.
+  attempts the previous ones had decided. When each choice of the pattern is linear per attempt
+  (`_attempt_reads`: the name-run openers), a candidate where no earlier `regex` attempt read is
+  decided by the compiled pattern's `match` instead, in C; the others by the matcher.
 
 Every seeker remembers its last answer: the leftmost match at or after `q0` starts at `s`, which
 stays the answer for every query in `[q0, s]` (a match at a start does not depend on where the
@@ -70,7 +72,13 @@ length of the text (`Bail`), so re-walked paths cost O(program x text) too; (3) 
 atomic groups and run ends, which keep their memos (decided outcome per position, the last
 maximal run) in the same shared context, each decided once per parse. A refused match inside a
 leading run is no special case here: the attempt one position on re-walks only the earlier
-matching path, which the overlap count charges.
+matching path, which the overlap count charges. The `regex` attempts: `_attempt_reads` admits a
+pattern only when `_linear_sequence` proves each of its choices (an attempt costs at most the
+pattern's bound times the characters it reads) and gives, per choice, how far an attempt can read
+(bounded parts by their width, forced runs to the end of the maximal run, lookahead bodies by
+their width); one is run at a candidate only at or past where every earlier one could have read
+(`c_reach`), so the text they read, and the `run.match` calls that bound it, are disjoint: linear.
+A candidate inside that text (the `<` of `<function=<function=...`) goes to the matcher.
 
 Refusals are those of the streaming scanner: a zero-width match at the position of the previous
 zero-width commit, and, in a `close_outside_strings` region, a match inside a string literal of
@@ -327,11 +335,15 @@ class _CursorSeek(_Seek):
     for every later attempt (no back-references; a state's future does not depend on where the
     attempt started). What a later attempt re-walks is thus only a matching path over text that an
     earlier match already covered: `overlap` counts those characters, and past a linear budget the
-    fast path gives up (`Bail`)."""
+    fast path gives up (`Bail`).
 
-    __slots__ = ("d", "prog", "finder", "ctx", "reach", "overlap")
+    With `reads` (`_attempt_reads`), a candidate at or past `c_reach` is decided by the compiled
+    pattern's `match` (same leftmost-first semantics; the differential tests hold both to that),
+    whose cost is the text it can read, `[s, _read_end(s))`: such reads never overlap."""
 
-    def __init__(self, d: Any) -> None:
+    __slots__ = ("d", "prog", "finder", "ctx", "reach", "overlap", "reads", "c_rx", "c_reach")
+
+    def __init__(self, d: Any, reads: list[list[tuple[Any, int]]] | None = None) -> None:
         super().__init__()
         self.d = d
         self.prog = d.scan_prog
@@ -341,6 +353,27 @@ class _CursorSeek(_Seek):
         # overlap count charges the re-walk)
         self.reach = 0  # the furthest end of a match found so far
         self.overlap = 0  # characters of found matches that lie before `reach` (re-walked)
+        #: `_attempt_reads(d)`: how far one `regex` attempt can read (None: never in C)
+        self.reads = reads
+        self.c_rx = d.module_re
+        self.c_reach = 0  # no `regex` attempt has read at or past this position
+
+    def _read_end(self, buf: str, s: int) -> int:
+        """One past the last position a `regex` attempt at `s` can read (see `_attempt_reads`)."""
+        n = len(buf)
+        far = s
+        for steps in self.reads:  # type: ignore[union-attr]
+            p = s
+            for run, w in steps:
+                if run is not None:
+                    p = run.match(buf, p).end() if p < n else p
+                elif w >= 0:
+                    p += w
+                elif p - w > far:
+                    far = p - w  # a lookahead body reads on without moving the position
+            if p > far:
+                far = p
+        return (far if far < n else n) + 1
 
     def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
         n = len(buf)
@@ -349,6 +382,14 @@ class _CursorSeek(_Seek):
         ctx = self.ctx
         s = finder.next(buf, q, True)
         while s < n:  # a match at the very end of the text is never taken (as when streaming)
+            if self.reads is not None and s >= self.c_reach:
+                # No earlier `regex` attempt read here: this one costs the text it reads, once.
+                self.c_reach = self._read_end(buf, s)
+                m = self.c_rx.match(buf, s)
+                if m is None:
+                    s = finder.next(buf, finder.failed(buf, s), True)
+                    continue
+                return s, self._found(s, m.end(), n), m
             att = _rx.Attempt(prog, s, ctx)
             try:
                 r = att.run(buf, True)
@@ -359,24 +400,31 @@ class _CursorSeek(_Seek):
                 ) from exc
             if r is not None:
                 ctx.memo(prog).fail.difference_update(att.path)
-                e = r[0]
-                if s < self.reach:
-                    self.overlap += (e if e < self.reach else self.reach) - s
-                    if self.overlap > n + 64:
-                        raise Bail("a delimiter's matches overlap too often")
-                if e > self.reach:
-                    self.reach = e
-                return s, e, r[1]
+                return s, self._found(s, r[0], n), r[1]
             s = finder.next(buf, finder.failed(buf, s), True)
         return n + 1, 0, None
+
+    def _found(self, s: int, e: int, n: int) -> int:
+        """Count the characters of the match `[s, e)` that an earlier match covered (`overlap`)."""
+        reach = self.reach
+        if s < reach:
+            self.overlap += (e if e < reach else reach) - s
+            if self.overlap > n + 64:
+                raise Bail("a delimiter's matches overlap too often")
+        if e > reach:
+            self.reach = e
+        return e
 
     def captures(self, buf: str) -> dict[str, str]:
         d = self.d
         names = d.group_names
         if not names:
             return {}
+        got = self.ms[self.i]
+        if type(got) is not list:  # a `regex` match
+            return {g: got.group(g) for g in names if got.start(g) != -1}
         start = self.starts[self.i]
-        slots = self.ms[self.i] if self.prog is not d.prog else _rx.capture(d.prog, buf, start, True)
+        slots = got if self.prog is not d.prog else _rx.capture(d.prog, buf, start, True)
         caps: dict[str, str] = {}
         for g, slot in names.items():
             s, e = slots[slot], slots[slot + 1]
@@ -618,6 +666,49 @@ def _anchored_linear(d: Any) -> bool:
     return all(_linear_sequence(seq, runs) for seq in choices)
 
 
+def _attempt_reads(d: Any) -> list[list[tuple[Any, int]]] | None:
+    """For a pattern each of whose choices `_linear_sequence` proves (one attempt costs at most the
+    pattern's bound times the characters it reads; what `forced_linear` adds, that no candidate
+    starts inside a run another attempt crossed, need not hold), how far an attempt can read: per
+    choice, its steps `(run, 0)` (a forced unbounded run of one class: to the end of the maximal
+    run, found by `run.match`), `(None, w)` (at most `w` characters) and `(None, -w)` (a
+    lookahead whose body reads at most `w` characters on). None for other shapes (lookbehinds,
+    anchors, unbounded bodies), which `_CursorSeek` only ever searches with the streaming matcher."""
+    rx = d.module_re
+    if rx is None or rx.flags & (regex.IGNORECASE | regex.MULTILINE) or d.prog.tree is None:
+        return None
+    choices = _expand(_flatten(d.prog.tree))
+    if choices is None:
+        return None
+    out: list[list[tuple[Any, int]]] = []
+    for seq in choices:
+        if not _linear_sequence(seq, []):
+            return None
+        steps: list[tuple[Any, int]] = []
+        for item in seq:
+            node = _unwrap(item)
+            cls = _run_class(item)
+            if cls is not None:
+                steps.append((regex.compile(f"(?:{cls})*", rx.flags), 0))
+                continue
+            if node.op is _rx.Op.LOOK:
+                body = node.kids[0]
+                w = _rx.max_width(body)
+                if not node.args[0] or w is None or _rx._has(body, (_rx.Op.LOOK, _rx.Op.ASSERT)):
+                    return None
+                steps.append((None, -w))
+                continue
+            w = _rx.max_width(node)
+            if w is None or _rx._has(node, (_rx.Op.LOOK, _rx.Op.ASSERT)):
+                return None
+            if steps and steps[-1][0] is None and steps[-1][1] >= 0:
+                steps[-1] = (None, steps[-1][1] + w)  # (one step for a literal, not one a character)
+            else:
+                steps.append((None, w))
+        out.append(steps)
+    return out
+
+
 def _kind(d: Any) -> int:
     if d.literals is not None:
         return _LITERAL
@@ -728,7 +819,8 @@ class FastWatch:
 def _factory(d: Any, kind: int) -> Any:
     """A function making a fresh seeker for delimiter `d` (everything it needs decided now)."""
     if kind == _CURSOR:
-        return lambda: _CursorSeek(d)
+        reads = _attempt_reads(d)
+        return lambda: _CursorSeek(d, reads)
     if kind == _LITERAL:
         literals = d.strategy.literals
         return lambda: _LiteralSeek(literals)

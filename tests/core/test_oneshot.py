@@ -554,7 +554,9 @@ def test_cursor_seek_finds_the_leftmost_match_across_queries(data: st.DataObject
     pieces = _CURSOR_PIECES + _cursor_sample(d)
     text = "".join(data.draw(st.lists(st.sampled_from(pieces), max_size=24)))
     n = len(text)
-    sk = _oneshot._CursorSeek(d)
+    # with the `regex` attempts where no earlier one read (the plan's seeker), and without them
+    reads = _oneshot._attempt_reads(d) if data.draw(st.booleans()) else None
+    sk = _oneshot._CursorSeek(d, reads)
     q = 0
     while q <= n:
         s = sk.first(text, q)
@@ -584,6 +586,13 @@ def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.M
     ends = []
     original = _oneshot.stream_end
     monkeypatch.setattr(_oneshot, "stream_end", lambda p, text: ends.append(1) or original(p, text))
+    searches = []
+    original_search = _oneshot._CursorSeek._search
+    monkeypatch.setattr(
+        _oneshot._CursorSeek,
+        "_search",
+        lambda self, buf, q: searches.append(q) or original_search(self, buf, q),
+    )
     text = _calls_text("qwen3_xml", 60)
     bails = _oneshot.BAILS[0]
     with counting_fast() as counts:
@@ -591,7 +600,7 @@ def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.M
     assert len(got["tool_calls"]) == 60
     assert _oneshot.BAILS[0] == bails and not ends
     assert counts["decide"] == 0 and counts["_scan"] == 0, counts
-    assert counts["run"] >= 120  # the cursor seekers' attempts: an opener and a closer per call
+    assert len(searches) >= 120  # the cursor seekers answered: an opener and a closer per call
 
 
 @pytest.mark.parametrize(
@@ -613,6 +622,62 @@ def test_hostile_name_run_openers_are_linear_one_shot(make: Callable[[int], str]
     large = _fast_work(t, make(20_000))
     assert large <= 2.3 * small + 200, (small, large)
     assert _oneshot.BAILS[0] == bails
+
+
+_READ_SOURCES = sorted(src for src, d in CURSOR_DELIMITERS.items() if _oneshot._attempt_reads(d) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), source=st.sampled_from(_READ_SOURCES))
+def test_attempt_reads_bound_what_a_regex_attempt_reads(data: st.DataObject, source: str) -> None:
+    # `_read_end(s)` is past every character a `regex` attempt at `s` reads: the attempt gives the
+    # same answer on the text cut there (a read at the cut would see the end of the text instead).
+    d = CURSOR_DELIMITERS[source]
+    assert len(_READ_SOURCES) >= 5  # the name-run openers (qwen3_xml, mimo, seed_oss, ...)
+    pieces = _CURSOR_PIECES + _cursor_sample(d) + ["x" * 40, " " * 30, "\n\n"]
+    text = "".join(data.draw(st.lists(st.sampled_from(pieces), max_size=24)))
+    sk = _oneshot._CursorSeek(d, _oneshot._attempt_reads(d))
+    for s in range(len(text)):
+        cut = sk._read_end(text, s)
+        full, part = d.module_re.match(text, s), d.module_re.match(text, s, cut)
+        assert (full and (full.span(), full.groupdict())) == (part and (part.span(), part.groupdict())), (
+            source,
+            text,
+            s,
+            cut,
+        )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<function=" * 3000,
+        "<tool_call>" * 3000 + "<function=",
+        "<function=a" + "\n<function=" * 3000,
+        ("<tool_call>\n<function=f>\n" + "<" * 50 + " \n" * 20) * 200,
+    ],
+)
+def test_regex_attempts_of_a_cursor_seeker_never_read_the_same_text_twice(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The `regex` attempts run only where no earlier one read, so the text they read (which is
+    # what they cost, `_attempt_reads`) adds up to the text at most; the rest is the streaming
+    # matcher's, linear by its memo.
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
+    windows: list[tuple[int, int]] = []
+    original = _oneshot._CursorSeek._read_end
+
+    def read_end(self: Any, buf: str, s: int) -> int:
+        r = original(self, buf, s)
+        windows.append((s, r))
+        return r
+
+    monkeypatch.setattr(_oneshot._CursorSeek, "_read_end", read_end)
+    chatparse.parse_response(text, t, prefix="")
+    assert windows
+    for (_, e0), (s1, _) in zip(windows, windows[1:]):
+        assert s1 >= e0, windows
+    assert sum(e - s for s, e in windows) <= len(text) + 1
 
 
 def test_cursor_seek_gives_up_when_queries_rewalk_its_matches() -> None:
