@@ -624,6 +624,31 @@ def test_hostile_name_run_openers_are_linear_one_shot(make: Callable[[int], str]
     assert _oneshot.BAILS[0] == bails
 
 
+def test_cursor_seek_searches_never_go_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The linear bound of `_CursorSeek` rests on this: one seeker's searches start at strictly
+    # increasing positions over a parse (a query at or before a remembered answer is answered from
+    # memory), on every catalog template and input shape, call texts and cut delimiters included.
+    last: dict[int, int] = {}
+    searched = []
+    original = _oneshot._CursorSeek._search
+
+    def search(self: Any, buf: str, q: int) -> Any:
+        assert q > last.get(id(self), -1), (q, last.get(id(self)))
+        last[id(self)] = q
+        searched.append(q)
+        return original(self, buf, q)
+
+    monkeypatch.setattr(_oneshot._CursorSeek, "_search", search)
+    for name, t in TEMPLATES.items():
+        texts = [make(300) for make in shapes(t).values()]
+        if name in CATALOG:
+            texts.append(_calls_text("qwen3_xml", 5) + "x" + _calls_text("qwen3", 5))
+        for text in texts:
+            last.clear()
+            _oneshot.parse_events(text, t, "", None)
+    assert len(searched) > 300
+
+
 _READ_SOURCES = sorted(src for src, d in CURSOR_DELIMITERS.items() if _oneshot._attempt_reads(d) is not None)
 
 
