@@ -1013,7 +1013,7 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
     `_end(cut_off=False)` are appended to `events` (values uncopied); with `events=None` none are
     built and the first error of a malformed region is returned instead (what `parse_response`
     raises). Raises `Bail` when the fast path gives up (the parser is then unusable), and when the
-    template has a delimiter the plan has no seeker for (see `parse_events`)."""
+    template has a delimiter that needs the streaming cursor (see `parse_events`)."""
     t = parser._t
     plan = plan_for(t)
     if plan.slow:
