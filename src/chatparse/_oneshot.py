@@ -7,7 +7,8 @@ the streaming scanner's machinery for partial matches (cursors running `_rx.Atte
 holds, prefilters) is not needed: the one-shot parse commits, in the current region's watch list,
 the match with the smallest key `(start, -length, opener-before-closer, field name)`, where each
 delimiter's match is its leftmost match at or after the parser's position. `_decide` answers
-exactly that question with the `regex` module's compiled patterns and `str.find`, and `run` is
+exactly that question with the `regex` module's compiled patterns and `str.find` (and, for the
+shapes no proof covers, the streaming scanner's matcher, kept for the whole parse), and `run` is
 `ResponseParser._process` at the end of the stream with `_decide` as its scanner (the same
 routing, the same `_value`, the same events in the same order; `parse_response` asks for no
 events at all and gets the first malformed region's error instead), so the message is the
@@ -36,11 +37,16 @@ per distinct delimiter), chosen by what can be proven about its cost:
   inside such a run): the delimiter's own streaming search strategy proposes candidate starts
   (C speed: literal leads, the start of a `C` run before a place REST can start) and the compiled
   pattern's `match` decides at each; a failure skips what the finder knows it decided.
-* anything else (a name run a candidate can start in, as `<function=[^>\\n]+>`, lookbehind-led
-  branches, anchors) needs the streaming parser's exact cursor: such a template (`Plan.slow`) is
-  parsed by the streaming machine at the end of the text (`parse_events`, `parse_message`), as
-  per-visit cursors here were quadratic in the number of regions (gpt_oss with text between
-  calls).
+* `_CursorSeek` (`_CURSOR`): anything else (a name run a candidate can start in, as
+  `<function=[^>\\n]+>`; lookbehind-led branches; anchors inside alternations; lookaheads with
+  unbounded runs): the streaming scanner's own exact search, run at the end of the stream. ONE
+  finder of the delimiter's strategy and ONE `_rx.MatchContext` serve the whole parse (the plan
+  makes one seeker per distinct delimiter, shared by every watch list that watches it), so what
+  the matcher learned in one region visit holds in every later one. Per-visit cursors were
+  quadratic in the number of regions (gpt_oss with text between calls): each visit re-ran the
+  attempts the previous ones had decided. When each choice of the pattern is linear per attempt
+  (`_attempt_reads`: the name-run openers), a candidate where no earlier `regex` attempt read is
+  decided by the compiled pattern's `match` instead, in C; the others by the matcher.
 
 Every seeker remembers its last answer: the leftmost match at or after `q0` starts at `s`, which
 stays the answer for every query in `[q0, s]` (a match at a start does not depend on where the
@@ -56,6 +62,33 @@ bound (`_CHAINED`), never from inside a leading run an earlier step measured; th
 delimiters' tests (`_at_test`) cost at most the opener's match plus a constant, and the chain
 steps' opener matches are disjoint, so the steps add linear work; anything undecided goes to the
 seekers.
+
+Why `_CursorSeek` is linear. The queries of one seeker never go back: `run`'s position only grows,
+and a refusal asks again from one past the answer just given, so `_Seek.first` calls `_search` with
+strictly increasing `q` (a query at or before a remembered answer is answered from memory), and the
+finder is asked in increasing order as in one streaming scan. Every candidate runs one
+`_rx.Attempt` with `eos=True` in the shared context; its work is of three kinds:
+(1) states that fail: a branch point (program counter, position) that failed is in the failure
+memo for good (no back-references, and a state's future does not depend on where the attempt
+started), so it fails once per parse and costs one step per later entry: O(program x text) in all;
+(2) the states of a successful path: a MAIN attempt records the states it enters in the failure
+memo while they are in progress, so after a match those on the matching path (`Attempt.path`)
+are taken out again, and the memo then holds true failures only (a later attempt that reaches a
+state of an earlier matching path matches from there, with the same end). That path is re-walked
+only when a later query starts inside an earlier match: when the match lost to a delimiter that
+started before it and ended inside it, or was refused. The seeker counts the characters of its
+matches that lie before the furthest match end seen so far (`overlap`) and gives up past the
+length of the text (`Bail`), so re-walked paths cost O(program x text) too; (3) lookahead bodies,
+atomic groups and run ends, which keep their memos (decided outcome per position, the last
+maximal run) in the same shared context, each decided once per parse. A refused match inside a
+leading run is no special case here: the attempt one position on re-walks only the earlier
+matching path, which the overlap count charges. The `regex` attempts: `_attempt_reads` admits a
+pattern only when `_linear_sequence` proves each of its choices (an attempt costs at most the
+pattern's bound times the characters it reads) and gives, per choice, how far an attempt can read
+(bounded parts by their width, forced runs to the end of the maximal run, lookahead bodies by
+their width); one is run at a candidate only at or past where every earlier one could have read
+(`c_reach`), so the text they read, and the `run.match` calls that bound it, are disjoint: linear.
+A candidate inside that text (the `<` of `<function=<function=...`) goes to the matcher.
 
 Refusals are those of the streaming scanner: a zero-width match at the position of the previous
 zero-width commit, and, in a `close_outside_strings` region, a match inside a string literal of
@@ -298,6 +331,118 @@ class _LoopSeek(_SearchSeek):
         return n + 1, 0, None
 
 
+class _CursorSeek(_Seek):
+    """The streaming scanner's exact search for a delimiter no C-search proof covers (a name run a
+    candidate can start in, lookbehind-led branches, anchors inside alternations): ONE finder of
+    the delimiter's own strategy and ONE `_rx.MatchContext` for the whole parse, shared by every
+    watch list that watches the delimiter, with attempts run at the end of the stream
+    (`eos=True`: an attempt is never live). See "Theory of operation" for why the work of all
+    region visits together is linear.
+
+    A successful MAIN attempt leaves the states of its matching path in the shared failure memo
+    (it records the states it enters there, in progress, see `_rx.Attempt`); they lead to a match,
+    so they are taken out again, and the memo then holds only true failures, which stay failures
+    for every later attempt (no back-references; a state's future does not depend on where the
+    attempt started). What a later attempt re-walks is thus only a matching path over text that an
+    earlier match already covered: `overlap` counts those characters, and past a linear budget the
+    fast path gives up (`Bail`).
+
+    With `reads` (`_attempt_reads`), a candidate at or past `c_reach` is decided by the compiled
+    pattern's `match` (same leftmost-first semantics; the differential tests hold both to that),
+    whose cost is the text it can read, `[s, _read_end(s))`: such reads never overlap."""
+
+    __slots__ = ("d", "prog", "finder", "ctx", "reach", "overlap", "reads", "c_rx", "c_reach")
+
+    def __init__(self, d: Any, reads: list[list[tuple[Any, int]]] | None = None) -> None:
+        super().__init__()
+        self.d = d
+        self.prog = d.scan_prog
+        self.finder = d.strategy.finder()
+        self.ctx = _rx.MatchContext()
+        # (`loop` stays None: a refused match inside a leading run needs no bail here, the
+        # overlap count charges the re-walk)
+        self.reach = 0  # the furthest end of a match found so far
+        self.overlap = 0  # characters of found matches that lie before `reach` (re-walked)
+        #: `_attempt_reads(d)`: how far one `regex` attempt can read (None: never in C)
+        self.reads = reads
+        self.c_rx = d.module_re
+        self.c_reach = 0  # no `regex` attempt has read at or past this position
+
+    def _read_end(self, buf: str, s: int) -> int:
+        """One past the last position a `regex` attempt at `s` can read (see `_attempt_reads`)."""
+        n = len(buf)
+        far = s
+        for steps in self.reads:  # type: ignore[union-attr]
+            p = s
+            for run, w in steps:
+                if run is not None:
+                    p = run.match(buf, p).end() if p < n else p
+                elif w >= 0:
+                    p += w
+                elif p - w > far:
+                    far = p - w  # a lookahead body reads on without moving the position
+            if p > far:
+                far = p
+        return (far if far < n else n) + 1
+
+    def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
+        n = len(buf)
+        finder = self.finder
+        prog = self.prog
+        ctx = self.ctx
+        s = finder.next(buf, q, True)
+        while s < n:  # a match at the very end of the text is never taken (as when streaming)
+            if self.reads is not None and s >= self.c_reach:
+                # No earlier `regex` attempt read here: this one costs the text it reads, once.
+                self.c_reach = self._read_end(buf, s)
+                m = self.c_rx.match(buf, s)
+                if m is None:
+                    s = finder.next(buf, finder.failed(buf, s), True)
+                    continue
+                return s, self._found(s, m.end(), n), m
+            att = _rx.Attempt(prog, s, ctx)
+            try:
+                r = att.run(buf, True)
+            except TimeoutError as exc:  # (as the streaming cursor reports it)
+                d = self.d
+                raise ValueError(
+                    f"{d.scope}: a lookbehind of {d.source!r} took longer than {_rx.REGEX_TIMEOUT}s"
+                ) from exc
+            if r is not None:
+                ctx.memo(prog).fail.difference_update(att.path)
+                return s, self._found(s, r[0], n), r[1]
+            s = finder.next(buf, finder.failed(buf, s), True)
+        return n + 1, 0, None
+
+    def _found(self, s: int, e: int, n: int) -> int:
+        """Count the characters of the match `[s, e)` that an earlier match covered (`overlap`)."""
+        reach = self.reach
+        if s < reach:
+            self.overlap += (e if e < reach else reach) - s
+            if self.overlap > n + 64:
+                raise Bail("a delimiter's matches overlap too often")
+        if e > reach:
+            self.reach = e
+        return e
+
+    def captures(self, buf: str) -> dict[str, str]:
+        d = self.d
+        names = d.group_names
+        if not names:
+            return {}
+        got = self.ms[self.i]
+        if type(got) is not list:  # a `regex` match
+            return {g: got.group(g) for g in names if got.start(g) != -1}
+        start = self.starts[self.i]
+        slots = got if self.prog is not d.prog else _rx.capture(d.prog, buf, start, True)
+        caps: dict[str, str] = {}
+        for g, slot in names.items():
+            s, e = slots[slot], slots[slot + 1]
+            if s != -1 and e != -1:
+                caps[g] = buf[s:e]
+        return caps
+
+
 def _any_loop(strategy: Any) -> Any:
     """A test for the leading loop characters of a strategy (of any union branch), or None."""
     loops = strategy.loops if isinstance(strategy, (LoopSearch,)) else None
@@ -531,6 +676,49 @@ def _anchored_linear(d: Any) -> bool:
     return all(_linear_sequence(seq, runs) for seq in choices)
 
 
+def _attempt_reads(d: Any) -> list[list[tuple[Any, int]]] | None:
+    """For a pattern each of whose choices `_linear_sequence` proves (one attempt costs at most the
+    pattern's bound times the characters it reads; what `forced_linear` adds, that no candidate
+    starts inside a run another attempt crossed, need not hold), how far an attempt can read: per
+    choice, its steps `(run, 0)` (a forced unbounded run of one class: to the end of the maximal
+    run, found by `run.match`), `(None, w)` (at most `w` characters) and `(None, -w)` (a
+    lookahead whose body reads at most `w` characters on). None for other shapes (lookbehinds,
+    anchors, unbounded bodies), which `_CursorSeek` only ever searches with the streaming matcher."""
+    rx = d.module_re
+    if rx is None or rx.flags & (regex.IGNORECASE | regex.MULTILINE) or d.prog.tree is None:
+        return None
+    choices = _expand(_flatten(d.prog.tree))
+    if choices is None:
+        return None
+    out: list[list[tuple[Any, int]]] = []
+    for seq in choices:
+        if not _linear_sequence(seq, []):
+            return None
+        steps: list[tuple[Any, int]] = []
+        for item in seq:
+            node = _unwrap(item)
+            cls = _run_class(item)
+            if cls is not None:
+                steps.append((regex.compile(f"(?:{cls})*", rx.flags), 0))
+                continue
+            if node.op is _rx.Op.LOOK:
+                body = node.kids[0]
+                w = _rx.max_width(body)
+                if not node.args[0] or w is None or _rx._has(body, (_rx.Op.LOOK, _rx.Op.ASSERT)):
+                    return None
+                steps.append((None, -w))
+                continue
+            w = _rx.max_width(node)
+            if w is None or _rx._has(node, (_rx.Op.LOOK, _rx.Op.ASSERT)):
+                return None
+            if steps and steps[-1][0] is None and steps[-1][1] >= 0:
+                steps[-1] = (None, steps[-1][1] + w)  # (one step for a literal, not one a character)
+            else:
+                steps.append((None, w))
+        out.append(steps)
+    return out
+
+
 def _kind(d: Any) -> int:
     if d.literals is not None:
         return _LITERAL
@@ -640,6 +828,9 @@ class FastWatch:
 
 def _factory(d: Any, kind: int) -> Any:
     """A function making a fresh seeker for delimiter `d` (everything it needs decided now)."""
+    if kind == _CURSOR:
+        reads = _attempt_reads(d)
+        return lambda: _CursorSeek(d, reads)
     if kind == _LITERAL:
         literals = d.strategy.literals
         return lambda: _LiteralSeek(literals)
@@ -808,7 +999,7 @@ class _Chain:
 class Plan:
     """The `FastWatch` of every watch list of a template, and whether the one-shot path applies."""
 
-    __slots__ = ("top", "by_field", "watches", "slow", "factories", "fws", "chain")
+    __slots__ = ("top", "by_field", "watches", "factories", "fws", "chain")
 
     def __init__(self, t: Template) -> None:
         self.top = FastWatch(t.watch)
@@ -820,9 +1011,6 @@ class Plan:
         self.watches = {id(t.watch): self.top}
         for name, f in t.fields.items():
             self.watches.setdefault(id(f.watch), self.by_field[name])
-        #: delimiters that need the streaming cursor (reported by `describe`); a template with any
-        #: is parsed by the streaming machine at the end of the text (see `parse_events`)
-        self.slow = sum(k == _CURSOR for fw in self.watches.values() for k in fw.kinds)
         #: the seeker factory of every distinct delimiter (a delimiter watched in two lists has
         #: one seeker per parse: what it learned holds in both)
         self.factories: list[Any] = []
@@ -830,8 +1018,6 @@ class Plan:
         #: per entry of the top list: the tests of every other entry (`_at_test`), when all have
         #: one, for the chain step of `run` after a region that entry opened; else None
         self.chain: list[_Chain | None] = []
-        if self.slow:
-            return
         top = self.top
         tests = [_at_test(w.delimiter, k) for w, k in zip(top.entries, top.kinds)]
         for j, (w, k) in enumerate(zip(top.entries, top.kinds)):
@@ -966,12 +1152,9 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
     its scanner (the one-chunk case of the streaming parser, so the same message). The events of
     `_end(cut_off=False)` are appended to `events` (values uncopied); with `events=None` none are
     built and the first error of a malformed region is returned instead (what `parse_response`
-    raises). Raises `Bail` when the fast path gives up (the parser is then unusable), and when the
-    template has a delimiter that needs the streaming cursor (see `parse_events`)."""
+    raises). Raises `Bail` when the fast path gives up (the parser is then unusable)."""
     t = parser._t
     plan = plan_for(t)
-    if plan.slow:
-        raise Bail("a delimiter needs the streaming cursor")
     if parser._finalized:
         raise RuntimeError("ResponseParser already finalized")
     buf = parser._buf + text
@@ -1131,13 +1314,11 @@ def parse_events(
     stream, exactly as the streaming parser gives them when the text is fed at once and finalized
     (the parser is ready for `_check_required` and `_finish`). Event values are not copied.
 
-    A template with a delimiter that runs the streaming cursor takes the streaming machine at the
-    end of the text: per-visit cursors on this path would re-run attempts over text an earlier
-    visit already decided (quadratic in the number of regions: gpt_oss with text between calls,
-    tests/catalog/test_linear_catalog.py)."""
+    A parse the fast path gives up on (`Bail`) takes the streaming machine at the end of the
+    text (`stream_end`)."""
     parser, text = _start(text, response_template, prefix, tools)
     initial = parser.initial_events
-    if fast and not plan_for(parser._t).slow:
+    if fast:
         events = list(initial)
         try:
             run(parser, text, events)
@@ -1164,7 +1345,7 @@ def _start(text: Any, response_template: Any, prefix: str | None, tools: Any) ->
 def stream_end(parser: Any, text: str) -> list[Any]:
     """The streaming machine at the end of the text: append the rest of the output `text` to a
     `ResponseParser` that has been fed nothing and end the stream (no cut-off report); its events
-    (the path of templates with a delimiter that needs the streaming cursor, `Plan.slow`)."""
+    (the path of a `Bail`)."""
     parser._buf += text
     return parser._end(cut_off=False)
 
@@ -1178,20 +1359,19 @@ def parse(text: str, response_template: Any, prefix: str | None, tools: Any) -> 
     for e in parser.initial_events:
         if e["type"] == "region_malformed":
             raise e["error"]
-    if not plan_for(parser._t).slow:
+    try:
+        error = run(parser, text, None)
+    except Bail:
+        BAILS[0] += 1
+    else:
+        if error is not None:
+            raise error
         try:
-            error = run(parser, text, None)
-        except Bail:
-            BAILS[0] += 1
+            parser._check_required([])
+        except RequiredFieldsMissing:
+            pass  # the exception carries the events: build them (a rare path)
         else:
-            if error is not None:
-                raise error
-            try:
-                parser._check_required([])
-            except RequiredFieldsMissing:
-                pass  # the exception carries the events: build them (a rare path)
-            else:
-                return parser._finish()
+            return parser._finish()
     parser, events = parse_events(text, response_template, prefix, tools, fast=False)
     for e in events:
         if e["type"] == "region_malformed":

@@ -15,9 +15,9 @@ from collections.abc import Callable
 import pytest
 
 import chatparse
-from chatparse import catalog
+from chatparse import _oneshot, catalog
 
-from ..core.test_linear import work
+from ..core.test_linear import counting, work
 from .test_bug_classes import call_span, case_for
 
 SLACK = 2.4
@@ -61,6 +61,34 @@ def test_many_calls_with_text_between(name: str) -> None:
         return _one_shot(name, (call + " and then <some> [text] (x) ") * k, case["prefix"])
 
     assert _ratio(make, 40) <= SLACK, name
+
+
+def _has_cursor_seeker(name: str) -> bool:
+    plan = _oneshot.plan_for(catalog.load(name))
+    return _oneshot._CURSOR in {k for fw in plan.fws for k in fw.kinds}
+
+
+WITH_CURSOR = [n for n in WITH_CALL if _has_cursor_seeker(n)]
+
+
+@pytest.mark.parametrize("name", WITH_CURSOR)
+def test_many_calls_one_shot_runs_the_cursor_seekers(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The one-shot case above measures the cursor seekers of these templates (the shapes no C-search
+    # proof covers), not the streaming machine at the end of the text: no bail, no decision of the
+    # streaming scanner, and the cursor seekers searched.
+    case = case_for(name, "one-call")
+    assert case is not None
+    _, call = call_span(name, case)
+    searches = []
+    original = _oneshot._CursorSeek._search
+    monkeypatch.setattr(
+        _oneshot._CursorSeek, "_search", lambda self, buf, q: searches.append(q) or original(self, buf, q)
+    )
+    bails = _oneshot.BAILS[0]
+    with counting() as counts:
+        _one_shot(name, (call + " and then <some> [text] (x) ") * 40, case["prefix"])()
+    assert _oneshot.BAILS[0] == bails and counts["decide"] == 0, counts
+    assert searches, name
 
 
 @pytest.mark.parametrize("name", catalog.names())

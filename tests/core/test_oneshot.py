@@ -25,7 +25,7 @@ from chatparse import _oneshot, _rx, catalog
 from chatparse.errors import RequiredFieldsMissing
 
 from . import strategies as cst
-from .test_linear import TEMPLATES, N, counting, shapes
+from .test_linear import TEMPLATES, N, counting, sample, shapes
 
 CATALOG = {name: catalog.get(name) for name in catalog.names()}
 
@@ -171,7 +171,13 @@ def counting_fast() -> Iterator[collections.Counter]:
     """`test_linear.counting` plus the seekers: their searches by the characters they cover."""
     with counting() as counts:
         patched = []
-        for cls in (_oneshot._LiteralSeek, _oneshot._SearchSeek, _oneshot._LoopSeek, _oneshot._LeadRunSeek):
+        for cls in (
+            _oneshot._LiteralSeek,
+            _oneshot._SearchSeek,
+            _oneshot._LoopSeek,
+            _oneshot._LeadRunSeek,
+            _oneshot._CursorSeek,
+        ):
             original = vars(cls)["_search"]
 
             def counted(self: Any, buf: str, q: int, _original: Callable = original) -> Any:
@@ -347,7 +353,7 @@ def test_forced_linear_reads_the_leads_of_a_prefix_set() -> None:
     parts = getattr(closer.strategy, "parts", [])
     assert any(isinstance(getattr(p, "rest", None), PrefixSetSearch) for p in parts)
     assert _oneshot.forced_linear(closer)
-    assert not _oneshot.plan_for(t).slow
+    assert _oneshot._kind(closer) != _oneshot._CURSOR
 
 
 def test_hostile_candidates_inside_runs_stay_linear() -> None:
@@ -571,7 +577,234 @@ def test_anchored_openers_are_one_match_at_the_start() -> None:
         t = chatparse.load_response_template(CATALOG[name])
         d = t.fields["reasoning_content"].opener
         assert _oneshot._kind(d) == _oneshot._ANCHOR, name
-        assert not _oneshot.plan_for(t).slow, name
     assert _oneshot._kind(_opener("^(?:a+)+b")) == _oneshot._CURSOR
     for text in ("<think>a</think>b", "  \n<think>a</think>b", "x<think>a</think>b", "", "<think"):
         assert_same(text, CATALOG["deepseek_r1_distill"])
+
+
+# --------------------------------------------------------------------------------------------
+# `_CursorSeek`: the streaming matcher, one finder and one context for the whole parse
+
+
+def _cursor_delimiters() -> dict[str, Any]:
+    """Every distinct catalog delimiter no C-search proof covers, by source."""
+    out: dict[str, Any] = {}
+    for t in CATALOG.values():
+        plan = _oneshot.plan_for(chatparse.load_response_template(t))
+        for fw in plan.fws:
+            for w, kind in zip(fw.entries, fw.kinds):
+                if kind == _oneshot._CURSOR:
+                    out.setdefault(w.delimiter.source, w.delimiter)
+    return out
+
+
+CURSOR_DELIMITERS = _cursor_delimiters()
+_CURSOR_PIECES = [
+    " ", "\n", "<", ">", "f", "a", ";", "{", "}", "[", "(", '"name": ', "to=functions.f",
+    "<tool_call>", "</tool_call>", "<function=", "</function>", "</parameter>", "<|channel|>",
+    "commentary", "<|message|>", "<|start|>assistant", "</think>", "<tool_calls>",
+]  # fmt: skip
+
+
+def _cursor_sample(d: Any) -> list[str]:
+    text = sample(d) or ""
+    return [text, text[: len(text) // 2], text[len(text) // 2 :]] if text else []
+
+
+def _groups(m: Any) -> dict[str, str]:
+    return {k: v for k, v in m.groupdict().items() if v is not None}
+
+
+def test_every_catalog_delimiter_has_a_one_shot_seeker() -> None:
+    # No catalog template is sent to the streaming machine at the end of the text any more: the
+    # shapes no proof covers (qwen3_xml's name-run opener, lookbehind-led closers, ...) get the
+    # streaming matcher as a seeker of their own.
+    assert len(CURSOR_DELIMITERS) >= 20
+    for name, spec in CATALOG.items():
+        plan = _oneshot.plan_for(chatparse.load_response_template(spec))
+        assert all(len(fw.slots) == len(fw.entries) for fw in plan.fws), name
+        for fw in plan.fws:
+            for w, kind, slot in zip(fw.entries, fw.kinds, fw.slots):
+                if kind == _oneshot._CURSOR:
+                    assert isinstance(plan.factories[slot](), _oneshot._CursorSeek), (name, w)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), source=st.sampled_from(sorted(CURSOR_DELIMITERS)))
+def test_cursor_seek_finds_the_leftmost_match_across_queries(data: st.DataObject, source: str) -> None:
+    # ONE seeker answers a whole parse's queries (increasing, some from one past its last answer,
+    # as after a refusal, some from inside its last match, as after a delimiter that started
+    # earlier won): each answer is the leftmost match at or after the query, by the definition.
+    d = CURSOR_DELIMITERS[source]
+    pieces = _CURSOR_PIECES + _cursor_sample(d)
+    text = "".join(data.draw(st.lists(st.sampled_from(pieces), max_size=24)))
+    n = len(text)
+    # with the `regex` attempts where no earlier one read (the plan's seeker), and without them
+    reads = _oneshot._attempt_reads(d) if data.draw(st.booleans()) else None
+    sk = _oneshot._CursorSeek(d, reads)
+    q = 0
+    while q <= n:
+        s = sk.first(text, q)
+        want = _leftmost(d.module_re, text, q)
+        if want is not None and want[0] == n:
+            want = None  # a match at the very end of the text is never taken
+        got = (s, sk.end) if s <= n else None
+        assert got == want, (source, text, q)
+        if got is None:
+            break
+        assert sk.captures(text) == _groups(d.module_re.match(text, s)), (source, text, s)
+        step = data.draw(st.sampled_from(["refused", "inside", "after"]))
+        if step == "refused":
+            q = s + 1
+        elif step == "inside":
+            q = data.draw(st.integers(min_value=s + 1, max_value=max(s + 1, sk.end)))
+        else:
+            q = max(sk.end, s + 1)
+
+
+def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its name-run opener and lookbehind-led closer used to send the whole template to the
+    # streaming machine at the end of the text: now no bail, no `stream_end`, no
+    # decision of the streaming scanner; the cursor seekers answer.
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
+    ends = []
+    original = _oneshot.stream_end
+    monkeypatch.setattr(_oneshot, "stream_end", lambda p, text: ends.append(1) or original(p, text))
+    searches = []
+    original_search = _oneshot._CursorSeek._search
+    monkeypatch.setattr(
+        _oneshot._CursorSeek,
+        "_search",
+        lambda self, buf, q: searches.append(q) or original_search(self, buf, q),
+    )
+    text = _calls_text("qwen3_xml", 60)
+    bails = _oneshot.BAILS[0]
+    with counting_fast() as counts:
+        got = chatparse.parse_response(text, t, prefix="")
+    assert len(got["tool_calls"]) == 60
+    assert _oneshot.BAILS[0] == bails and not ends
+    assert counts["decide"] == 0 and counts["_scan"] == 0, counts
+    assert len(searches) >= 120  # the cursor seekers answered: an opener and a closer per call
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda k: "<function=" * k,  # every `<` a candidate inside the name run of the one before
+        lambda k: "<function=a" + "\n<function=" * k,  # runs cut by newlines
+        lambda k: "<tool_call>\n<function=f>\n" + "<parameter=x>\n" * k + "</function>",
+        lambda k: "<tool_call>\n<function=f>\n<parameter=x>\n" + "</parameter>\n </function" * k,
+    ],
+)
+def test_hostile_name_run_openers_are_linear_one_shot(make: Callable[[int], str]) -> None:
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
+    bails = _oneshot.BAILS[0]
+    with counting_fast() as counts:
+        _oneshot.parse_events(make(10), t, "", None)
+    assert counts["span:_search"] > 0 and counts["decide"] == 0, counts  # the one-shot seekers ran
+    small = _fast_work(t, make(10_000))
+    large = _fast_work(t, make(20_000))
+    assert large <= 2.3 * small + 200, (small, large)
+    assert _oneshot.BAILS[0] == bails
+
+
+def test_cursor_seek_searches_never_go_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The linear bound of `_CursorSeek` rests on this: one seeker's searches start at strictly
+    # increasing positions over a parse (a query at or before a remembered answer is answered from
+    # memory), on every catalog template and input shape, call texts and cut delimiters included.
+    last: dict[int, int] = {}
+    searched = []
+    original = _oneshot._CursorSeek._search
+
+    def search(self: Any, buf: str, q: int) -> Any:
+        assert q > last.get(id(self), -1), (q, last.get(id(self)))
+        last[id(self)] = q
+        searched.append(q)
+        return original(self, buf, q)
+
+    monkeypatch.setattr(_oneshot._CursorSeek, "_search", search)
+    for name, t in TEMPLATES.items():
+        texts = [make(300) for make in shapes(t).values()]
+        if name in CATALOG:
+            texts.append(_calls_text("qwen3_xml", 5) + "x" + _calls_text("qwen3", 5))
+        for text in texts:
+            last.clear()
+            _oneshot.parse_events(text, t, "", None)
+    assert len(searched) > 300
+
+
+_READ_SOURCES = sorted(src for src, d in CURSOR_DELIMITERS.items() if _oneshot._attempt_reads(d) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), source=st.sampled_from(_READ_SOURCES))
+def test_attempt_reads_bound_what_a_regex_attempt_reads(data: st.DataObject, source: str) -> None:
+    # `_read_end(s)` is past every character a `regex` attempt at `s` reads: the attempt gives the
+    # same answer on the text cut there (a read at the cut would see the end of the text instead).
+    d = CURSOR_DELIMITERS[source]
+    assert len(_READ_SOURCES) >= 5  # the name-run openers (qwen3_xml, mimo, seed_oss, ...)
+    pieces = _CURSOR_PIECES + _cursor_sample(d) + ["x" * 40, " " * 30, "\n\n"]
+    text = "".join(data.draw(st.lists(st.sampled_from(pieces), max_size=24)))
+    sk = _oneshot._CursorSeek(d, _oneshot._attempt_reads(d))
+    for s in range(len(text)):
+        cut = sk._read_end(text, s)
+        full, part = d.module_re.match(text, s), d.module_re.match(text, s, cut)
+        assert (full and (full.span(), full.groupdict())) == (part and (part.span(), part.groupdict())), (
+            source,
+            text,
+            s,
+            cut,
+        )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<function=" * 3000,
+        "<tool_call>" * 3000 + "<function=",
+        "<function=a" + "\n<function=" * 3000,
+        ("<tool_call>\n<function=f>\n" + "<" * 50 + " \n" * 20) * 200,
+    ],
+)
+def test_regex_attempts_of_a_cursor_seeker_never_read_the_same_text_twice(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The `regex` attempts run only where no earlier one read, so the text they read (which is
+    # what they cost, `_attempt_reads`) adds up to the text at most; the rest is the streaming
+    # matcher's, linear by its memo.
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
+    windows: list[tuple[int, int]] = []
+    original = _oneshot._CursorSeek._read_end
+
+    def read_end(self: Any, buf: str, s: int) -> int:
+        r = original(self, buf, s)
+        windows.append((s, r))
+        return r
+
+    monkeypatch.setattr(_oneshot._CursorSeek, "_read_end", read_end)
+    chatparse.parse_response(text, t, prefix="")
+    assert windows
+    for (_, e0), (s1, _) in zip(windows, windows[1:]):
+        assert s1 >= e0, windows
+    assert sum(e - s for s, e in windows) <= len(text) + 1
+
+
+def test_cursor_seek_gives_up_when_queries_rewalk_its_matches() -> None:
+    # Queries from inside earlier matches (refusals, one after another) would re-walk the same long
+    # matching path each time (`<f=` repeated, one name run to the final `>`): past the text's length
+    # in re-walked characters the seeker bails, so the work before the bail stays linear.
+    d = _opener("\\s*<f=(?P<name>[^>\\n]+)>")
+    assert _oneshot._kind(d) == _oneshot._CURSOR
+
+    def rewalk(k: int) -> int:
+        text = "<f=" * k + ">"
+        sk = _oneshot._CursorSeek(d)
+        with counting() as counts, pytest.raises(_oneshot.Bail):
+            q = 0
+            while q <= len(text):
+                s = sk.first(text, q)
+                q = s + 1
+        return sum(counts.values())
+
+    small, large = rewalk(2000), rewalk(4000)
+    assert large <= 2.3 * small + 200, (small, large)

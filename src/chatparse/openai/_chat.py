@@ -70,7 +70,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._oneshot import Bail, plan_for, stream_end
+from .._oneshot import Bail
 from .._oneshot import run as run_oneshot
 from .._parser import ResponseParser
 from .._template import Template
@@ -452,18 +452,14 @@ def parse_message(
     if parser._auto is None and finish_reason != "length" and type(text) is str:
         # The one-shot path: the core decides the whole text at the end of the stream with C
         # searches (`chatparse._oneshot`), and the message is built from those events, as
-        # `finish` builds it. A template with a delimiter that needs the streaming cursor runs
-        # the streaming machine once at the end of the text instead (`parse_events`). A cut-off
-        # output ("length") needs the streaming scanner's report of undecided openers, and auto
-        # mode is the detect layer's: both take the streaming path.
+        # `finish` builds it (a parse the fast path gives up on is fed to a fresh parser). A
+        # cut-off output ("length") needs the streaming scanner's report of undecided openers,
+        # and auto mode is the detect layer's: both take the streaming path.
         core = parser._parser
         assert isinstance(core, ResponseParser)
         events: list[Any] = []
         try:
-            if plan_for(parser._t).slow:
-                events = stream_end(core, text)
-            else:
-                run_oneshot(core, text, events)
+            run_oneshot(core, text, events)
         except Bail:
             parser = ChatParser(
                 model=model, template=template, prefix=prefix, tools=tools, auto=auto, **options
