@@ -813,13 +813,12 @@ def _literal_leads(d: Any) -> list[str] | None:
 class FastWatch:
     """The one-shot view of a `WatchList`: each entry with its seeker kind."""
 
-    __slots__ = ("entries", "kinds", "keys", "cursors", "single", "index", "slots")
+    __slots__ = ("entries", "kinds", "keys", "single", "index", "slots")
 
     def __init__(self, watch: WatchList) -> None:
         self.entries: list[Watch] = watch.entries
         self.kinds = [_kind(w.delimiter) for w in self.entries]
         self.keys = [(0 if w.is_open else 1, w.field) for w in self.entries]
-        self.cursors = _CURSOR in self.kinds
         #: one delimiter only (a region's closer): no key comparisons
         self.single = len(self.entries) == 1
         self.index = 0  #: this watch list's number in its plan
