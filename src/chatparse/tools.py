@@ -304,11 +304,20 @@ class ToolTable(dict):
         self._types: dict[str, dict[Any, tuple[str, ...]]] = {}
 
     def types_of(self, name: str) -> dict[Any, tuple[str, ...]]:
-        """`{parameter: schema_types(its schema)}` of the tool `name` (which must be in the table)."""
+        """`{parameter: schema_types(its schema)}` of the tool `name` (which must be in the table),
+        with `()` for a parameter none of whose types casts (`string` and unknown types: `coerce`
+        returns its text unchanged, so the call is not made)."""
         got = self._types.get(name)
         if got is None:
-            got = self._types[name] = {k: schema_types(v) for k, v in self[name].items()}
+            got = self._types[name] = {
+                k: types if _CASTING.intersection(types) else ()
+                for k, types in ((k, schema_types(v)) for k, v in self[name].items())
+            }
         return got
+
+
+#: the JSON-schema types `coerce` casts text to (any other type keeps the text)
+_CASTING = frozenset({"integer", "number", "boolean", "null", "object", "array"})
 
 
 def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:

@@ -760,3 +760,37 @@ def test_docstring_examples() -> None:
     import chatparse.tools
 
     assert doctest.testmod(chatparse.tools).failed == 0
+
+
+def test_text_of_parameters_that_cannot_cast_is_not_coerced(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `coerce` keeps the text of `string` and unknown types: coercing a call does not ask it for
+    # them (one call per string argument was most of the coercion's cost on call-dense output).
+    from chatparse import tools as tools_module
+
+    asked: list[Any] = []
+    original = tools_module.coerce
+
+    def counted(raw: str, types: tuple[str, ...]) -> Any:
+        asked.append((raw, types))
+        return original(raw, types)
+
+    monkeypatch.setattr(tools_module, "coerce", counted)
+    table = tools_module.build_tool_table(
+        [
+            {
+                "name": "f",
+                "parameters": {
+                    "properties": {
+                        "city": {"type": "string"},
+                        "note": {"type": "x-unknown"},
+                        "days": {"type": "integer"},
+                        "either": {"type": ["string", "integer"]},
+                    }
+                },
+            }
+        ]
+    )
+    call = {"function": {"name": "f", "arguments": {"city": "7", "note": "1", "days": "3", "either": "4"}}}
+    got = tools_module.coerce_tool_calls(call, table)
+    assert got["function"]["arguments"] == {"city": "7", "note": "1", "days": 3, "either": 4}
+    assert sorted(raw for raw, _ in asked) == ["3", "4"]
