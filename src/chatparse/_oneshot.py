@@ -53,13 +53,13 @@ stays the answer for every query in `[q0, s]` (a match at a start does not depen
 search began), so a delimiter that loses to another one is not searched again and the work of all
 region visits together is linear in the text.
 
-The chain step (`_Chain`): right after a region that a top-list opener opened, in a call-dense
+The again step (`_Again`): right after a region that a top-list opener opened, in a call-dense
 text the next decision is usually that opener again at the very position (the next call). When
 the opener matches there (non-empty) and no other top delimiter does, no other match can start
 earlier or tie, so that is `_decide`'s answer, found with one `match` per delimiter instead of a
 search per seeker. The opener's match is run only for kinds whose attempts the seeker proofs
-bound (`_CHAINED`), never from inside a leading run an earlier step measured; the other
-delimiters' tests (`_at_test`) cost at most the opener's match plus a constant, and the chain
+bound (`_AGAIN_KINDS`), never from inside a leading run an earlier step measured; the other
+delimiters' tests (`_at_test`) cost at most the opener's match plus a constant, and the again
 steps' opener matches are disjoint, so the steps add linear work; anything undecided goes to the
 seekers.
 
@@ -900,11 +900,11 @@ def _branch_runs(d: Any) -> list[Any] | None:
 
 
 def _at_test(d: Any, kind: int) -> Any:
-    """For a chain step (see `run`): a test `(buf, pos, lim) -> bool | None` of whether delimiter
+    """For an again step (see `run`): a test `(buf, pos, lim) -> bool | None` of whether delimiter
     `d` has a match starting at `pos`, costing at most `lim - pos` plus a constant, or None when
-    `_branch_runs` cannot prove that. `lim` is one past the end of the chain opener's match at
+    `_branch_runs` cannot prove that. `lim` is one past the end of the again step's opener's match at
     `pos`; the test answers None (undecided: the caller asks the seekers) when a leading run of
-    `d` reaches `lim`. Over a parse, the opener matches of the chain steps are disjoint, so the
+    `d` reaches `lim`. Over a parse, the opener matches of the again steps are disjoint, so the
     tests cost linear time in total."""
     if kind == _LITERAL:
         literals = d.strategy.literals
@@ -924,7 +924,7 @@ def _at_test(d: Any, kind: int) -> Any:
 
 
 class _Found:
-    """A chain step's opener match, in the seeker interface `run` reads (`end`, `captures`)."""
+    """An again step's opener match, in the seeker interface `run` reads (`end`, `captures`)."""
 
     __slots__ = ("m", "names", "end")
 
@@ -951,15 +951,15 @@ def _leading_runs(d: Any) -> list[Any]:
     return list(runs.values())
 
 
-#: seeker kinds whose match attempts a chain step may run at any position outside their runs:
+#: seeker kinds whose match attempts an again step may run at any position outside their runs:
 #: bounded attempts, and the patterns `forced_linear` or `run_pattern` proves (an attempt that
 #: starts at no character of a run crosses each run character together with a bounded number of
 #: other attempts, the proof of `forced_linear`); `_ANCHOR` never matches after position 0
-_CHAINED = (_LITERAL, _SEARCH, _LEAD, _RUN, _LOOP)
+_AGAIN_KINDS = (_LITERAL, _SEARCH, _LEAD, _RUN, _LOOP)
 
 
-class _Chain:
-    """The chain step of one top-list opener: its own match at a position (`open_at`) and the
+class _Again:
+    """The again step of one top-list opener: its own match at a position (`open_at`) and the
     tests of every other top delimiter (`_at_test`)."""
 
     __slots__ = ("j", "literals", "match", "runs", "names", "others")
@@ -998,7 +998,7 @@ class _Chain:
 class Plan:
     """The `FastWatch` of every watch list of a template, and whether the one-shot path applies."""
 
-    __slots__ = ("top", "by_field", "watches", "factories", "fws", "chain")
+    __slots__ = ("top", "by_field", "watches", "factories", "fws", "again")
 
     def __init__(self, t: Template) -> None:
         self.top = FastWatch(t.watch)
@@ -1015,14 +1015,14 @@ class Plan:
         self.factories: list[Any] = []
         self.fws = list(self.watches.values())
         #: per entry of the top list: the tests of every other entry (`_at_test`), when all have
-        #: one, for the chain step of `run` after a region that entry opened; else None
-        self.chain: list[_Chain | None] = []
+        #: one, for the again step of `run` after a region that entry opened; else None
+        self.again: list[_Again | None] = []
         top = self.top
         tests = [_at_test(w.delimiter, k) for w, k in zip(top.entries, top.kinds)]
         for j, (w, k) in enumerate(zip(top.entries, top.kinds)):
             others = [t for i, t in enumerate(tests) if i != j]
-            ok = w.is_open and k in _CHAINED and all(t is not None for t in others)
-            self.chain.append(_Chain(j, w.delimiter, k, others) if ok else None)
+            ok = w.is_open and k in _AGAIN_KINDS and all(t is not None for t in others)
+            self.again.append(_Again(j, w.delimiter, k, others) if ok else None)
         slot_of: dict[int, int] = {}
         for i, fw in enumerate(self.fws):
             fw.index = i
@@ -1178,9 +1178,9 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
     dirty = parser._dirty
     first_error: BaseException | None = None
     append = events.append if events is not None else None
-    chains = plan.chain
-    chain: _Chain | None = None  # after a region a top opener opened: that opener's chain step
-    run_end = [0]  # the furthest run the chain steps measured (`_Chain.open_at`)
+    agains = plan.again
+    again: _Again | None = None  # after a region a top opener opened: that opener's again step
+    run_end = [0]  # the furthest run the again steps measured (`_Again.open_at`)
 
     while True:
         explicit = cur is not None and cur != implicit
@@ -1197,19 +1197,19 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
                 else:
                     guard = StringGuard(body_start, f.string_guard, f.string_quotes, f.value_close)
         j = -3
-        if chain is not None and fw is top and pos < n:
-            # The chain step: right after a region that a top opener opened (the next call of a
+        if again is not None and fw is top and pos < n:
+            # The again step: right after a region that a top opener opened (the next call of a
             # call-dense text), that opener matching here with no other top delimiter matching
             # here is the decision `_decide` would take (its leftmost match is here, no other
             # can start earlier, none ties), so the seekers are not asked.
-            found = chain.open_at(buf, pos, run_end)
+            found = again.open_at(buf, pos, run_end)
             if found is not None:
                 lim = found.end + 1
-                for test in chain.others:
+                for test in again.others:
                     if test(buf, pos, lim) is not False:
                         break
                 else:
-                    j, start, end, sk = chain.j, pos, found.end, found
+                    j, start, end, sk = again.j, pos, found.end, found
         if j == -3:
             j, start, end, sk = _decide(fw, seekers, buf, pos, guard, zw)
         if j == -2:  # nothing more: route the rest and close
@@ -1283,7 +1283,7 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
         if j == -2:
             break
         if fw is top:
-            chain = chains[j] if is_open else None
+            again = agains[j] if is_open else None
         if is_open:
             w = fw.entries[j]
             cur = w.field

@@ -187,23 +187,23 @@ def counting_fast() -> Iterator[collections.Counter]:
 
             patched.append((cls, original))
             cls._search = counted  # type: ignore[method-assign]
-        open_at = vars(_oneshot._Chain)["open_at"]
+        open_at = vars(_oneshot._Again)["open_at"]
 
-        def chain_open_at(self: Any, buf: str, pos: int, run_end: list[int]) -> Any:
-            # the chain step's C work: the leading runs it measured, its opener match, and the
+        def again_open_at(self: Any, buf: str, pos: int, run_end: list[int]) -> Any:
+            # the again step's C work: the leading runs it measured, its opener match, and the
             # other delimiters' tests (each bounded by the opener's match, `_at_test`)
             before = run_end[0]
             found = open_at(self, buf, pos, run_end)
-            counts["span:chain"] += max(run_end[0] - max(before, pos), 0) + 1
+            counts["span:again"] += max(run_end[0] - max(before, pos), 0) + 1
             if found is not None:
-                counts["span:chain"] += (found.end + 1 - pos) * (1 + len(self.others))
+                counts["span:again"] += (found.end + 1 - pos) * (1 + len(self.others))
             return found
 
-        _oneshot._Chain.open_at = chain_open_at  # type: ignore[method-assign]
+        _oneshot._Again.open_at = again_open_at  # type: ignore[method-assign]
         try:
             yield counts
         finally:
-            _oneshot._Chain.open_at = open_at  # type: ignore[method-assign]
+            _oneshot._Again.open_at = open_at  # type: ignore[method-assign]
             for cls, original in patched:
                 cls._search = original  # type: ignore[method-assign]
 
@@ -224,13 +224,13 @@ def test_one_shot_fast_path_is_linear(name: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# The chain step: the next call's opener right after a call, without asking every seeker
+# The again step: the next call's opener right after a call, without asking every seeker
 
 
 @pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "kimi_k2"])
-def test_chain_step_takes_the_next_call_without_the_seekers(family: str) -> None:
+def test_again_step_takes_the_next_call_without_the_seekers(family: str) -> None:
     # 50 calls: the seekers are asked for the first call's opener and for each call's closer;
-    # every later opener is the chain step's (without it: about 4 `first` calls per call).
+    # every later opener is the again step's (without it: about 4 `first` calls per call).
     text = _calls_text(family, 50)
     firsts = collections.Counter()
     original = _oneshot._Seek.first
@@ -249,7 +249,7 @@ def test_chain_step_takes_the_next_call_without_the_seekers(family: str) -> None
     assert_same(text, CATALOG[family])
 
 
-_CHAIN_SPEC = {
+_AGAIN_SPEC = {
     "start_anchor": "A",
     "fields": {
         "tool_calls": {"open_pattern": "\\s*<a>", "close": "</a>", "repeats": True},
@@ -263,7 +263,7 @@ _CHAIN_SPEC = {
     "text",
     [
         "<a>1</a><a>2</a>\n<a>3</a>",
-        "<a>1</a><a><b>2</b><a>3</a>",  # a longer top delimiter at the chain position wins
+        "<a>1</a><a><b>2</b><a>3</a>",  # a longer top delimiter at the again step's position wins
         "<a>1</a> <a><b>2</b> x",
         "<a>1</a><a>2</a>#rest",  # the content closer's run reaches past the opener: seekers decide
         "<a>1</a>   \n  x<a>2</a>",  # the opener fails after a run: seekers decide
@@ -271,14 +271,14 @@ _CHAIN_SPEC = {
         "<a>1</a>\n",
     ],
 )
-def test_chain_step_agrees_with_the_seekers(text: str) -> None:
-    t = chatparse.load_response_template(_CHAIN_SPEC)
-    assert _oneshot.plan_for(t).chain[0] is not None or _oneshot.plan_for(t).chain[1] is not None
+def test_again_step_agrees_with_the_seekers(text: str) -> None:
+    t = chatparse.load_response_template(_AGAIN_SPEC)
+    assert _oneshot.plan_for(t).again[0] is not None or _oneshot.plan_for(t).again[1] is not None
     assert_same(text, t)
 
 
-def test_chain_step_on_runs_after_calls_stays_linear() -> None:
-    # Each call is followed by a long whitespace run that ends in prose: the chain step's opener
+def test_again_step_on_runs_after_calls_stays_linear() -> None:
+    # Each call is followed by a long whitespace run that ends in prose: the again step's opener
     # (`\s*<tool_call>`) crosses the run and fails, the seekers then decide; no run is crossed
     # again by a later step.
     t = CATALOG["qwen3"]
