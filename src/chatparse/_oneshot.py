@@ -58,7 +58,8 @@ text the next decision is usually that opener again at the very position (the ne
 the opener matches there (non-empty) and no other top delimiter does, no other match can start
 earlier or tie, so that is `_decide`'s answer, found with one `match` per delimiter instead of a
 search per seeker. The opener's match is run only for kinds whose attempts the seeker proofs
-bound (`_AGAIN_KINDS`), never from inside a leading run an earlier step measured; the other
+bound (`_AGAIN_KINDS`), never from inside a leading run an earlier step measured (any other opener,
+as qwen3_xml's name run, is asked of its own seeker, whose proof covers every query); the other
 delimiters' tests (`_at_test`) cost at most the opener's match plus a constant, and the again
 steps' opener matches are disjoint, so the steps add linear work; anything undecided goes to the
 seekers.
@@ -959,17 +960,22 @@ _AGAIN_KINDS = (_LITERAL, _SEARCH, _LEAD, _RUN, _LOOP)
 
 
 class _Again:
-    """The again step of one top-list opener: its own match at a position (`open_at`) and the
+    """The again step of one top-list opener: its own match at a position (`open_at`, or, for an
+    opener whose attempts only its seeker's proof bounds, the seeker's answer: `seeker`) and the
     tests of every other top delimiter (`_at_test`)."""
 
-    __slots__ = ("j", "literals", "match", "runs", "names", "others")
+    __slots__ = ("j", "seeker", "literals", "match", "runs", "names", "others")
 
     def __init__(self, j: int, d: Any, kind: int, others: list[Any]) -> None:
         self.j = j
+        #: the opener's match comes from its own seeker (`first` at the position: linear by the
+        #: seeker's proof, as every query of `run` is), not from `open_at`
+        self.seeker = kind not in _AGAIN_KINDS
         self.literals = d.strategy.literals if kind == _LITERAL else None
-        self.match = d.module_re.match if kind != _LITERAL else None
-        self.runs = _leading_runs(d) if kind != _LITERAL else []
-        self.names = list(d.module_re.groupindex) if kind != _LITERAL else []
+        own = kind != _LITERAL and not self.seeker  # `open_at` runs the compiled pattern
+        self.match = d.module_re.match if own else None
+        self.runs = _leading_runs(d) if own else []
+        self.names = list(d.module_re.groupindex) if own else []
         self.others = others
 
     def open_at(self, buf: str, pos: int, run_end: list[int]) -> _Found | None:
@@ -1021,7 +1027,7 @@ class Plan:
         tests = [_at_test(w.delimiter, k) for w, k in zip(top.entries, top.kinds)]
         for j, (w, k) in enumerate(zip(top.entries, top.kinds)):
             others = [t for i, t in enumerate(tests) if i != j]
-            ok = w.is_open and k in _AGAIN_KINDS and all(t is not None for t in others)
+            ok = w.is_open and all(t is not None for t in others)
             self.again.append(_Again(j, w.delimiter, k, others) if ok else None)
         slot_of: dict[int, int] = {}
         for i, fw in enumerate(self.fws):
@@ -1202,7 +1208,13 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
             # call-dense text), that opener matching here with no other top delimiter matching
             # here is the decision `_decide` would take (its leftmost match is here, no other
             # can start earlier, none ties), so the seekers are not asked.
-            found = again.open_at(buf, pos, run_end)
+            found: Any
+            if again.seeker:
+                found = seekers[again.j]
+                if found.first(buf, pos) != pos or found.end <= pos:
+                    found = None
+            else:
+                found = again.open_at(buf, pos, run_end)
             if found is not None:
                 lim = found.end + 1
                 for test in again.others:

@@ -227,10 +227,14 @@ def test_one_shot_fast_path_is_linear(name: str) -> None:
 # The again step: the next call's opener right after a call, without asking every seeker
 
 
-@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "kimi_k2"])
-def test_again_step_takes_the_next_call_without_the_seekers(family: str) -> None:
+@pytest.mark.parametrize(
+    "family, per_call", [("qwen3", 1), ("deepseek_v3", 1), ("kimi_k2", 1), ("qwen3_xml", 2)]
+)
+def test_again_step_takes_the_next_call_without_the_seekers(family: str, per_call: int) -> None:
     # 50 calls: the seekers are asked for the first call's opener and for each call's closer;
-    # every later opener is the again step's (without it: about 4 `first` calls per call).
+    # every later opener is the again step's (without it: about 4 `first` calls per call). An
+    # opener only its own seeker's proof bounds (qwen3_xml's name run) is asked of that seeker,
+    # but the other top delimiters' seekers still are not.
     text = _calls_text(family, 50)
     firsts = collections.Counter()
     original = _oneshot._Seek.first
@@ -245,7 +249,7 @@ def test_again_step_takes_the_next_call_without_the_seekers(family: str) -> None
     finally:
         _oneshot._Seek.first = original  # type: ignore[method-assign]
     assert len(got["tool_calls"]) == 50
-    assert firsts["first"] <= 50 + 15, firsts
+    assert firsts["first"] <= per_call * 50 + 15, firsts
     assert_same(text, CATALOG[family])
 
 
