@@ -366,7 +366,7 @@ class _CursorSeek(_Seek):
         self.overlap = 0  # characters of found matches that lie before `reach` (re-walked)
         #: `_attempt_reads(d)`: how far one `regex` attempt can read (None: never in C)
         self.reads = reads
-        self.c_rx = d.module_re
+        self.c_rx = d.match_re  # (`match` at candidates: no required-string search)
         self.c_reach = 0  # no `regex` attempt has read at or past this position
 
     def _read_end(self, buf: str, s: int) -> int:
@@ -839,13 +839,13 @@ def _factory(d: Any, kind: int) -> Any:
         rx = d.module_re
         return lambda: _SearchSeek(rx, names)
     if kind == _ANCHOR:
-        rx = d.module_re
+        rx = d.match_re  # one `match` (`_rx.match_only`: no required-string search)
         return lambda: _AnchorSeek(rx, names)
     if kind == _RUN:
         loop = _any_loop(d.strategy)
         leads = _literal_leads(d)
         if leads is not None:
-            plain = d.module_re
+            plain = d.match_re  # `match` at each run start (`_rx.match_only`)
             cls = _run_class(_flatten(d.prog.tree)[0])
             assert cls is not None  # `run_pattern` accepted this shape
             back = regex.compile(cls + "*", regex.REVERSE)
@@ -865,7 +865,7 @@ def _factory(d: Any, kind: int) -> Any:
 
         return make
     strategy = d.strategy
-    rx = d.module_re
+    rx = d.match_re  # `match` at each candidate (`_rx.match_only`)
     loop = _any_loop(strategy)
     return lambda: _LoopSeek(rx, names, strategy, loop)
 
@@ -913,7 +913,7 @@ def _at_test(d: Any, kind: int) -> Any:
     runs = _branch_runs(d)
     if runs is None:
         return None
-    match = d.module_re.match
+    match = d.match_re.match  # (`_rx.match_only`: bounded by the attempt itself)
 
     def test(buf: str, pos: int, lim: int) -> bool | None:
         for run in runs:
@@ -973,7 +973,7 @@ class _Again:
         self.seeker = kind not in _AGAIN_KINDS
         self.literals = d.strategy.literals if kind == _LITERAL else None
         own = kind != _LITERAL and not self.seeker  # `open_at` runs the compiled pattern
-        self.match = d.module_re.match if own else None
+        self.match = d.match_re.match if own else None  # (`_rx.match_only`)
         self.runs = _leading_runs(d) if own else []
         self.names = list(d.module_re.groupindex) if own else []
         self.others = others

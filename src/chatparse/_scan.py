@@ -855,6 +855,9 @@ class Delimiter:
         self.scope = scope
         self.literals = literals
         self.module_re: Any = None  # the `regex` module's compiled pattern (set by the loader)
+        #: the same pattern for `match` at chosen positions, without the `regex` module's
+        #: required-string search (`_rx.match_only`; set by the loader)
+        self.match_re: Any = None
         self._sorted: list[str] | None = None  # a literal list's literals, longest first
         if literals is not None:
             self.prog = _rx.literal_program(literals)

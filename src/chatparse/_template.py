@@ -149,6 +149,7 @@ def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: st
         ordered = sorted(literals, key=len, reverse=True)
         d = Delimiter("|".join(regex.escape(s) for s in ordered), literals, f"{scope}: '{literal_key}'")
         d.module_re = regex.compile(d.source, regex.DOTALL)
+        d.match_re = _rx.match_only(d.source, regex.DOTALL)
         return d
     if pattern_key in spec:
         src = spec[pattern_key]
@@ -165,6 +166,7 @@ def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: st
         except RecursionError as e:
             raise ValueError(f"{scope}: {pattern_key} is nested too deeply") from e
         d.module_re = compiled
+        d.match_re = _rx.match_only(src, regex.DOTALL)
         return d
     return None
 

@@ -10,6 +10,7 @@ inside JSON strings, around whitespace runs) and prompt prefixes. Work is counte
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -812,3 +813,69 @@ def test_cursor_seek_gives_up_when_queries_rewalk_its_matches() -> None:
 
     small, large = rewalk(2000), rewalk(4000)
     assert large <= 2.3 * small + 200, (small, large)
+
+
+# --------------------------------------------------------------------------------------------
+# `match` at chosen positions: `Delimiter.match_re`, never the `regex` module's required-string
+# search (which made a seeker's per-candidate `match` read to the next occurrence of a literal of
+# the pattern, or to the end of the text: the again step's test of qwen3's content closer read to
+# the final `<|im_end|>` once per call, quadratic in the calls, bench_core's d2)
+
+_ALL_DELIMITERS = {
+    d.source: d
+    for name in sorted(CATALOG)
+    for f in chatparse.load_response_template(CATALOG[name]).fields.values()
+    for d in (f.opener, f.closer)
+    if d is not None
+}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_match_re_matches_as_the_pattern_does(data: st.DataObject) -> None:
+    d = _ALL_DELIMITERS[data.draw(st.sampled_from(sorted(_ALL_DELIMITERS)))]
+    sample_text = _rx_sample(d)
+    text = data.draw(
+        st.lists(
+            st.sampled_from([sample_text, sample_text[:-1], " ", "\n", "x", "<", ">", '"', "{"]), max_size=8
+        )
+    )
+    buf = "".join(text)
+    for pos in range(len(buf) + 1):
+        a, b = d.module_re.match(buf, pos), d.match_re.match(buf, pos)
+        assert (a and (a.span(), a.groupdict())) == (b and (b.span(), b.groupdict())), (d.source, buf, pos)
+
+
+def _rx_sample(d: Any) -> str:
+    from .test_linear import sample
+
+    return sample(d) or "x"
+
+
+class _NoMatch:
+    """A delimiter's `module_re` that refuses `match` (searches and attributes pass through)."""
+
+    def __init__(self, rx: Any) -> None:
+        self._rx = rx
+
+    def match(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"module_re.match at a chosen position: {self._rx.pattern!r}")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rx, name)
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_one_shot_matches_at_positions_with_match_re(name: str) -> None:
+    t = chatparse.load_response_template(CATALOG[name])
+    texts = [make(300) for make in shapes(t).values()]
+    texts += [_calls_text(family, 5) for family in ("qwen3", "qwen3_xml", "kimi_k2", "deepseek_v3")]
+    for f in t.fields.values():
+        for d in (f.opener, f.closer):
+            if d is not None:
+                d.module_re = _NoMatch(d.module_re)
+    bails = _oneshot.BAILS[0]
+    for text in texts:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            _oneshot.parse_events(text, t, "", None)
+    assert _oneshot.BAILS[0] == bails
