@@ -47,6 +47,14 @@ hold point, the scan that set the hold has already decided every other cursor th
 at that position, or a next candidate after it), so the best match there is committed at once
 (`Scanner._commit_found`): a delimiter costs one cursor scan, when its lead appears, not two.
 
+A *chain* pattern (`Chain`: literals and single-class runs, every run followed by a literal whose
+first character its class rejects, such as `\\s*```\\s*<｜tool▁call▁end｜>`) has one way to match at a
+start: each run takes its whole maximal run. Its cursor (`ChainCursor`) decides a candidate by a
+walk (`startswith`, one C run match per run) instead of a matcher attempt, stops the walk where the
+text ends and resumes it there; its captures come from one `regex` match at the committed start.
+A watch list of one chain (most call bodies' closers) is decided by the scanner itself
+(`Scanner._chain_decide`): the prefilter until a lead appears, then the walk, with no cursor.
+
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
 the work of a region visit is linear in its text for every template and every chunking.
@@ -864,6 +872,9 @@ class Delimiter:
             self.prog = _rx.compile_pattern(source)
             assert self.prog.tree is not None
             self.strategy = pattern_strategy(self.prog.tree)
+        # A pattern whose match at a start is decided by a walk (`Chain`): scanned by a
+        # `ChainCursor`, without the matcher.
+        self.chain = chain_of(self.prog.tree) if literals is None and self.prog.tree is not None else None
         self.group_names = dict(self.prog.names)
         # Scanning runs the program with captures when no group sits inside a lookahead (captures
         # never change which path matches): the committed match then has its slots at once.
@@ -890,6 +901,8 @@ class Delimiter:
             return LiteralCursor(self, lits, state)
         if state is None:
             state = states[id(self)] = self.strategy.finder()
+        if self.chain is not None:
+            return ChainCursor(self, state)
         return PatternCursor(self, state)
 
 
@@ -937,18 +950,30 @@ class Cursor:
         return False
 
     def captures(self, buf: str, start: int, eos: bool) -> dict[str, str]:
-        names = self.d.group_names
-        if not names:
-            return {}
-        slots = self.slots
-        if slots is None:
-            slots = _rx.capture(self.d.prog, buf, start, eos)
-        caps = {}
-        for g, slot in names.items():
-            s, e = slots[slot], slots[slot + 1]
-            if s != -1 and e != -1:
-                caps[g] = buf[s:e]
-        return caps
+        return _captures(self.d, buf, start, eos, self.slots)
+
+
+def _captures(
+    d: Delimiter, buf: str, start: int, eos: bool, slots: list[int] | None = None
+) -> dict[str, str]:
+    """The named groups of the match of `d` at `start` (its capture slots, when known)."""
+    names = d.group_names
+    if not names:
+        return {}
+    if slots is None and d.chain is not None and d.module_re is not None:
+        # A chain's match at `start` is its only path there: the `regex` module's match there
+        # is the same one, with its groups in one C call.
+        m = d.module_re.match(buf, start)
+        assert m is not None
+        return {g: v for g, v in m.groupdict().items() if v is not None}
+    if slots is None:
+        slots = _rx.capture(d.prog, buf, start, eos)
+    caps = {}
+    for g, slot in names.items():
+        s, e = slots[slot], slots[slot + 1]
+        if s != -1 and e != -1:
+            caps[g] = buf[s:e]
+    return caps
 
 
 class LiteralCursor(Cursor):
@@ -1125,6 +1150,112 @@ class PatternCursor(Cursor):
                 self.q = att.start + 1
             else:
                 self.q = self.finder.failed(buf, att.start)
+
+
+class ChainCursor(Cursor):
+    """A `Chain` delimiter: candidates from its strategy's finder, each decided by a walk of the
+    chain (leading run, lead, then the rest: `startswith` and one C run match per run) instead of
+    a matcher attempt. A walk that reaches the end of the text stops there (`walk`) and resumes
+    from where it stopped, so a delimiter written in tokens costs its new text only."""
+
+    __slots__ = ("finder", "walk", "_full")
+
+    def __init__(self, d: Delimiter, finder: Finder) -> None:
+        self.d = d
+        self.q = 0
+        self.found: tuple[int, int] | None = None
+        self.slots: list[int] | None = None
+        self.finder = finder
+        chain = d.chain
+        assert chain is not None
+        # `(start, element, position, start of the run in progress or -1)` of a walk in progress
+        self.walk: tuple[int, int, int, int] | None = None
+        self._full = _chain_elements(chain)
+
+    def peek(self, buf: str, eos: bool) -> int:
+        if self.found is not None:
+            return self.found[0]
+        if self.walk is not None:
+            return self.walk[0]
+        self.q = q = self.finder.next(buf, self.q, eos)
+        return q
+
+    def reject(self, pos: int) -> None:
+        super().reject(pos)
+        self.walk = None
+
+    def still_live(self, buf: str) -> bool:
+        walk = self.walk
+        if walk is None or self.found is not None:
+            return False
+        _, k, p, r = walk
+        el = self._full[k]
+        n = len(buf)
+        if type(el) is str:
+            return n - p < len(el) and el.startswith(buf[p:])
+        test, _, hi = el
+        e = test.run_re.match(buf, p).end()
+        return e == n and (hi is None or e - r <= hi)
+
+    def resume(self, buf: str, zw_forbid: int) -> bool:
+        if self.walk is None or self.found is not None:
+            return False
+        return self.advance(buf, False, self.walk[0], zw_forbid)[0] == LIVE
+
+    def advance(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, int]:
+        if self.found is not None:
+            return (MATCH, self.found[0], self.found[1])
+        n = len(buf)
+        full = self._full
+        while True:
+            walk = self.walk
+            if walk is None:
+                s = self.q = self.finder.next(buf, self.q, eos)
+                # Like the reference, a match starting at the very end of the text is never taken.
+                if s > limit or s >= n:
+                    return (NONE, s, 0)
+                k, p, r = 0, s, -1
+            else:
+                s, k, p, r = walk
+                self.walk = None
+            ok = True
+            while k < len(full):
+                el = full[k]
+                if type(el) is str:
+                    if buf.startswith(el, p):
+                        p += len(el)
+                        k += 1
+                        continue
+                    if not eos and n - p < len(el) and el.startswith(buf[p:]):
+                        self.walk = (s, k, p, -1)
+                        return (LIVE, s, 0)
+                    ok = False
+                    break
+                test, lo, hi = el
+                if r < 0:
+                    r = p
+                e = test.run_re.match(buf, p).end()
+                if hi is not None and e - r > hi:
+                    ok = False
+                    break
+                if e == n and not eos:
+                    self.walk = (s, k, e, r)
+                    return (LIVE, s, 0)
+                if e - r < lo:
+                    ok = False
+                    break
+                p, r = e, -1
+                k += 1
+            if ok:
+                self.found = (s, p)
+                return (MATCH, s, p)
+            self.q = self.finder.failed(buf, s)
+
+
+def _chain_elements(chain: Chain) -> list[Any]:
+    """The whole chain as one list: the leading run (if any), the lead, the rest."""
+    head: list[Any] = [(chain.loop, 0, None)] if chain.loop is not None else []
+    return [*head, chain.lead, *chain.rest]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1413,10 +1544,64 @@ def _trie_pattern(literals: list[str], prefixes: bool) -> str:
     return f"(?:{alt(trie)})"
 
 
+class Chain:
+    """A pattern that is a chain of literals and single-class runs in which every run is followed by
+    a literal whose first character the run's class rejects, optionally led by an unbounded run
+    (`\\s*```\\s*<｜tool▁call▁end｜>`): each run must take its whole maximal run (stopping earlier
+    leaves a class character where the literal must start), so the match at a start has no
+    alternative to try and is decided by a walk of `startswith` and one C run match per run. The
+    leftmost match starts at the leading run before the first occurrence of `lead` (clipped at the
+    first undecided position) where the walk matches."""
+
+    __slots__ = ("loop", "lead", "rest")
+
+    def __init__(self, loop: _rx.CharTest | None, lead: str, rest: list[Any]) -> None:
+        self.loop = loop  # the leading run's class (an unbounded `C*`), or None
+        self.lead = lead  # the first literal: what the candidates are found by
+        # after the lead: a literal (str) or a run (CharTest, lo, hi or None), a run always
+        # followed by a literal
+        self.rest = rest
+
+
+def chain_of(tree: Node) -> Chain | None:
+    """The `Chain` form of a pattern's tree, or None when it is not one."""
+    items: list[Any] = []
+    for node in _flatten(tree):
+        if node.op is Op.LIT:
+            if items and type(items[-1]) is str:
+                items[-1] += node.args[0]
+            else:
+                items.append(node.args[0])
+            continue
+        if node.op is not Op.REP or node.args[2] not in ("greedy", "lazy", "possessive"):
+            return None
+        atom = _unwrap(node.kids[0])
+        if atom.op not in _rx.ATOMS:
+            return None
+        lo, hi = node.args[0], node.args[1]
+        if items and type(items[-1]) is not str:
+            return None  # two runs in a row: the split between them is not forced
+        items.append((_rx.CharTest(_rx.atom_source(atom), 0), lo, hi))
+    if not items or type(items[-1]) is not str:
+        return None
+    loop = None
+    if type(items[0]) is not str:
+        test, lo, hi = items.pop(0)
+        if lo != 0 or hi is not None:
+            return None
+        loop = test
+    for k, item in enumerate(items):
+        if type(item) is not str and item[0](items[k + 1][0]):
+            return None  # the run could also take the literal's first character: not forced
+    if loop is not None and loop(items[0][0]):
+        return None
+    return Chain(loop, items[0], items[1:])
+
+
 class WatchList:
     """The delimiters watched in one kind of region, with their combined quick-rejection data."""
 
-    __slots__ = ("entries", "prefilter", "lit")
+    __slots__ = ("entries", "prefilter", "lit", "chain")
 
     def __init__(self, entries: list[Watch]) -> None:
         self.entries = entries
@@ -1429,6 +1614,21 @@ class WatchList:
         self.lit = (
             d.literals[0] if d is not None and d.literals is not None and len(d.literals) == 1 else None
         )
+        # A single pattern that is a `Chain` whose lead is the prefilter's only lead (the closer of
+        # `\\s*```\\s*<｜tool▁call▁end｜>`): decided by `Scanner._chain_decide`, without cursors.
+        self.chain: Chain | None = None
+        pre = self.prefilter
+        if d is not None and d.literals is None and pre is not None and d.prog.tree is not None:
+            chain = chain_of(d.prog.tree)
+            if (
+                chain is not None
+                and pre.literals == [chain.lead]
+                and not pre.classes
+                and not pre.back
+                and not pre.at0
+                and [x.src for x in pre.loops] == ([chain.loop.src] if chain.loop is not None else [])
+            ):
+                self.chain = chain
 
     def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
         return Scanner(self, q, states, guard)
@@ -1460,6 +1660,8 @@ class Scanner:
         "_loop_any",
         "_tail_at",
         "_tail_lead",
+        "chain",
+        "_catt",
     )
 
     def __init__(
@@ -1489,6 +1691,8 @@ class Scanner:
         self._tails: list[_RunTail] = []
         self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
         self._tail_lead = ""  # and the lead it begins
+        self.chain = watch.chain if guard is None else None
+        self._catt: tuple[int, int, int, int, int] | None = None  # `_chain_decide`'s walk in progress
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
@@ -1636,6 +1840,8 @@ class Scanner:
                 h = self._hold
                 h.at = n
                 return h
+        if self.chain is not None and not eos:
+            return self._chain_decide(buf)
         lit = self.lit
         if lit is not None:
             # A watch list of one literal (most explicit regions): the leftmost occurrence is final
@@ -1704,6 +1910,72 @@ class Scanner:
                         return self._hold_at(n)
         return self._scan(buf, eos, zw_forbid)
 
+    def _chain_decide(self, buf: str) -> Hold | Commit:
+        """The decision (before end of stream) for a watch list of one `Chain` pattern, without
+        cursors: the prefilter holds while no lead occurs; at the first lead the walk from the
+        leading run before it matches (commit), fails (every start up to the lead fails: look
+        again after it) or reaches the end of the text (hold from its start; the walk resumes
+        where it stopped on the next feed, so a long run being written costs its new text only).
+        While a walk is in progress the hold starts at or before a lead, which keeps the per-token
+        path of `decide` (no lead character in the new text) off."""
+        chain = self.chain
+        pre = self._pre
+        assert chain is not None and pre is not None
+        n = len(buf)
+        rest = chain.rest
+        att = self._catt
+        while True:
+            if att is None:
+                h = self._prefiltered(buf, pre)
+                if h >= 0:
+                    return self._hold_at(h)
+                q = self.q
+                lead = chain.lead
+                start = self._searched - len(lead) + 1  # where `_prefiltered` searched from
+                i = buf.find(lead, start if start > q else q)
+                s = run_start(chain.loop, buf, q, i) if chain.loop is not None else i
+                k, p, r = 0, i + len(lead), -1
+            else:
+                s, i, k, p, r = att
+                att = self._catt = None
+            ok = True
+            while k < len(rest):
+                el = rest[k]
+                if type(el) is str:
+                    if buf.startswith(el, p):
+                        p += len(el)
+                        k += 1
+                        continue
+                    if n - p < len(el) and el.startswith(buf[p:]):
+                        att = (s, i, k, p, -1)
+                    else:
+                        ok = False
+                    break
+                test, lo, hi = el
+                if r < 0:
+                    r = p
+                e = test.run_re.match(buf, p).end()
+                if hi is not None and e - r > hi:
+                    ok = False  # the run stops at `hi` before a character of its class
+                    break
+                if e == n:
+                    att = (s, i, k, e, r)
+                    break
+                if e - r < lo:
+                    ok = False
+                    break
+                p, r = e, -1
+                k += 1
+            if att is not None:
+                self._catt = att
+                self._searched = s
+                return self._hold_at(s)
+            if ok:
+                w = self.entries[0]
+                return Commit(w, s, p, _captures(w.delimiter, buf, s, False))
+            # No match starts at or before the lead at `i`: look for the next one after it.
+            self.q = self._searched = i + 1
+
     def _commit_found(self, buf: str, q: int, eos: bool, zw_forbid: int, live: Cursor) -> Commit | None:
         """The attempt `live`, undecided at the hold point `q`, has matched there. The scan that set
         the hold decided every other cursor at `q` (a match found there, or its next candidate
@@ -1738,6 +2010,8 @@ class Scanner:
                 c.q = q
                 if isinstance(c, PatternCursor) and c.att is not None and c.att.start < q:
                     c.att = None
+                elif type(c) is ChainCursor and c.walk is not None and c.walk[0] < q:
+                    c.walk = None
         # Examine candidates of all cursors in position order, so that no cursor scans past the
         # earliest event: total work per scan is bounded by the text up to that event.
         peeks = [c.peek(buf, eos) for c in cursors]
