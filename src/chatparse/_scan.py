@@ -36,7 +36,8 @@ literal lead, plus the trailing run of a leading loop class (the whitespace befo
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
 this is the per-token fast path. A tail that begins a long literal lead is then followed with
 `startswith` on later feeds, not searched for again. In a region with a JSON string guard the
-prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run).
+prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run);
+without a leading loop or a value close, a feed with no lead character takes the same inlined path.
 
 While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
 asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
@@ -1688,6 +1689,19 @@ class Scanner:
         if self.lit is not None:
             self._maxlen = len(self.lit)
         self._loop_any = pre.loop_any if pre is not None else None
+        gpre = self._gpre
+        if (
+            gpre is not None
+            and guard is not None
+            and not guard.value_close
+            and not gpre.loops
+            and not gpre.at0
+        ):
+            # Under a string guard with no leading loop (Kimi's JSON call bodies), a feed with no
+            # lead character releases everything as well (the guarded prefilter's answer there):
+            # the same inlined path.
+            self._char = gpre.char
+            self._maxlen = gpre.maxlen - 1
         self._tails: list[_RunTail] = []
         self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
         self._tail_lead = ""  # and the lead it begins
