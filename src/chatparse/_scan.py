@@ -53,8 +53,10 @@ first character its class rejects, such as `\\s*```\\s*<｜tool▁call▁end｜>
 start: each run takes its whole maximal run. Its cursor (`ChainCursor`) decides a candidate by a
 walk (`startswith`, one C run match per run) instead of a matcher attempt, stops the walk where the
 text ends and resumes it there; its captures come from one `regex` match at the committed start.
-A watch list of one chain (most call bodies' closers) is decided by the scanner itself
-(`Scanner._chain_decide`): the prefilter until a lead appears, then the walk, with no cursor.
+When the leftmost lead the prefilter finds is the lead of a chain that no other lead of the watch
+list begins or is begun by, and that no leading loop of the list can run over (`_chain_leads`),
+only that chain can match at or before it: the scanner walks it itself (`Scanner._chain_decide`),
+with no cursor (a call body's closer, DeepSeek's call opener); another lead goes to the cursors.
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -1599,10 +1601,40 @@ def chain_of(tree: Node) -> Chain | None:
     return Chain(loop, items[0], items[1:])
 
 
+def _chain_leads(
+    entries: list[Watch], pre: Prefilter | None
+) -> dict[str, tuple[int, Chain, list[Any]]] | None:
+    """For `Scanner._chain_decide`: the chain delimiters of a watch list whose lead owns the place
+    where the prefilter finds it, keyed by the lead as the prefilter's search reports it (cut to
+    `_LEAD_MAX`): no other lead of the list is a prefix of it or begins with it (no other delimiter
+    can match from there), and no leading loop of the list takes its first character (no other
+    delimiter's run can reach over it). Then, at the leftmost lead in the text, only its chain can
+    match at or before it. None when no chain qualifies (or the list has class, `after` or `^`
+    leads, which the prefilter does not find as literals)."""
+    if pre is None or pre.classes or pre.back or pre.at0:
+        return None
+    leads: list[tuple[int, str]] = []
+    for j, w in enumerate(entries):
+        assert w.delimiter.strategy.leads is not None  # (a prefilter exists)
+        leads.extend((j, x[:_LEAD_MAX]) for x in w.delimiter.strategy.leads)
+    out: dict[str, tuple[int, Chain, list[Any]]] = {}
+    for j, w in enumerate(entries):
+        chain = w.delimiter.chain
+        if chain is None or w.delimiter.literals is not None:
+            continue
+        cut = chain.lead[:_LEAD_MAX]
+        if any((k != j or y != cut) and (y.startswith(cut) or cut.startswith(y)) for k, y in leads) or any(
+            loop(cut[0]) for loop in pre.loops
+        ):
+            continue
+        out[cut] = (j, chain, [chain.lead, *chain.rest])
+    return out or None
+
+
 class WatchList:
     """The delimiters watched in one kind of region, with their combined quick-rejection data."""
 
-    __slots__ = ("entries", "prefilter", "lit", "chain")
+    __slots__ = ("entries", "prefilter", "lit", "chains")
 
     def __init__(self, entries: list[Watch]) -> None:
         self.entries = entries
@@ -1615,21 +1647,9 @@ class WatchList:
         self.lit = (
             d.literals[0] if d is not None and d.literals is not None and len(d.literals) == 1 else None
         )
-        # A single pattern that is a `Chain` whose lead is the prefilter's only lead (the closer of
-        # `\\s*```\\s*<｜tool▁call▁end｜>`): decided by `Scanner._chain_decide`, without cursors.
-        self.chain: Chain | None = None
-        pre = self.prefilter
-        if d is not None and d.literals is None and pre is not None and d.prog.tree is not None:
-            chain = chain_of(d.prog.tree)
-            if (
-                chain is not None
-                and pre.literals == [chain.lead]
-                and not pre.classes
-                and not pre.back
-                and not pre.at0
-                and [x.src for x in pre.loops] == ([chain.loop.src] if chain.loop is not None else [])
-            ):
-                self.chain = chain
+        # Chains whose lead, as the prefilter finds it, can begin no other delimiter's match there
+        # (`Scanner._chain_decide`): by the lead the prefilter finds, `{cut lead: (index, walk)}`.
+        self.chains = _chain_leads(entries, self.prefilter)
 
     def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
         return Scanner(self, q, states, guard)
@@ -1661,7 +1681,7 @@ class Scanner:
         "_loop_any",
         "_tail_at",
         "_tail_lead",
-        "chain",
+        "chains",
         "_catt",
     )
 
@@ -1705,8 +1725,10 @@ class Scanner:
         self._tails: list[_RunTail] = []
         self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
         self._tail_lead = ""  # and the lead it begins
-        self.chain = watch.chain if guard is None else None
-        self._catt: tuple[int, int, int, int, int] | None = None  # `_chain_decide`'s walk in progress
+        self.chains = watch.chains if guard is None else None
+        # `_chain_decide`'s walk in progress: (entry, its elements, start, lead position, element,
+        # position, start of the run in progress or -1)
+        self._catt: tuple[int, list[Any], int, int, int, int, int] | None = None
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
@@ -1854,8 +1876,10 @@ class Scanner:
                 h = self._hold
                 h.at = n
                 return h
-        if self.chain is not None and not eos:
-            return self._chain_decide(buf)
+        if self.chains is not None and not eos and self.live is None:
+            chained = self._chain_decide(buf)
+            if chained is not None:
+                return chained
         lit = self.lit
         if lit is not None:
             # A watch list of one literal (most explicit regions): the leftmost occurrence is final
@@ -1924,19 +1948,20 @@ class Scanner:
                         return self._hold_at(n)
         return self._scan(buf, eos, zw_forbid)
 
-    def _chain_decide(self, buf: str) -> Hold | Commit:
-        """The decision (before end of stream) for a watch list of one `Chain` pattern, without
-        cursors: the prefilter holds while no lead occurs; at the first lead the walk from the
-        leading run before it matches (commit), fails (every start up to the lead fails: look
-        again after it) or reaches the end of the text (hold from its start; the walk resumes
-        where it stopped on the next feed, so a long run being written costs its new text only).
-        While a walk is in progress the hold starts at or before a lead, which keeps the per-token
-        path of `decide` (no lead character in the new text) off."""
-        chain = self.chain
+    def _chain_decide(self, buf: str) -> Hold | Commit | None:
+        """The decision (before end of stream) when the leftmost lead belongs to a chain of
+        `chains` (see `_chain_leads`), without cursors: the prefilter holds while no lead occurs; at
+        the leftmost lead, only its chain can match at or before it, and the walk from the
+        leading run before it matches (commit), fails (every start up to the lead fails, for
+        every delimiter: look again after it) or reaches the end of the text (hold from its
+        start; the walk resumes where it stopped on the next feed, so a long run being written
+        costs its new text only). None when the leftmost lead is another delimiter's: the
+        caller scans. While a walk is in progress the hold starts at or before a lead, which
+        keeps the per-token path of `decide` (no lead character in the new text) off."""
+        chains = self.chains
         pre = self._pre
-        assert chain is not None and pre is not None
+        assert chains is not None and pre is not None
         n = len(buf)
-        rest = chain.rest
         att = self._catt
         while True:
             if att is None:
@@ -1944,24 +1969,28 @@ class Scanner:
                 if h >= 0:
                     return self._hold_at(h)
                 q = self.q
-                lead = chain.lead
-                start = self._searched - len(lead) + 1  # where `_prefiltered` searched from
-                i = buf.find(lead, start if start > q else q)
+                start = self._searched - pre.maxlen + 1  # where `_prefiltered` searched from
+                m = pre.search_re.search(buf, start if start > q else q)
+                got = chains.get(m.group())
+                if got is None:
+                    return None
+                j, chain, elements = got
+                i = m.start()
                 s = run_start(chain.loop, buf, q, i) if chain.loop is not None else i
-                k, p, r = 0, i + len(lead), -1
+                k, p, r = 0, i, -1
             else:
-                s, i, k, p, r = att
+                j, elements, s, i, k, p, r = att
                 att = self._catt = None
             ok = True
-            while k < len(rest):
-                el = rest[k]
+            while k < len(elements):
+                el = elements[k]
                 if type(el) is str:
                     if buf.startswith(el, p):
                         p += len(el)
                         k += 1
                         continue
                     if n - p < len(el) and el.startswith(buf[p:]):
-                        att = (s, i, k, p, -1)
+                        att = (j, elements, s, i, k, p, -1)
                     else:
                         ok = False
                     break
@@ -1973,7 +2002,7 @@ class Scanner:
                     ok = False  # the run stops at `hi` before a character of its class
                     break
                 if e == n:
-                    att = (s, i, k, e, r)
+                    att = (j, elements, s, i, k, e, r)
                     break
                 if e - r < lo:
                     ok = False
@@ -1985,7 +2014,7 @@ class Scanner:
                 self._searched = s
                 return self._hold_at(s)
             if ok:
-                w = self.entries[0]
+                w = self.entries[j]
                 return Commit(w, s, p, _captures(w.delimiter, buf, s, False))
             # No match starts at or before the lead at `i`: look for the next one after it.
             self.q = self._searched = i + 1
