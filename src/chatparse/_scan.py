@@ -49,10 +49,12 @@ at that position, or a next candidate after it), so the best match there is comm
 (`Scanner._commit_found`): a delimiter costs one cursor scan, when its lead appears, not two.
 
 A *chain* pattern (`Chain`: literals and single-class runs, every run followed by a literal whose
-first character its class rejects, such as `\\s*```\\s*<｜tool▁call▁end｜>`) has one way to match at a
-start: each run takes its whole maximal run. Its cursor (`ChainCursor`) decides a candidate by a
-walk (`startswith`, one C run match per run) instead of a matcher attempt, stops the walk where the
-text ends and resumes it there; its captures come from one `regex` match at the committed start.
+first character its class rejects, such as `\\s*```\\s*<｜tool▁call▁end｜>`, perhaps ending in an
+optional tail `(?:C{lo,hi}(?=L1|L2))?` whose literals `C` rejects the first character of, as in
+Kimi K2's call closer) has one way to match at a start: each run takes its whole maximal run.
+Its cursor (`ChainCursor`) decides a candidate by a walk (`startswith`, one C run match per run)
+instead of a matcher attempt, stops the walk where the text ends and resumes it there; its
+captures come from one `regex` match at the committed start.
 When the leftmost lead the prefilter finds is the lead of a chain that no other lead of the watch
 list begins or is begun by, and that no leading loop of the list can run over (`_chain_leads`),
 only that chain can match at or before it: the scanner walks it itself (`Scanner._chain_decide`),
@@ -1191,14 +1193,20 @@ class ChainCursor(Cursor):
         walk = self.walk
         if walk is None or self.found is not None:
             return False
-        _, k, p, r = walk
+        s, k, p, r = walk
         el = self._full[k]
         n = len(buf)
         if type(el) is str:
             return n - p < len(el) and el.startswith(buf[p:])
-        test, _, hi = el
-        e = test.run_re.match(buf, p).end()
-        return e == n and (hi is None or e - r <= hi)
+        if len(el) == 3:
+            test, _, hi = el
+            e = test.run_re.match(buf, p).end()
+            if e == n and (hi is None or e - r <= hi):
+                # The walk goes on from the end of the run: a long run streamed in costs its new
+                # text only, however many feeds keep it live.
+                self.walk = (s, k, e, r)
+                return True
+        return False  # (the optional tail: `resume` decides)
 
     def resume(self, buf: str, zw_forbid: int) -> bool:
         if self.walk is None or self.found is not None:
@@ -1209,7 +1217,6 @@ class ChainCursor(Cursor):
         if self.found is not None:
             return (MATCH, self.found[0], self.found[1])
         n = len(buf)
-        full = self._full
         while True:
             walk = self.walk
             if walk is None:
@@ -1221,38 +1228,61 @@ class ChainCursor(Cursor):
             else:
                 s, k, p, r = walk
                 self.walk = None
-            ok = True
-            while k < len(full):
-                el = full[k]
-                if type(el) is str:
-                    if buf.startswith(el, p):
-                        p += len(el)
-                        k += 1
-                        continue
-                    if not eos and n - p < len(el) and el.startswith(buf[p:]):
-                        self.walk = (s, k, p, -1)
-                        return (LIVE, s, 0)
-                    ok = False
-                    break
-                test, lo, hi = el
-                if r < 0:
-                    r = p
-                e = test.run_re.match(buf, p).end()
-                if hi is not None and e - r > hi:
-                    ok = False
-                    break
-                if e == n and not eos:
-                    self.walk = (s, k, e, r)
-                    return (LIVE, s, 0)
-                if e - r < lo:
-                    ok = False
-                    break
-                p, r = e, -1
-                k += 1
-            if ok:
+            status, k, p, r = _walk(self._full, buf, k, p, r, eos)
+            if status == LIVE:
+                self.walk = (s, k, p, r)
+                return (LIVE, s, 0)
+            if status == MATCH:
                 self.found = (s, p)
                 return (MATCH, s, p)
             self.q = self.finder.failed(buf, s)
+
+
+def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> tuple[int, int, int, int]:
+    """Walk a chain's `elements` from element `k` at position `p` (`r`: where the run in progress
+    started, or -1): `(MATCH, k, end, r)`, `(LIVE, k, p, r)` (stopped at the end of the text, to be
+    resumed from there) or `(NONE, ...)`."""
+    n = len(buf)
+    while k < len(elements):
+        el = elements[k]
+        if type(el) is str:
+            if buf.startswith(el, p):
+                p += len(el)
+                k += 1
+                continue
+            if not eos and n - p < len(el) and el.startswith(buf[p:]):
+                return (LIVE, k, p, -1)
+            return (NONE, k, p, r)
+        if r < 0:
+            r = p
+        e = el[0].run_re.match(buf, p).end()
+        hi = el[2]
+        if len(el) == 3:
+            if hi is not None and e - r > hi:
+                return (NONE, k, p, r)  # the run stops at `hi` before a character of its class
+            if e == n and not eos:
+                return (LIVE, k, e, r)
+            if e - r < el[1]:
+                return (NONE, k, p, r)
+            p, r = e, -1
+            k += 1
+            continue
+        # The optional tail `(?:C{lo,hi}(?=L1|L2...))?`, last: taken when the whole run is followed
+        # by one of the literals (a shorter run leaves a class character there, which none starts
+        # with), else the match ends before it.
+        if hi is None or e - r <= hi:
+            if e == n and not eos:
+                return (LIVE, k, e, r)
+            if e - r >= el[1]:
+                for lit in el[3]:
+                    if buf.startswith(lit, e):
+                        return (MATCH, k, e, r)
+                if not eos:
+                    for lit in el[3]:
+                        if n - e < len(lit) and lit.startswith(buf[e:]):
+                            return (LIVE, k, e, r)
+        return (MATCH, k, r, r)
+    return (MATCH, k, p, r)
 
 
 def _chain_elements(chain: Chain) -> list[Any]:
@@ -1562,14 +1592,48 @@ class Chain:
         self.loop = loop  # the leading run's class (an unbounded `C*`), or None
         self.lead = lead  # the first literal: what the candidates are found by
         # after the lead: a literal (str) or a run (CharTest, lo, hi or None), a run always
-        # followed by a literal
+        # followed by a literal; last, perhaps an optional tail (CharTest, lo, hi, literals)
         self.rest = rest
+
+
+def _chain_tail(node: Node) -> tuple[Any, ...] | None:
+    """`(?:C{lo,hi}(?=L1|L2...))?` (greedy, with literal `L`s that `C` rejects the first character
+    of) as a chain's optional tail `(test, lo, hi, (L1, L2...))`, or None."""
+    if node.op is not Op.REP or node.args[:3] != (0, 1, "greedy"):
+        return None
+    body = _flatten(node.kids[0])
+    if len(body) != 2 or body[0].op is not Op.REP or body[1].op is not Op.LOOK:
+        return None
+    run, look = body
+    atom = _unwrap(run.kids[0])
+    if atom.op not in _rx.ATOMS or run.args[2] not in ("greedy", "lazy", "possessive"):
+        return None
+    if not look.args[0] or look.args[1]:
+        return None  # a lookbehind or a negative lookahead
+    inner = _flatten(look.kids[0])
+    branches = (
+        _unwrap(inner[0]).kids if len(inner) == 1 and _unwrap(inner[0]).op is Op.ALT else [look.kids[0]]
+    )
+    lits = []
+    for b in branches:
+        seq = _flatten(b)
+        if not seq or not _is_literal_seq(seq):
+            return None
+        lits.append("".join(_unwrap(x).args[0] for x in seq))
+    test = _rx.CharTest(_rx.atom_source(atom), 0)
+    if any(test(x[0]) for x in lits):
+        return None
+    return (test, run.args[0], run.args[1], tuple(lits))
 
 
 def chain_of(tree: Node) -> Chain | None:
     """The `Chain` form of a pattern's tree, or None when it is not one."""
     items: list[Any] = []
-    for node in _flatten(tree):
+    nodes = _flatten(tree)
+    tail = _chain_tail(nodes[-1]) if nodes else None
+    if tail is not None:
+        nodes = nodes[:-1]
+    for node in nodes:
         if node.op is Op.LIT:
             if items and type(items[-1]) is str:
                 items[-1] += node.args[0]
@@ -1598,6 +1662,8 @@ def chain_of(tree: Node) -> Chain | None:
             return None  # the run could also take the literal's first character: not forced
     if loop is not None and loop(items[0][0]):
         return None
+    if tail is not None:
+        items.append(tail)
     return Chain(loop, items[0], items[1:])
 
 
@@ -1961,7 +2027,6 @@ class Scanner:
         chains = self.chains
         pre = self._pre
         assert chains is not None and pre is not None
-        n = len(buf)
         att = self._catt
         while True:
             if att is None:
@@ -1981,39 +2046,12 @@ class Scanner:
             else:
                 j, elements, s, i, k, p, r = att
                 att = self._catt = None
-            ok = True
-            while k < len(elements):
-                el = elements[k]
-                if type(el) is str:
-                    if buf.startswith(el, p):
-                        p += len(el)
-                        k += 1
-                        continue
-                    if n - p < len(el) and el.startswith(buf[p:]):
-                        att = (j, elements, s, i, k, p, -1)
-                    else:
-                        ok = False
-                    break
-                test, lo, hi = el
-                if r < 0:
-                    r = p
-                e = test.run_re.match(buf, p).end()
-                if hi is not None and e - r > hi:
-                    ok = False  # the run stops at `hi` before a character of its class
-                    break
-                if e == n:
-                    att = (j, elements, s, i, k, e, r)
-                    break
-                if e - r < lo:
-                    ok = False
-                    break
-                p, r = e, -1
-                k += 1
-            if att is not None:
-                self._catt = att
+            status, k, p, r = _walk(elements, buf, k, p, r, False)
+            if status == LIVE:
+                self._catt = (j, elements, s, i, k, p, r)
                 self._searched = s
                 return self._hold_at(s)
-            if ok:
+            if status == MATCH:
                 w = self.entries[j]
                 return Commit(w, s, p, _captures(w.delimiter, buf, s, False))
             # No match starts at or before the lead at `i`: look for the next one after it.

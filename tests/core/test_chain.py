@@ -33,6 +33,9 @@ CHAINS = [
     r"<a>x{2,3}<",
     r"[^<]*<c>",
     r"</t>",  # a pattern that is one literal: a chain of its lead alone
+    # an optional tail: the closer of Kimi K2's calls, with a small bound
+    r"<\|e\|>(?:[^<]{0,3}(?=<\|b\|>|<\|s\|>))?",
+    r"</f>(?:\s*(?=<t>))?",
 ]
 NOT_CHAINS = [
     r"\s*(?:<a>|<b>)",  # an alternation
@@ -43,6 +46,10 @@ NOT_CHAINS = [
     r"<a>[a-z]*b",  # the run may take the literal's first character
     r"(?i)<a>",  # case-insensitive: classes, not literals
     r"<a>(?=x)",  # a lookahead
+    r"<a>(?:[^<]*(?=<b>))??",  # a lazy optional tail prefers to end before it
+    r"<a>(?:[a-z]*(?=b))?",  # the tail's run may take the lookahead's first character
+    r"<a>(?:x*(?!b))?",  # a negative lookahead
+    r"<a>[^<]*(?:\s*(?=<b>))?",  # a run right before the tail
 ]
 ALPHABET = '<>|tool_cabfnsexj` \n[]TA"=c'
 
@@ -76,6 +83,7 @@ def test_other_shapes_are_not_chains(pattern: str) -> None:
 def _texts(pattern: str) -> Any:
     # Pieces of the pattern's own literals make matches (and near misses) likely.
     pieces = ["<tool_call>", "```", "<|e|>", "</f>", "</t>", "<|b|>fn<|s|>", "\n```j\n", "[T]", "[A]"]
+    pieces += ["<|b|>", "<|s|>", "<t>", "<|e|>ab<|b|>", "<|e|>abcd<|s|>"]
     pieces += ['<f n="', '"', ">", "<a>", "x", "<c>", " ", "\n", "ab", "<"]
     return st.lists(st.one_of(st.sampled_from(pieces), st.text(ALPHABET, max_size=3)), max_size=10).map(
         "".join
@@ -283,3 +291,58 @@ def test_a_lead_shared_with_another_delimiter_is_left_to_the_cursors() -> None:
     assert shared.chains is None
     looped = WatchList([Watch(True, "a", chain), Watch(False, "c", _delim(r"[^>]*<\|e\|>"))])
     assert looped.chains is None
+
+
+def test_kimi_call_closer_is_walked() -> None:
+    """Kimi K2's call closer `<|tool_call_end|>(?:[^<]{0,256}(?=<|tool_call_begin|>|...))?` is a
+    chain with an optional tail: while it waits for the next call's opener it runs no matcher
+    attempt. One character per feed: 6 attempts a call are left, the opener's (before: 12)."""
+    t = chatparse.load_response_template(catalog.get("kimi_k2"))
+    closer = t.fields["tool_calls"].watch.entries[0].delimiter
+    assert closer.chain is not None and len(closer.chain.rest[-1]) == 4
+
+    def attempts(n_calls: int) -> int:
+        call = '<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"a": 1}<|tool_call_end|>'
+        text = "<|tool_calls_section_begin|>" + call * n_calls + "<|tool_calls_section_end|>"
+        count = 0
+        run = _rx.Attempt.run
+
+        def counted(*a: Any, **k: Any) -> Any:
+            nonlocal count
+            count += 1
+            return run(*a, **k)
+
+        _rx.Attempt.run = counted  # type: ignore[method-assign]
+        try:
+            p = chatparse.ResponseParser(t, prefix="")
+            for ch in text:
+                p.feed(ch)
+            message, _ = p.finalize()
+        finally:
+            _rx.Attempt.run = run  # type: ignore[method-assign]
+        assert len(message["tool_calls"]) == n_calls
+        return count
+
+    few, many = attempts(5), attempts(25)
+    assert (many - few) / 20 <= 7, (few, many)
+
+
+def test_a_run_kept_live_is_walked_over_its_new_text_only() -> None:
+    """A chain cursor whose walk stays live in a run (the whitespace of `\\s*```\\s*<|e|>` written one
+    character per feed, in a region where the cursors decide) moves its walk to the end of the text
+    on every feed: nothing is walked twice (the work stays linear in the run's length)."""
+    closer = _delim(r"\s*```\s*<\|e\|>")
+    other = _delim(r"\s*``(?=y)")  # begins the lead: the scanner does not walk the chain itself
+    watch = WatchList([Watch(False, "c", closer), Watch(False, "d", other)])
+    assert watch.chains is None
+    sc = watch.scanner(0, {})
+    buf = "a```"
+    for _ in range(50):
+        buf += " "
+        decision = sc.decide(buf, False)
+        assert isinstance(decision, Hold) and decision.at == 1
+        live = sc.live
+        assert isinstance(live, _scan.ChainCursor) and live.walk is not None
+        assert live.walk[2] == len(buf)
+    decision = sc.decide(buf + "<|e|>", False)
+    assert isinstance(decision, Commit) and (decision.start, decision.end) == (1, len(buf) + 5)
