@@ -36,7 +36,8 @@ literal lead, plus the trailing run of a leading loop class (the whitespace befo
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
 this is the per-token fast path. A tail that begins a long literal lead is then followed with
 `startswith` on later feeds, not searched for again. In a region with a JSON string guard the
-prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run).
+prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run);
+without a leading loop or a value close, a feed with no lead character takes the same inlined path.
 
 While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
 asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
@@ -46,6 +47,18 @@ without running the matcher. Only a feed that moves an attempt on resumes it (wi
 hold point, the scan that set the hold has already decided every other cursor there (a match found
 at that position, or a next candidate after it), so the best match there is committed at once
 (`Scanner._commit_found`): a delimiter costs one cursor scan, when its lead appears, not two.
+
+A *chain* pattern (`Chain`: literals and single-class runs, every run followed by a literal whose
+first character its class rejects, such as `\\s*```\\s*<｜tool▁call▁end｜>`, perhaps ending in an
+optional tail `(?:C{lo,hi}(?=L1|L2))?` whose literals `C` rejects the first character of, as in
+Kimi K2's call closer) has one way to match at a start: each run takes its whole maximal run.
+Its cursor (`ChainCursor`) decides a candidate by a walk (`startswith`, one C run match per run)
+instead of a matcher attempt, stops the walk where the text ends and resumes it there; its
+captures come from one `regex` match at the committed start.
+When the leftmost lead the prefilter finds is the lead of a chain that no other lead of the watch
+list begins or is begun by, and that no leading loop of the list can run over (`_chain_leads`),
+only that chain can match at or before it: the scanner walks it itself (`Scanner._chain_decide`),
+with no cursor (a call body's closer, DeepSeek's call opener); another lead goes to the cursors.
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -867,6 +880,9 @@ class Delimiter:
             self.prog = _rx.compile_pattern(source)
             assert self.prog.tree is not None
             self.strategy = pattern_strategy(self.prog.tree)
+        # A pattern whose match at a start is decided by a walk (`Chain`): scanned by a
+        # `ChainCursor`, without the matcher.
+        self.chain = chain_of(self.prog.tree) if literals is None and self.prog.tree is not None else None
         self.group_names = dict(self.prog.names)
         # Scanning runs the program with captures when no group sits inside a lookahead (captures
         # never change which path matches): the committed match then has its slots at once.
@@ -893,6 +909,8 @@ class Delimiter:
             return LiteralCursor(self, lits, state)
         if state is None:
             state = states[id(self)] = self.strategy.finder()
+        if self.chain is not None:
+            return ChainCursor(self, state)
         return PatternCursor(self, state)
 
 
@@ -940,18 +958,30 @@ class Cursor:
         return False
 
     def captures(self, buf: str, start: int, eos: bool) -> dict[str, str]:
-        names = self.d.group_names
-        if not names:
-            return {}
-        slots = self.slots
-        if slots is None:
-            slots = _rx.capture(self.d.prog, buf, start, eos)
-        caps = {}
-        for g, slot in names.items():
-            s, e = slots[slot], slots[slot + 1]
-            if s != -1 and e != -1:
-                caps[g] = buf[s:e]
-        return caps
+        return _captures(self.d, buf, start, eos, self.slots)
+
+
+def _captures(
+    d: Delimiter, buf: str, start: int, eos: bool, slots: list[int] | None = None
+) -> dict[str, str]:
+    """The named groups of the match of `d` at `start` (its capture slots, when known)."""
+    names = d.group_names
+    if not names:
+        return {}
+    if slots is None and d.chain is not None and d.module_re is not None:
+        # A chain's match at `start` is its only path there: the `regex` module's match there
+        # is the same one, with its groups in one C call.
+        m = d.module_re.match(buf, start)
+        assert m is not None
+        return {g: v for g, v in m.groupdict().items() if v is not None}
+    if slots is None:
+        slots = _rx.capture(d.prog, buf, start, eos)
+    caps = {}
+    for g, slot in names.items():
+        s, e = slots[slot], slots[slot + 1]
+        if s != -1 and e != -1:
+            caps[g] = buf[s:e]
+    return caps
 
 
 class LiteralCursor(Cursor):
@@ -1128,6 +1158,140 @@ class PatternCursor(Cursor):
                 self.q = att.start + 1
             else:
                 self.q = self.finder.failed(buf, att.start)
+
+
+class ChainCursor(Cursor):
+    """A `Chain` delimiter: candidates from its strategy's finder, each decided by a walk of the
+    chain (leading run, lead, then the rest: `startswith` and one C run match per run) instead of
+    a matcher attempt. A walk that reaches the end of the text stops there (`walk`) and resumes
+    from where it stopped, so a delimiter written in tokens costs its new text only."""
+
+    __slots__ = ("finder", "walk", "_full")
+
+    def __init__(self, d: Delimiter, finder: Finder) -> None:
+        self.d = d
+        self.q = 0
+        self.found: tuple[int, int] | None = None
+        self.slots: list[int] | None = None
+        self.finder = finder
+        chain = d.chain
+        assert chain is not None
+        # `(start, element, position, start of the run in progress or -1)` of a walk in progress
+        self.walk: tuple[int, int, int, int] | None = None
+        self._full = _chain_elements(chain)
+
+    def peek(self, buf: str, eos: bool) -> int:
+        if self.found is not None:
+            return self.found[0]
+        if self.walk is not None:
+            return self.walk[0]
+        self.q = q = self.finder.next(buf, self.q, eos)
+        return q
+
+    def reject(self, pos: int) -> None:
+        super().reject(pos)
+        self.walk = None
+
+    def still_live(self, buf: str) -> bool:
+        walk = self.walk
+        if walk is None or self.found is not None:
+            return False
+        s, k, p, r = walk
+        el = self._full[k]
+        n = len(buf)
+        if type(el) is str:
+            return n - p < len(el) and el.startswith(buf[p:])
+        if len(el) == 3:
+            test, _, hi = el
+            e = test.run_re.match(buf, p).end()
+            if e == n and (hi is None or e - r <= hi):
+                # The walk goes on from the end of the run: a long run streamed in costs its new
+                # text only, however many feeds keep it live.
+                self.walk = (s, k, e, r)
+                return True
+        return False  # (the optional tail: `resume` decides)
+
+    def resume(self, buf: str, zw_forbid: int) -> bool:
+        if self.walk is None or self.found is not None:
+            return False
+        return self.advance(buf, False, self.walk[0], zw_forbid)[0] == LIVE
+
+    def advance(self, buf: str, eos: bool, limit: int, zw_forbid: int) -> tuple[int, int, int]:
+        if self.found is not None:
+            return (MATCH, self.found[0], self.found[1])
+        n = len(buf)
+        while True:
+            walk = self.walk
+            if walk is None:
+                s = self.q = self.finder.next(buf, self.q, eos)
+                # Like the reference, a match starting at the very end of the text is never taken.
+                if s > limit or s >= n:
+                    return (NONE, s, 0)
+                k, p, r = 0, s, -1
+            else:
+                s, k, p, r = walk
+                self.walk = None
+            status, k, p, r = _walk(self._full, buf, k, p, r, eos)
+            if status == LIVE:
+                self.walk = (s, k, p, r)
+                return (LIVE, s, 0)
+            if status == MATCH:
+                self.found = (s, p)
+                return (MATCH, s, p)
+            self.q = self.finder.failed(buf, s)
+
+
+def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> tuple[int, int, int, int]:
+    """Walk a chain's `elements` from element `k` at position `p` (`r`: where the run in progress
+    started, or -1): `(MATCH, k, end, r)`, `(LIVE, k, p, r)` (stopped at the end of the text, to be
+    resumed from there) or `(NONE, ...)`."""
+    n = len(buf)
+    while k < len(elements):
+        el = elements[k]
+        if type(el) is str:
+            if buf.startswith(el, p):
+                p += len(el)
+                k += 1
+                continue
+            if not eos and n - p < len(el) and el.startswith(buf[p:]):
+                return (LIVE, k, p, -1)
+            return (NONE, k, p, r)
+        if r < 0:
+            r = p
+        e = el[0].run_re.match(buf, p).end()
+        hi = el[2]
+        if len(el) == 3:
+            if hi is not None and e - r > hi:
+                return (NONE, k, p, r)  # the run stops at `hi` before a character of its class
+            if e == n and not eos:
+                return (LIVE, k, e, r)
+            if e - r < el[1]:
+                return (NONE, k, p, r)
+            p, r = e, -1
+            k += 1
+            continue
+        # The optional tail `(?:C{lo,hi}(?=L1|L2...))?`, last: taken when the whole run is followed
+        # by one of the literals (a shorter run leaves a class character there, which none starts
+        # with), else the match ends before it.
+        if hi is None or e - r <= hi:
+            if e == n and not eos:
+                return (LIVE, k, e, r)
+            if e - r >= el[1]:
+                for lit in el[3]:
+                    if buf.startswith(lit, e):
+                        return (MATCH, k, e, r)
+                if not eos:
+                    for lit in el[3]:
+                        if n - e < len(lit) and lit.startswith(buf[e:]):
+                            return (LIVE, k, e, r)
+        return (MATCH, k, r, r)
+    return (MATCH, k, p, r)
+
+
+def _chain_elements(chain: Chain) -> list[Any]:
+    """The whole chain as one list: the leading run (if any), the lead, the rest."""
+    head: list[Any] = [(chain.loop, 0, None)] if chain.loop is not None else []
+    return [*head, chain.lead, *chain.rest]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1416,10 +1580,130 @@ def _trie_pattern(literals: list[str], prefixes: bool) -> str:
     return f"(?:{alt(trie)})"
 
 
+class Chain:
+    """A pattern that is a chain of literals and single-class runs in which every run is followed by
+    a literal whose first character the run's class rejects, optionally led by an unbounded run
+    (`\\s*```\\s*<｜tool▁call▁end｜>`): each run must take its whole maximal run (stopping earlier
+    leaves a class character where the literal must start), so the match at a start has no
+    alternative to try and is decided by a walk of `startswith` and one C run match per run. The
+    leftmost match starts at the leading run before the first occurrence of `lead` (clipped at the
+    first undecided position) where the walk matches."""
+
+    __slots__ = ("loop", "lead", "rest")
+
+    def __init__(self, loop: _rx.CharTest | None, lead: str, rest: list[Any]) -> None:
+        self.loop = loop  # the leading run's class (an unbounded `C*`), or None
+        self.lead = lead  # the first literal: what the candidates are found by
+        # after the lead: a literal (str) or a run (CharTest, lo, hi or None), a run always
+        # followed by a literal; last, perhaps an optional tail (CharTest, lo, hi, literals)
+        self.rest = rest
+
+
+def _chain_tail(node: Node) -> tuple[Any, ...] | None:
+    """`(?:C{lo,hi}(?=L1|L2...))?` (greedy, with literal `L`s that `C` rejects the first character
+    of) as a chain's optional tail `(test, lo, hi, (L1, L2...))`, or None."""
+    if node.op is not Op.REP or node.args[:3] != (0, 1, "greedy"):
+        return None
+    body = _flatten(node.kids[0])
+    if len(body) != 2 or body[0].op is not Op.REP or body[1].op is not Op.LOOK:
+        return None
+    run, look = body
+    atom = _unwrap(run.kids[0])
+    if atom.op not in _rx.ATOMS or run.args[2] not in ("greedy", "lazy", "possessive"):
+        return None
+    if not look.args[0] or look.args[1]:
+        return None  # a lookbehind or a negative lookahead
+    inner = _flatten(look.kids[0])
+    branches = (
+        _unwrap(inner[0]).kids if len(inner) == 1 and _unwrap(inner[0]).op is Op.ALT else [look.kids[0]]
+    )
+    lits = []
+    for b in branches:
+        seq = _flatten(b)
+        if not seq or not _is_literal_seq(seq):
+            return None
+        lits.append("".join(_unwrap(x).args[0] for x in seq))
+    test = _rx.CharTest(_rx.atom_source(atom), 0)
+    if any(test(x[0]) for x in lits):
+        return None
+    return (test, run.args[0], run.args[1], tuple(lits))
+
+
+def chain_of(tree: Node) -> Chain | None:
+    """The `Chain` form of a pattern's tree, or None when it is not one."""
+    items: list[Any] = []
+    nodes = _flatten(tree)
+    tail = _chain_tail(nodes[-1]) if nodes else None
+    if tail is not None:
+        nodes = nodes[:-1]
+    for node in nodes:
+        if node.op is Op.LIT:
+            if items and type(items[-1]) is str:
+                items[-1] += node.args[0]
+            else:
+                items.append(node.args[0])
+            continue
+        if node.op is not Op.REP or node.args[2] not in ("greedy", "lazy", "possessive"):
+            return None
+        atom = _unwrap(node.kids[0])
+        if atom.op not in _rx.ATOMS:
+            return None
+        lo, hi = node.args[0], node.args[1]
+        if items and type(items[-1]) is not str:
+            return None  # two runs in a row: the split between them is not forced
+        items.append((_rx.CharTest(_rx.atom_source(atom), 0), lo, hi))
+    if not items or type(items[-1]) is not str:
+        return None
+    loop = None
+    if type(items[0]) is not str:
+        test, lo, hi = items.pop(0)
+        if lo != 0 or hi is not None:
+            return None
+        loop = test
+    for k, item in enumerate(items):
+        if type(item) is not str and item[0](items[k + 1][0]):
+            return None  # the run could also take the literal's first character: not forced
+    if loop is not None and loop(items[0][0]):
+        return None
+    if tail is not None:
+        items.append(tail)
+    return Chain(loop, items[0], items[1:])
+
+
+def _chain_leads(
+    entries: list[Watch], pre: Prefilter | None
+) -> dict[str, tuple[int, Chain, list[Any]]] | None:
+    """For `Scanner._chain_decide`: the chain delimiters of a watch list whose lead owns the place
+    where the prefilter finds it, keyed by the lead as the prefilter's search reports it (cut to
+    `_LEAD_MAX`): no other lead of the list is a prefix of it or begins with it (no other delimiter
+    can match from there), and no leading loop of the list takes its first character (no other
+    delimiter's run can reach over it). Then, at the leftmost lead in the text, only its chain can
+    match at or before it. None when no chain qualifies (or the list has class, `after` or `^`
+    leads, which the prefilter does not find as literals)."""
+    if pre is None or pre.classes or pre.back or pre.at0:
+        return None
+    leads: list[tuple[int, str]] = []
+    for j, w in enumerate(entries):
+        assert w.delimiter.strategy.leads is not None  # (a prefilter exists)
+        leads.extend((j, x[:_LEAD_MAX]) for x in w.delimiter.strategy.leads)
+    out: dict[str, tuple[int, Chain, list[Any]]] = {}
+    for j, w in enumerate(entries):
+        chain = w.delimiter.chain
+        if chain is None or w.delimiter.literals is not None:
+            continue
+        cut = chain.lead[:_LEAD_MAX]
+        if any((k != j or y != cut) and (y.startswith(cut) or cut.startswith(y)) for k, y in leads) or any(
+            loop(cut[0]) for loop in pre.loops
+        ):
+            continue
+        out[cut] = (j, chain, [chain.lead, *chain.rest])
+    return out or None
+
+
 class WatchList:
     """The delimiters watched in one kind of region, with their combined quick-rejection data."""
 
-    __slots__ = ("entries", "prefilter", "lit")
+    __slots__ = ("entries", "prefilter", "lit", "chains")
 
     def __init__(self, entries: list[Watch]) -> None:
         self.entries = entries
@@ -1432,6 +1716,9 @@ class WatchList:
         self.lit = (
             d.literals[0] if d is not None and d.literals is not None and len(d.literals) == 1 else None
         )
+        # Chains whose lead, as the prefilter finds it, can begin no other delimiter's match there
+        # (`Scanner._chain_decide`): by the lead the prefilter finds, `{cut lead: (index, walk)}`.
+        self.chains = _chain_leads(entries, self.prefilter)
 
     def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
         return Scanner(self, q, states, guard)
@@ -1463,6 +1750,8 @@ class Scanner:
         "_loop_any",
         "_tail_at",
         "_tail_lead",
+        "chains",
+        "_catt",
     )
 
     def __init__(
@@ -1489,9 +1778,26 @@ class Scanner:
         if self.lit is not None:
             self._maxlen = len(self.lit)
         self._loop_any = pre.loop_any if pre is not None else None
+        gpre = self._gpre
+        if (
+            gpre is not None
+            and guard is not None
+            and not guard.value_close
+            and not gpre.loops
+            and not gpre.at0
+        ):
+            # Under a string guard with no leading loop (Kimi's JSON call bodies), a feed with no
+            # lead character releases everything as well (the guarded prefilter's answer there):
+            # the same inlined path.
+            self._char = gpre.char
+            self._maxlen = gpre.maxlen - 1
         self._tails: list[_RunTail] = []
         self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
         self._tail_lead = ""  # and the lead it begins
+        self.chains = watch.chains if guard is None else None
+        # `_chain_decide`'s walk in progress: (entry, its elements, start, lead position, element,
+        # position, start of the run in progress or -1)
+        self._catt: tuple[int, list[Any], int, int, int, int, int] | None = None
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
@@ -1639,6 +1945,10 @@ class Scanner:
                 h = self._hold
                 h.at = n
                 return h
+        if self.chains is not None and not eos and self.live is None:
+            chained = self._chain_decide(buf)
+            if chained is not None:
+                return chained
         lit = self.lit
         if lit is not None:
             # A watch list of one literal (most explicit regions): the leftmost occurrence is final
@@ -1707,6 +2017,49 @@ class Scanner:
                         return self._hold_at(n)
         return self._scan(buf, eos, zw_forbid)
 
+    def _chain_decide(self, buf: str) -> Hold | Commit | None:
+        """The decision (before end of stream) when the leftmost lead belongs to a chain of
+        `chains` (see `_chain_leads`), without cursors: the prefilter holds while no lead occurs; at
+        the leftmost lead, only its chain can match at or before it, and the walk from the
+        leading run before it matches (commit), fails (every start up to the lead fails, for
+        every delimiter: look again after it) or reaches the end of the text (hold from its
+        start; the walk resumes where it stopped on the next feed, so a long run being written
+        costs its new text only). None when the leftmost lead is another delimiter's: the
+        caller scans. While a walk is in progress the hold starts at or before a lead, which
+        keeps the per-token path of `decide` (no lead character in the new text) off."""
+        chains = self.chains
+        pre = self._pre
+        assert chains is not None and pre is not None
+        att = self._catt
+        while True:
+            if att is None:
+                h = self._prefiltered(buf, pre)
+                if h >= 0:
+                    return self._hold_at(h)
+                q = self.q
+                start = self._searched - pre.maxlen + 1  # where `_prefiltered` searched from
+                m = pre.search_re.search(buf, start if start > q else q)
+                got = chains.get(m.group())
+                if got is None:
+                    return None
+                j, chain, elements = got
+                i = m.start()
+                s = run_start(chain.loop, buf, q, i) if chain.loop is not None else i
+                k, p, r = 0, i, -1
+            else:
+                j, elements, s, i, k, p, r = att
+                att = self._catt = None
+            status, k, p, r = _walk(elements, buf, k, p, r, False)
+            if status == LIVE:
+                self._catt = (j, elements, s, i, k, p, r)
+                self._searched = s
+                return self._hold_at(s)
+            if status == MATCH:
+                w = self.entries[j]
+                return Commit(w, s, p, _captures(w.delimiter, buf, s, False))
+            # No match starts at or before the lead at `i`: look for the next one after it.
+            self.q = self._searched = i + 1
+
     def _commit_found(self, buf: str, q: int, eos: bool, zw_forbid: int, live: Cursor) -> Commit | None:
         """The attempt `live`, undecided at the hold point `q`, has matched there. The scan that set
         the hold decided every other cursor at `q` (a match found there, or its next candidate
@@ -1741,6 +2094,8 @@ class Scanner:
                 c.q = q
                 if isinstance(c, PatternCursor) and c.att is not None and c.att.start < q:
                     c.att = None
+                elif type(c) is ChainCursor and c.walk is not None and c.walk[0] < q:
+                    c.walk = None
         # Examine candidates of all cursors in position order, so that no cursor scans past the
         # earliest event: total work per scan is bounded by the text up to that event.
         peeks = [c.peek(buf, eos) for c in cursors]

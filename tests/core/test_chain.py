@@ -1,0 +1,348 @@
+"""Chain delimiters (`_scan.Chain`): patterns decided by a walk, without the matcher.
+
+A chain is literals and single-class runs where every run is followed by a literal whose first
+character the run's class rejects (`\\s*```\\s*<｜tool▁call▁end｜>`, `</function>\\s*</tool_call>`,
+DeepSeek's `\\s*<｜tool▁call▁begin｜>function<｜tool▁sep｜>(?P<name>[^\\n<]+)\\n```json\\n`): the match at
+a start has no alternative, so a `ChainCursor` (and, for a watch list of one chain, the scanner
+itself) decides it with `startswith` and one C run match per run. These tests check that the walk
+finds what the `regex` module finds, at the end of the stream and before it, for every split, and
+count what it removes (matcher attempts and cursor scans of call-dense streams).
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import chatparse
+from chatparse import _oneshot, _rx, _scan, catalog
+from chatparse._scan import Commit, Hold, Watch, WatchList
+
+CHAINS = [
+    r"\s*<tool_call>",
+    r"\s*```\s*<\|e\|>",
+    r"</f>\s*</t>",
+    r"\s*<\|b\|>fn<\|s\|>(?P<name>[^\n<]+)\n```j\n",
+    r"\[T\](?P<name>[^\[{]+?)\[A\]",
+    r'<f n="(?P<n>[^"]+)"[^>]{0,3}>',
+    r"<a>x{2,3}<",
+    r"[^<]*<c>",
+    r"</t>",  # a pattern that is one literal: a chain of its lead alone
+    # an optional tail: the closer of Kimi K2's calls, with a small bound
+    r"<\|e\|>(?:[^<]{0,3}(?=<\|b\|>|<\|s\|>))?",
+    r"</f>(?:\s*(?=<t>))?",
+]
+NOT_CHAINS = [
+    r"\s*(?:<a>|<b>)",  # an alternation
+    r"<a>\s*",  # a run at the end
+    r"[^<]*\s*<a>",  # two runs in a row
+    r"\s+<a>",  # a leading run that must be non-empty
+    r"\s{0,4}<x>",  # a bounded leading run
+    r"<a>[a-z]*b",  # the run may take the literal's first character
+    r"(?i)<a>",  # case-insensitive: classes, not literals
+    r"<a>(?=x)",  # a lookahead
+    r"<a>(?:[^<]*(?=<b>))??",  # a lazy optional tail prefers to end before it
+    r"<a>(?:[a-z]*(?=b))?",  # the tail's run may take the lookahead's first character
+    r"<a>(?:x*(?!b))?",  # a negative lookahead
+    r"<a>[^<]*(?:\s*(?=<b>))?",  # a run right before the tail
+]
+ALPHABET = '<>|tool_cabfnsexj` \n[]TA"=c'
+
+
+def _delim(p: str) -> _scan.Delimiter:
+    d = _scan.Delimiter(p, None)
+    d.module_re = regex.compile(p, regex.DOTALL)
+    return d
+
+
+def _leftmost(p: str, text: str) -> tuple[int, int] | None:
+    m = regex.compile(p, regex.DOTALL).search(text)
+    if m is None or m.start() >= len(text):
+        return None
+    return (m.start(), m.end())
+
+
+@pytest.mark.parametrize("pattern", CHAINS)
+def test_chains_are_recognised(pattern: str) -> None:
+    d = _delim(pattern)
+    assert d.chain is not None
+    assert isinstance(d.cursor({}), _scan.ChainCursor)
+
+
+@pytest.mark.parametrize("pattern", NOT_CHAINS)
+def test_other_shapes_are_not_chains(pattern: str) -> None:
+    d = _delim(pattern)
+    assert d.chain is None
+
+
+def _texts(pattern: str) -> Any:
+    # Pieces of the pattern's own literals make matches (and near misses) likely.
+    pieces = ["<tool_call>", "```", "<|e|>", "</f>", "</t>", "<|b|>fn<|s|>", "\n```j\n", "[T]", "[A]"]
+    pieces += ["<|b|>", "<|s|>", "<t>", "<|e|>ab<|b|>", "<|e|>abcd<|s|>"]
+    pieces += ['<f n="', '"', ">", "<a>", "x", "<c>", " ", "\n", "ab", "<"]
+    return st.lists(st.one_of(st.sampled_from(pieces), st.text(ALPHABET, max_size=3)), max_size=10).map(
+        "".join
+    )
+
+
+@pytest.mark.parametrize("pattern", CHAINS)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_chain_cursor_finds_the_leftmost_match(pattern: str, data: Any) -> None:
+    text = data.draw(_texts(pattern))
+    cut = data.draw(st.integers(0, len(text)))
+    d = _delim(pattern)
+    want = _leftmost(pattern, text)
+    status, pos, end = d.cursor({}).advance(text, True, len(text) + 1, -1)
+    assert (None if status == _scan.NONE else (pos, end)) == want, (pattern, text)
+    # Before the end of the stream: a match is final, nothing starts before a reported position;
+    # a walk left at the end of a prefix resumes to the same answer.
+    c = d.cursor({})
+    status, pos, end = c.advance(text[:cut], False, cut + 1, -1)
+    if status == _scan.MATCH:
+        assert want == (pos, end), (pattern, text, cut)
+    elif want is not None:
+        assert want[0] >= min(pos, cut), (pattern, text, cut, status, pos)
+    if status != _scan.MATCH:
+        if status == _scan.LIVE:
+            c.q = pos
+        status, pos, end = c.advance(text, True, len(text) + 1, -1)
+        assert (None if status == _scan.NONE else (pos, end)) == want, (pattern, text, cut)
+    if want is not None and status == _scan.MATCH:
+        assert c.captures(text, pos, True) == {
+            k: v
+            for k, v in regex.match(pattern, text[pos:], regex.DOTALL).groupdict().items()
+            if v is not None
+        }
+
+
+@pytest.mark.parametrize("pattern", CHAINS)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_a_watch_list_of_one_chain_streams_like_one_shot(pattern: str, data: Any) -> None:
+    """The scanner's own walk (`Scanner._chain_decide`) at every split: holds never release a
+    character of the match, and the commit is the leftmost match, with its captures."""
+    text = data.draw(_texts(pattern))
+    sizes = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=len(text) + 1))
+    d = _delim(pattern)
+    watch = WatchList([Watch(False, "f", d)])
+    want = _leftmost(pattern, text)
+    sc = watch.scanner(0, {})
+    if watch.prefilter is not None and watch.prefilter.literals:
+        assert watch.chains is not None  # every chain here gets the scanner's walk
+    got: Any = None
+    i = 0
+    k = 0
+    while got is None:
+        eos = i >= len(text)
+        if not eos:
+            i = min(len(text), i + sizes[k % len(sizes)])
+            k += 1
+        decision = sc.decide(text[:i], eos)
+        if isinstance(decision, Commit):
+            got = (decision.start, decision.end, decision.captures)
+        else:
+            assert isinstance(decision, Hold)
+            if want is not None:
+                assert decision.at <= want[0] or decision.at >= len(text) + eos, (text, i, decision)
+            if eos:
+                got = "none"
+    if want is None:
+        assert got == "none", (pattern, text, got)
+    else:
+        m = regex.compile(pattern, regex.DOTALL).match(text, want[0])
+        caps = {k: v for k, v in m.groupdict().items() if v is not None}
+        assert got == (want[0], want[1], caps), (pattern, text, got)
+
+
+_TEMPLATE = {
+    "start_anchor": "S",
+    "fields": {
+        "tool_calls": {
+            "open_pattern": r"\s*<\|b\|>fn<\|s\|>(?P<name>[^\n<]+)\n```j\n",
+            "close_pattern": r"\s*```\s*<\|e\|>",
+            "repeats": True,
+            "transform": {"name": "{name}", "arguments": "{content}"},
+        },
+        "content": {"close_pattern": r"\s*(?:<\|end\|>|<\|e\|>)"},
+        # Other delimiters in the same region: a literal opener, and a pattern opener that is
+        # not a chain (its lead falls back to the cursors' scan).
+        "reasoning": {"open": "<th>", "close": "</th>"},
+        "x": {"open_pattern": r"<x(?:y)?>", "close": "</x>"},
+    },
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(
+            [
+                "<th>",
+                "</th>",
+                "<x>",
+                "<xy>",
+                "</x>",
+                "<|b|>fn<|s|>get\n```j\n",  # whole delimiters, as well as their pieces
+                " \n```<|e|>",
+                "<|b|>fn<|s|>",
+                "get",
+                "\n```j\n",
+                "{}",
+                " ",
+                "\n",
+                "```",
+                "<|e|>",
+                "<|end|>",
+                "<|b|>",
+                "x",
+                "<",
+                "`",
+            ]
+        ),
+        max_size=14,
+    ),
+    sizes=st.lists(st.integers(1, 5), min_size=1, max_size=8),
+)
+def test_chain_delimiters_stream_like_one_shot(parts: list[str], sizes: list[int]) -> None:
+    """The message, and the regions' spans and text (which show what a hold released: the content
+    value is stripped), equal the one-shot parse's for every chunking."""
+    text = "".join(parts)
+    want = chatparse.parse_response(text, _TEMPLATE, prefix="")
+    _, want_events = _oneshot.parse_events(text, _TEMPLATE, "", None)
+    p = chatparse.ResponseParser(_TEMPLATE, prefix="")
+    events = list(p.initial_events)
+    i = k = 0
+    while i < len(text):
+        step = sizes[k % len(sizes)]
+        events += p.feed(text[i : i + step])
+        i += step
+        k += 1
+    message, last = p.finalize()
+    assert message == want, text
+    assert _shape(events + last) == _shape(want_events), text
+
+
+def _shape(events: list[Any]) -> tuple[list[tuple], dict[str, str]]:
+    spans: list[tuple] = []
+    texts: dict[str, str] = collections.defaultdict(str)
+    for e in events:
+        if e["type"] == "region_chunk":
+            texts[e["field"]] += e["text"]
+        else:
+            spans.append((e["type"], e["field"], e.get("start"), e.get("end")))
+    return spans, dict(texts)
+
+
+def _counted(family: str, n_calls: int) -> collections.Counter:
+    t = chatparse.load_response_template(catalog.get(family))
+    call = (
+        "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+        '{"city": "Paris", "days": 3}\n```<｜tool▁call▁end｜>'
+    )
+    text = "Sure.<｜tool▁calls▁begin｜>" + call * n_calls + "<｜tool▁calls▁end｜>"
+    counts: collections.Counter = collections.Counter()
+    run, scan = _rx.Attempt.run, _scan.Scanner._scan
+
+    def counted_run(*a: Any, **k: Any) -> Any:
+        counts["attempt"] += 1
+        return run(*a, **k)
+
+    def counted_scan(*a: Any, **k: Any) -> Any:
+        counts["scan"] += 1
+        return scan(*a, **k)
+
+    _rx.Attempt.run = counted_run  # type: ignore[method-assign]
+    _scan.Scanner._scan = counted_scan  # type: ignore[method-assign]
+    try:
+        p = chatparse.ResponseParser(t, prefix="")
+        for ch in text:
+            p.feed(ch)
+        message, _ = p.finalize()
+    finally:
+        _rx.Attempt.run = run  # type: ignore[method-assign]
+        _scan.Scanner._scan = scan  # type: ignore[method-assign]
+    assert len(message["tool_calls"]) == n_calls
+    return counts
+
+
+def test_deepseek_calls_run_no_matcher_attempt() -> None:
+    """DeepSeek V3's call opener and closer are chains whose leads no other delimiter of their
+    region shares: a call streamed one character per feed runs no matcher attempt (before: 7
+    attempts a call, each resumed on the feeds that moved it) and no cursor scan (before: two a
+    call, one when the opener's lead appeared, one at ```)."""
+    few, many = _counted("deepseek_v3", 5), _counted("deepseek_v3", 25)
+    assert many["attempt"] == few["attempt"] <= 4, (few, many)
+    assert many["scan"] == few["scan"] <= 4, (few, many)
+
+
+def test_a_lead_shared_with_another_delimiter_is_left_to_the_cursors() -> None:
+    """A chain's lead that another lead of the region begins (`<|b|>` and `<|b|>fn<|s|>`), or that a
+    leading loop could run over, is not taken by the scanner's walk."""
+    chain = _delim(r"\s*<\|b\|>fn<\|s\|>(?P<name>[^\n<]+)\n")
+    owned = WatchList([Watch(True, "a", chain), Watch(False, "c", _delim(r"\s*<\|e\|>"))])
+    assert owned.chains is not None and sorted(owned.chains) == ["<|b|>fn<|s|>", "<|e|>"]
+    shared = WatchList([Watch(True, "a", chain), Watch(True, "b", _scan.Delimiter("<|b|>", ["<|b|>"]))])
+    assert shared.chains is None
+    looped = WatchList([Watch(True, "a", chain), Watch(False, "c", _delim(r"[^>]*<\|e\|>"))])
+    assert looped.chains is None
+
+
+def test_kimi_call_closer_is_walked() -> None:
+    """Kimi K2's call closer `<|tool_call_end|>(?:[^<]{0,256}(?=<|tool_call_begin|>|...))?` is a
+    chain with an optional tail: while it waits for the next call's opener it runs no matcher
+    attempt. One character per feed: 6 attempts a call are left, the opener's (before: 12)."""
+    t = chatparse.load_response_template(catalog.get("kimi_k2"))
+    closer = t.fields["tool_calls"].watch.entries[0].delimiter
+    assert closer.chain is not None and len(closer.chain.rest[-1]) == 4
+
+    def attempts(n_calls: int) -> int:
+        call = '<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"a": 1}<|tool_call_end|>'
+        text = "<|tool_calls_section_begin|>" + call * n_calls + "<|tool_calls_section_end|>"
+        count = 0
+        run = _rx.Attempt.run
+
+        def counted(*a: Any, **k: Any) -> Any:
+            nonlocal count
+            count += 1
+            return run(*a, **k)
+
+        _rx.Attempt.run = counted  # type: ignore[method-assign]
+        try:
+            p = chatparse.ResponseParser(t, prefix="")
+            for ch in text:
+                p.feed(ch)
+            message, _ = p.finalize()
+        finally:
+            _rx.Attempt.run = run  # type: ignore[method-assign]
+        assert len(message["tool_calls"]) == n_calls
+        return count
+
+    few, many = attempts(5), attempts(25)
+    assert (many - few) / 20 <= 7, (few, many)
+
+
+def test_a_run_kept_live_is_walked_over_its_new_text_only() -> None:
+    """A chain cursor whose walk stays live in a run (the whitespace of `\\s*```\\s*<|e|>` written one
+    character per feed, in a region where the cursors decide) moves its walk to the end of the text
+    on every feed: nothing is walked twice (the work stays linear in the run's length)."""
+    closer = _delim(r"\s*```\s*<\|e\|>")
+    other = _delim(r"\s*``(?=y)")  # begins the lead: the scanner does not walk the chain itself
+    watch = WatchList([Watch(False, "c", closer), Watch(False, "d", other)])
+    assert watch.chains is None
+    sc = watch.scanner(0, {})
+    buf = "a```"
+    for _ in range(50):
+        buf += " "
+        decision = sc.decide(buf, False)
+        assert isinstance(decision, Hold) and decision.at == 1
+        live = sc.live
+        assert isinstance(live, _scan.ChainCursor) and live.walk is not None
+        assert live.walk[2] == len(buf)
+    decision = sc.decide(buf + "<|e|>", False)
+    assert isinstance(decision, Commit) and (decision.start, decision.end) == (1, len(buf) + 5)
