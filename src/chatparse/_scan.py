@@ -971,7 +971,7 @@ def _captures(
     if slots is None and d.chain is not None and d.module_re is not None:
         # A chain's match at `start` is its only path there: the `regex` module's match there
         # is the same one, with its groups in one C call.
-        m = d.module_re.match(buf, start)
+        m = (d.match_re or d.module_re).match(buf, start)  # (`_rx.match_only`)
         assert m is not None
         return {g: v for g, v in m.groupdict().items() if v is not None}
     if slots is None:
