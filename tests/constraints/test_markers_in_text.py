@@ -224,3 +224,44 @@ def test_a_block_closed_by_a_stop_string_may_end_the_output(
     # not where text is not allowed: the final message is text
     r = constraints.derive("gpt_oss", [SEARCH], prefix=HARMONY_PREFIX, tool_choice="required")
     assert not _accepts(r, text)
+
+
+# --------------------------------------------------------------------------- reasoning the model writes
+
+
+def _reasoning_templates() -> list[str]:
+    out = []
+    for name in catalog.names():
+        t = load_response_template(catalog.get(name))
+        f = next((t.fields[n] for n in ("reasoning_content", "reasoning", "thinking") if n in t.fields), None)
+        if f is not None and f.opener is not None and f.closer is not None and "tool_calls" in t.fields:
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("name", _reasoning_templates())
+def test_reasoning_the_model_writes_is_in_the_grammar(name: str) -> None:
+    # With reasoning on (or possible), a whole output that starts with the template's reasoning
+    # block and then makes the forced call is accepted by every rendering and parses to that call.
+    # (A reasoning opener written as a lookbehind-only form was once derived as "nothing": the
+    # grammar for reasoning=True accepted no output at all.)
+    from tests.core.test_linear import sample
+
+    E.need("xgrammar")
+    E.need("llguidance")
+    t = load_response_template(catalog.get(name))
+    f = next(t.fields[n] for n in ("reasoning_content", "reasoning", "thinking") if n in t.fields)
+    opener = f.opener.literals[0] if f.opener.literals else sample(f.opener)
+    closer = f.closer.literals[0] if f.closer.literals else sample(f.closer)
+    if not opener or not closer:
+        pytest.skip("no literal sample of the reasoning delimiters")
+    for reasoning in (True, None):
+        try:
+            c = constraints.derive(name, [TIME], tool_choice="required", reasoning=reasoning)
+        except constraints.ConstraintError as e:
+            pytest.skip(f"no constraint for this template: {e}")
+        call = c.sample_calls[0]
+        text = opener + "The user wants the time." + closer + call
+        if not _calls(name, text, "", [TIME]):
+            pytest.skip("the template does not read a call right after its reasoning block")
+        assert _accepts(c, text), (reasoning, text)
