@@ -431,3 +431,97 @@ def test_qwen3_think_in_the_answer_stays_content(
         assert p.finalize()[0] == msg, i
     one = parse_all_ways(text, template=spec, prefix=prefix)
     assert one.get("reasoning_content") == reasoning and one.get("content") == content, one
+
+
+# The same rule for every catalog family whose engines keep a later reasoning opener as content:
+# the opener is recognised only at the start of the output (after whitespace and, where the family's
+# non-thinking prompt pre-writes an empty think block, after at most one such block). Per template:
+# (opener, closer, empty block: the non-thinking prefill is an empty block a model may follow with
+# its own). The cases are built from each entry's generation prompt, prefills and first stop string.
+# Left out on purpose (see the closing report of the change): glm and ling3 (vLLM's GLM-4.7 engine
+# reopens reasoning at a later <think>), mistral_v11/_call_id/v13 (vLLM's Mistral parser does too),
+# apertus (a turn interleaves thought, call and result blocks across the prompt), cohere and kimi_k3
+# (the answer is its own delimited section, so an opener inside it is already content).
+REASONING_AT_START = {
+    "apriel": ("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]", False),
+    "deepseek_v3": ("<think>", "</think>", False),
+    "deepseek_v31": ("<think>", "</think>", False),
+    "gigachat35": ("<think>", "</think>", False),
+    "granite33": ("<think>", "</think>", False),
+    "granite33_hf": ("<think>", "</think>", False),
+    "granite4": ("<think>", "</think>", False),
+    "internlm": ("<think>", "</think>", False),
+    "kimi_k2": ("<think>", "</think>", False),
+    "lfm2": ("<think>", "</think>", False),
+    "lfm2_json": ("<think>", "</think>", False),
+    "lfm2_math": ("<|cot_start|>", "<|cot_end|>", False),
+    "longcat": ("<longcat_think>", "</longcat_think>", False),
+    "mimo": ("<think>", "</think>", True),
+    "minicpm5": ("<think>", "</think>", True),
+    "minimax_m2": ("<think>", "</think>", False),
+    "nemotron_nano_v2": ("<think>", "</think>", True),
+    "olmo3": ("<think>", "</think>", False),
+    "poolside_v1": ("<think>", "</think>", False),
+    "qwen3": ("<think>", "</think>", True),
+    "qwen3_xml": ("<think>", "</think>", True),
+    "seed_oss": ("<seed:think>", "</seed:think>", False),
+    "smollm3": ("<think>", "</think>", True),
+    "step3": ("<think>", "</think>", False),
+    "step3p5": ("<think>", "</think>", False),
+}
+
+
+def _reasoning_at_start_cases(name: str) -> list[tuple[str, str, str | None, str]]:
+    """(prefix, text, reasoning, content) for `name`, from its catalog metadata."""
+    opener, closer, empty_block = REASONING_AT_START[name]
+    info = catalog.describe(name)
+    prefills = {k: v for k, v in info["prefills"].items() if v}
+    base = info["generation_prompt"]
+    for prefill in prefills.values():  # the generation prompt may end with the default prefill
+        base = base.removesuffix(prefill)
+    stop = info["stop"][0]
+    cases = [
+        (base, f"{opener}plan{closer}Wrap your reasoning in {opener} tags.{stop}", "plan",
+         f"Wrap your reasoning in {opener} tags."),
+        (base, f"\n{opener}plan{closer}\n\nUse {opener} in prompts.{stop}", "plan", f"Use {opener} in prompts."),
+        (base, f"Answer first. {opener}not reasoning{stop}", None, f"Answer first. {opener}not reasoning"),
+    ]  # fmt: skip
+    if "thinking" in prefills:  # the prompt opened the reasoning; the answer mentions the opener
+        cases.append(
+            (base + prefills["thinking"], f"plan{closer}\n\nok {opener} x{stop}", "plan", f"ok {opener} x")
+        )
+    if "no_thinking" in prefills:  # reasoning off: an opener in the answer stays content
+        cases.append((base + prefills["no_thinking"], f"ok {opener} x{stop}", None, f"ok {opener} x"))
+    if empty_block:  # the prompt pre-wrote an empty block and the model thinks anyway
+        no_thinking = prefills["no_thinking"]
+        assert no_thinking.strip().startswith(opener) and no_thinking.strip().endswith(closer), name
+        cases.append((base + no_thinking, f"{opener}plan{closer}\n\nok{stop}", "plan", "ok"))
+    return cases
+
+
+def test_reasoning_at_start_table_covers_every_anchored_opener() -> None:
+    anchored = {
+        n
+        for n in catalog.names()
+        if catalog.get(n)["fields"].get("reasoning_content", {}).get("open_pattern", "").startswith("(?<=^")
+    }
+    assert anchored == set(REASONING_AT_START)
+
+
+@pytest.mark.parametrize(
+    ("name", "prefix", "text", "reasoning", "content"),
+    [(n, *case) for n in sorted(REASONING_AT_START) for case in _reasoning_at_start_cases(n)],
+)
+def test_reasoning_opener_in_the_answer_stays_content(
+    name: str, prefix: str, text: str, reasoning: str | None, content: str
+) -> None:
+    spec = catalog.get(name)
+    msg = chatparse.parse_response(text, spec, prefix=prefix)
+    assert msg.get("reasoning_content") == reasoning and msg.get("content") == content, msg
+    for i in range(len(text) + 1):  # every split, the core's streaming parser
+        p = chatparse.ResponseParser(spec, prefix=prefix)
+        p.feed(text[:i])
+        p.feed(text[i:])
+        assert p.finalize()[0] == msg, i
+    one = parse_all_ways(text, template=spec, prefix=prefix)
+    assert one.get("reasoning_content") == reasoning and one.get("content") == content, one

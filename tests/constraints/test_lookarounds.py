@@ -188,3 +188,48 @@ def test_max_whitespace_none_is_unbounded() -> None:
     c = constraints.derive("qwen3", [WEATHER], tool_choice="required", max_whitespace=None)
     text = '<tool_call>\n{"name": "get_weather",' + " " * 200 + '"arguments": {"city": "P"}}\n</tool_call>'
     assert E.xg_accepts(E.xg_compile(c, "gbnf"), c.sample_lead + text)
+
+
+# ------------------------------------------------------------------ a reasoning opener anchored by a lookbehind
+# `(?<=^\s{0,16})<think>` (and Qwen3's form with one empty block): reasoning opens only at the start
+# of the output. The grammar writes the block there, with what the lookbehind reads before it, and
+# each string it accepts parses into that reasoning. (Before, the lookbehind was written as nothing
+# matching, so the grammar had no reasoning block at all.)
+START_REASONING = [
+    # (template, opener, closer, with an empty block first)
+    ("qwen3", "<think>", "</think>", True),
+    ("qwen3_xml", "<think>", "</think>", True),
+    ("smollm3", "<think>", "</think>", True),
+    ("kimi_k2", "<think>", "</think>", False),
+    ("deepseek_v31", "<think>", "</think>", False),
+    ("seed_oss", "<seed:think>", "</seed:think>", False),
+    ("longcat", "<longcat_think>", "</longcat_think>", False),
+]
+
+
+@pytest.mark.parametrize(("name", "opener", "closer", "empty_block"), START_REASONING)
+@pytest.mark.parametrize("reasoning", [True, None], ids=["reasoning", "optional"])
+def test_reasoning_opener_anchored_at_the_start_is_written(
+    name: str, opener: str, closer: str, empty_block: bool, reasoning: bool | None
+) -> None:
+    E.need("xgrammar")
+    E.need("llguidance")
+    info = catalog.describe(name)
+    prompt = str(info["generation_prompt"])
+    for prefill in info["prefills"].values():  # the prompt without a pre-written block
+        prompt = prompt.removesuffix(prefill) if prefill else prompt
+    assert catalog.get(name)["fields"]["reasoning_content"]["open_pattern"].startswith("(?<=^")
+    c = constraints.derive(name, [WEATHER], tool_choice="auto", reasoning=reasoning, prefix=prompt)
+    texts = [f"{opener}plan{closer}It is sunny.", f"\n{opener}plan{closer}\n\nIt is sunny."]
+    if empty_block:
+        texts.append(f"{opener}\n\n{closer}\n\n{opener}plan{closer}\n\nIt is sunny.")
+    for text in texts:
+        msg = parse_response(text, catalog.get(name), prefix=prompt)
+        assert (msg.get("reasoning_content"), msg.get("content")) == ("plan", "It is sunny."), (text, msg)
+        for label, accepts in _forms(c):
+            assert accepts(text), (label, text)
+        # the opener quoted in the answer is the answer's text: writable, and it opens nothing
+        quoted = f"{text} Wrap it in {opener} tags."
+        assert parse_response(quoted, catalog.get(name), prefix=prompt).get("reasoning_content") == "plan"
+        for label, accepts in _forms(c):
+            assert accepts(quoted), (label, quoted)

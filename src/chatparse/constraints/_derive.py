@@ -21,7 +21,10 @@ template's own parts:
   written around them.
 
 Parts of a delimiter that only say *where* it may match (a trailing lookahead, a lookbehind
-alternative, `\\Z`) are left out of the written language; every derived constraint is then checked
+alternative, `\\Z`) are left out of the written language, except a leading lookbehind anchored at
+the buffer's start (`(?<=^B)X`, a reasoning opener that holds only before the answer): where the
+delimiter is written at the start of the output, B is written before X, which is exactly what makes
+it hold (elsewhere it is never written); every derived constraint is then checked
 by rendering one sample call per tool and parsing it with the template (`_self_check`). Anything a
 grammar cannot express exactly raises `ConstraintError` naming the field.
 """

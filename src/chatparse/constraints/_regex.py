@@ -363,6 +363,19 @@ class Emitter:
             out: list[Expr] = []
             for i, k in enumerate(kids):
                 rest_zero = all(_zero_width(x) for x in kids[i + 1 :])
+                if i == 0 and self.at_start and not self.peek and _start_lookbehind(k) is not None:
+                    # `(?<=^B)X` leading a delimiter written at the start of the output (Qwen3's
+                    # reasoning opener `(?<=^\s{0,16}(?:<think>\s{0,16}</think>\s{0,16})?)<think>`):
+                    # the lookbehind reads everything from the buffer's start, so writing a string
+                    # of B, then X, is exactly what makes it hold.
+                    body = _start_lookbehind(k)
+                    assert body is not None
+                    out.append(
+                        Emitter(
+                            self.g, self.where, subst=self.subst, at_start=True, max_repeat=self.max_repeat
+                        ).emit(body)
+                    )
+                    continue
                 if k.op == "look" and k.args[:2] == (True, False) and not rest_zero and not self.peek:
                     out.append(self._placed(k.kids[0], kids[i + 1 :], trailing))
                     break
@@ -468,6 +481,19 @@ def _without_looks(node: Node) -> Node:
     if node.op == "look" or (node.op == "assert" and node.args[0] in ("eos", "eol", "Z")):
         return Node("empty")
     return Node(node.op, node.args, tuple(_without_looks(k) for k in node.kids))
+
+
+def _start_lookbehind(node: Node) -> Node | None:
+    """The body B of a positive lookbehind `(?<=^B)` anchored at the buffer's start, else None."""
+    while node.op == "group" and node.args[0] is None and len(node.kids) == 1:
+        node = node.kids[0]
+    if node.op != "look" or node.args[:2] != (False, False):
+        return None
+    body = node.kids[0]
+    while body.op == "group" and body.args[0] is None and len(body.kids) == 1:
+        body = body.kids[0]
+    first = body.kids[0] if body.op == "cat" and body.kids else body
+    return body if first.op == "assert" and first.args[0] == "bos" else None
 
 
 def _zero_width(node: Node) -> bool:
