@@ -53,8 +53,9 @@ first character its class rejects, such as `\\s*```\\s*<｜tool▁call▁end｜>
 optional tail `(?:C{lo,hi}(?=L1|L2))?` whose literals `C` rejects the first character of, as in
 Kimi K2's call closer) has one way to match at a start: each run takes its whole maximal run.
 Its cursor (`ChainCursor`) decides a candidate by a walk (`startswith`, one C run match per run)
-instead of a matcher attempt, stops the walk where the text ends and resumes it there; its
-captures come from one `regex` match at the committed start.
+instead of a matcher attempt, stops the walk where the text ends and resumes it there (a walk
+stopped inside one of its literals is kept by `decide` itself while the text still begins that
+literal); its captures come from one `regex` match at the committed start.
 When the leftmost lead the prefilter finds is the lead of a chain that no other lead of the watch
 list begins or is begun by, and that no leading loop of the list can run over (`_chain_leads`),
 only that chain can match at or before it: the scanner walks it itself (`Scanner._chain_decide`),
@@ -1918,6 +1919,15 @@ class Scanner:
             # No text in the region yet (a region that opened at the end of the buffer): before
             # the end of the stream no match is taken at the very end, so nothing is decided.
             return self._hold_at(self.q)
+        catt = self._catt
+        if catt is not None and not eos and self.live is None:
+            # A chain walk stopped inside a literal of its chain (a long marker streamed in
+            # tokens): while the text still begins that literal, `_walk` would stop at the same
+            # place (`_chain_decide`'s hold at the walk's start), asked without the two calls.
+            el = catt[1][catt[4]]
+            p = catt[5]
+            if type(el) is str and len(buf) - p < len(el) and el.startswith(buf[p:]):
+                return self._hold_at(catt[2])
         char = self._char
         if char is not None and not eos and self.live is None:
             # The per-token path, inlined: no lead character in the new text, and the last

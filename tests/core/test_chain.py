@@ -346,3 +346,38 @@ def test_a_run_kept_live_is_walked_over_its_new_text_only() -> None:
         assert live.walk[2] == len(buf)
     decision = sc.decide(buf + "<|e|>", False)
     assert isinstance(decision, Commit) and (decision.start, decision.end) == (1, len(buf) + 5)
+
+
+def test_a_walk_stopped_in_a_literal_is_kept_without_walking() -> None:
+    """A chain walk stopped inside one of its literals (DeepSeek's `\\n```json\\n` and
+    `<｜tool▁call▁end｜>` streamed one character per feed) is kept by `decide` itself while the text
+    still begins that literal: `_chain_decide` runs for the feeds that move the walk on (a run, the
+    literal's last character), not once per character of the literal: about 20 a call (before: 48)."""
+    t = chatparse.load_response_template(catalog.get("deepseek_v3"))
+    counts: collections.Counter = collections.Counter()
+    chain_decide = _scan.Scanner._chain_decide
+
+    def counted(self: Any, buf: str) -> Any:
+        counts["chain_decide"] += 1
+        return chain_decide(self, buf)
+
+    def per_call(n_calls: int) -> float:
+        counts.clear()
+        call = (
+            "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+            '{"city": "Paris", "days": 3}\n```<｜tool▁call▁end｜>'
+        )
+        text = "Sure.<｜tool▁calls▁begin｜>" + call * n_calls + "<｜tool▁calls▁end｜>"
+        _scan.Scanner._chain_decide = counted  # type: ignore[method-assign]
+        try:
+            p = chatparse.ResponseParser(t, prefix="")
+            for ch in text:
+                p.feed(ch)
+            message, _ = p.finalize()
+        finally:
+            _scan.Scanner._chain_decide = chain_decide  # type: ignore[method-assign]
+        assert len(message["tool_calls"]) == n_calls
+        return counts["chain_decide"] / n_calls
+
+    few, many = per_call(5), per_call(20)
+    assert many <= 25 and abs(many - few) <= 2, (few, many)
