@@ -421,6 +421,14 @@ QWEN3_THINK_IN_ANSWER = [
 def test_qwen3_think_in_the_answer_stays_content(
     template: str, prefix: str, text: str, reasoning: str | None, content: str
 ) -> None:
+    _assert_reasoning_and_content(template, prefix, text, reasoning, content)
+
+
+def _assert_reasoning_and_content(
+    template: str, prefix: str, text: str, reasoning: str | None, content: str
+) -> None:
+    """`text` after `prefix` gives this reasoning and content one-shot, at every split of the core's
+    streaming parser, and all ways (`parse_all_ways`)."""
     spec = catalog.get(template)
     msg = chatparse.parse_response(text, spec, prefix=prefix)
     assert msg.get("reasoning_content") == reasoning and msg.get("content") == content, msg
@@ -515,13 +523,4 @@ def test_reasoning_at_start_table_covers_every_anchored_opener() -> None:
 def test_reasoning_opener_in_the_answer_stays_content(
     name: str, prefix: str, text: str, reasoning: str | None, content: str
 ) -> None:
-    spec = catalog.get(name)
-    msg = chatparse.parse_response(text, spec, prefix=prefix)
-    assert msg.get("reasoning_content") == reasoning and msg.get("content") == content, msg
-    for i in range(len(text) + 1):  # every split, the core's streaming parser
-        p = chatparse.ResponseParser(spec, prefix=prefix)
-        p.feed(text[:i])
-        p.feed(text[i:])
-        assert p.finalize()[0] == msg, i
-    one = parse_all_ways(text, template=spec, prefix=prefix)
-    assert one.get("reasoning_content") == reasoning and one.get("content") == content, one
+    _assert_reasoning_and_content(name, prefix, text, reasoning, content)

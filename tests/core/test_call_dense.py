@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import chatparse
 from chatparse import _rx, _scan, catalog
 
-from .test_linear import CALLS, TEMPLATES, _field_sample
+from .test_linear import CALLS, TEMPLATES, _field_sample, count_calls, stream_chars
 
 N_CALLS = 10
 
@@ -372,28 +372,15 @@ def test_guarded_call_bodies_take_the_inlined_path() -> None:
     feed with no `<` releases everything through `decide`'s inlined per-token path, as in unguarded
     bodies, without calling the prefilter (before: one `_prefiltered` call per feed)."""
     t = chatparse.load_response_template(catalog.get("kimi_k2"))
-    counts = collections.Counter()
-    original = _scan.Scanner._prefiltered
-
-    def counted(*a: Any) -> Any:
-        counts["prefiltered"] += 1
-        return original(*a)
 
     def stream(words: int) -> int:
-        counts.clear()
         call = '<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"a": "' + "x " * words + '"}'
         text = (
             "<|tool_calls_section_begin|>" + (call + "<|tool_call_end|>") * 3 + "<|tool_calls_section_end|>"
         )
-        _scan.Scanner._prefiltered = counted  # type: ignore[method-assign]
-        try:
-            p = chatparse.ResponseParser(t, prefix="")
-            for ch in text:
-                p.feed(ch)
-            message, _ = p.finalize()
-        finally:
-            _scan.Scanner._prefiltered = original  # type: ignore[method-assign]
+        with count_calls((_scan.Scanner, "_prefiltered")) as counts:
+            message = stream_chars(t, text)
         assert len(message["tool_calls"]) == 3
-        return counts["prefiltered"]
+        return counts["_prefiltered"]
 
     assert stream(200) == stream(2)

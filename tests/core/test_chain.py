@@ -23,6 +23,9 @@ import chatparse
 from chatparse import _oneshot, _rx, _scan, catalog
 from chatparse._scan import Commit, Hold, Watch, WatchList
 
+from .test_linear import count_calls, stream_chars
+from .test_scan import _delim, _leftmost
+
 CHAINS = [
     r"\s*<tool_call>",
     r"\s*```\s*<\|e\|>",
@@ -52,19 +55,6 @@ NOT_CHAINS = [
     r"<a>[^<]*(?:\s*(?=<b>))?",  # a run right before the tail
 ]
 ALPHABET = '<>|tool_cabfnsexj` \n[]TA"=c'
-
-
-def _delim(p: str) -> _scan.Delimiter:
-    d = _scan.Delimiter(p, None)
-    d.module_re = regex.compile(p, regex.DOTALL)
-    return d
-
-
-def _leftmost(p: str, text: str) -> tuple[int, int] | None:
-    m = regex.compile(p, regex.DOTALL).search(text)
-    if m is None or m.start() >= len(text):
-        return None
-    return (m.start(), m.end())
 
 
 @pytest.mark.parametrize("pattern", CHAINS)
@@ -239,34 +229,21 @@ def _shape(events: list[Any]) -> tuple[list[tuple], dict[str, str]]:
     return spans, dict(texts)
 
 
-def _counted(family: str, n_calls: int) -> collections.Counter:
-    t = chatparse.load_response_template(catalog.get(family))
-    call = (
-        "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
-        '{"city": "Paris", "days": 3}\n```<｜tool▁call▁end｜>'
-    )
-    text = "Sure.<｜tool▁calls▁begin｜>" + call * n_calls + "<｜tool▁calls▁end｜>"
-    counts: collections.Counter = collections.Counter()
-    run, scan = _rx.Attempt.run, _scan.Scanner._scan
+DEEPSEEK_CALL = (
+    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+    '{"city": "Paris", "days": 3}\n```<｜tool▁call▁end｜>'
+)
 
-    def counted_run(*a: Any, **k: Any) -> Any:
-        counts["attempt"] += 1
-        return run(*a, **k)
 
-    def counted_scan(*a: Any, **k: Any) -> Any:
-        counts["scan"] += 1
-        return scan(*a, **k)
-
-    _rx.Attempt.run = counted_run  # type: ignore[method-assign]
-    _scan.Scanner._scan = counted_scan  # type: ignore[method-assign]
-    try:
-        p = chatparse.ResponseParser(t, prefix="")
-        for ch in text:
-            p.feed(ch)
-        message, _ = p.finalize()
-    finally:
-        _rx.Attempt.run = run  # type: ignore[method-assign]
-        _scan.Scanner._scan = scan  # type: ignore[method-assign]
+def _counted(n_calls: int) -> collections.Counter:
+    """Matcher attempts, cursor scans and chain walks of the scanner of `n_calls` DeepSeek V3 calls
+    streamed one character per feed."""
+    t = chatparse.load_response_template(catalog.get("deepseek_v3"))
+    text = "Sure.<｜tool▁calls▁begin｜>" + DEEPSEEK_CALL * n_calls + "<｜tool▁calls▁end｜>"
+    with count_calls(
+        (_rx.Attempt, "run"), (_scan.Scanner, "_scan"), (_scan.Scanner, "_chain_decide")
+    ) as counts:
+        message = stream_chars(t, text)
     assert len(message["tool_calls"]) == n_calls
     return counts
 
@@ -276,9 +253,9 @@ def test_deepseek_calls_run_no_matcher_attempt() -> None:
     region shares: a call streamed one character per feed runs no matcher attempt (before: 7
     attempts a call, each resumed on the feeds that moved it) and no cursor scan (before: two a
     call, one when the opener's lead appeared, one at ```)."""
-    few, many = _counted("deepseek_v3", 5), _counted("deepseek_v3", 25)
-    assert many["attempt"] == few["attempt"] <= 4, (few, many)
-    assert many["scan"] == few["scan"] <= 4, (few, many)
+    few, many = _counted(5), _counted(25)
+    assert many["run"] == few["run"] <= 4, (few, many)
+    assert many["_scan"] == few["_scan"] <= 4, (few, many)
 
 
 def test_a_lead_shared_with_another_delimiter_is_left_to_the_cursors() -> None:
@@ -304,24 +281,10 @@ def test_kimi_call_closer_is_walked() -> None:
     def attempts(n_calls: int) -> int:
         call = '<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"a": 1}<|tool_call_end|>'
         text = "<|tool_calls_section_begin|>" + call * n_calls + "<|tool_calls_section_end|>"
-        count = 0
-        run = _rx.Attempt.run
-
-        def counted(*a: Any, **k: Any) -> Any:
-            nonlocal count
-            count += 1
-            return run(*a, **k)
-
-        _rx.Attempt.run = counted  # type: ignore[method-assign]
-        try:
-            p = chatparse.ResponseParser(t, prefix="")
-            for ch in text:
-                p.feed(ch)
-            message, _ = p.finalize()
-        finally:
-            _rx.Attempt.run = run  # type: ignore[method-assign]
+        with count_calls((_rx.Attempt, "run")) as counts:
+            message = stream_chars(t, text)
         assert len(message["tool_calls"]) == n_calls
-        return count
+        return counts["run"]
 
     few, many = attempts(5), attempts(25)
     assert (many - few) / 20 <= 7, (few, many)
@@ -353,31 +316,9 @@ def test_a_walk_stopped_in_a_literal_is_kept_without_walking() -> None:
     `<｜tool▁call▁end｜>` streamed one character per feed) is kept by `decide` itself while the text
     still begins that literal: `_chain_decide` runs for the feeds that move the walk on (a run, the
     literal's last character), not once per character of the literal: about 20 a call (before: 48)."""
-    t = chatparse.load_response_template(catalog.get("deepseek_v3"))
-    counts: collections.Counter = collections.Counter()
-    chain_decide = _scan.Scanner._chain_decide
-
-    def counted(self: Any, buf: str) -> Any:
-        counts["chain_decide"] += 1
-        return chain_decide(self, buf)
 
     def per_call(n_calls: int) -> float:
-        counts.clear()
-        call = (
-            "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
-            '{"city": "Paris", "days": 3}\n```<｜tool▁call▁end｜>'
-        )
-        text = "Sure.<｜tool▁calls▁begin｜>" + call * n_calls + "<｜tool▁calls▁end｜>"
-        _scan.Scanner._chain_decide = counted  # type: ignore[method-assign]
-        try:
-            p = chatparse.ResponseParser(t, prefix="")
-            for ch in text:
-                p.feed(ch)
-            message, _ = p.finalize()
-        finally:
-            _scan.Scanner._chain_decide = chain_decide  # type: ignore[method-assign]
-        assert len(message["tool_calls"]) == n_calls
-        return counts["chain_decide"] / n_calls
+        return _counted(n_calls)["_chain_decide"] / n_calls
 
     few, many = per_call(5), per_call(20)
     assert many <= 25 and abs(many - few) <= 2, (few, many)

@@ -80,6 +80,36 @@ _COUNTED: list[tuple[Any, str]] = [
 
 
 @contextmanager
+def count_calls(*targets: tuple[Any, str]) -> Iterator[collections.Counter]:
+    """Count the calls of each `(owner, method name)` by the method's name, then put them back."""
+    counts: collections.Counter = collections.Counter()
+    originals = [(owner, name, vars(owner)[name]) for owner, name in targets]
+
+    def counter(name: str, original: Callable) -> Callable:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return original(*args, **kwargs)
+
+        return counted
+
+    try:
+        for owner, name, original in originals:
+            setattr(owner, name, counter(name, original))
+        yield counts
+    finally:
+        for owner, name, original in reversed(originals):
+            setattr(owner, name, original)
+
+
+def stream_chars(template: Any, text: str) -> dict:
+    """The message of `text` fed to a `ResponseParser` one character per feed."""
+    p = chatparse.ResponseParser(template, prefix="")
+    for ch in text:
+        p.feed(ch)
+    return p.finalize()[0]
+
+
+@contextmanager
 def counting() -> Iterator[collections.Counter]:
     counts: collections.Counter = collections.Counter()
     patched: list[tuple[Any, str, Callable]] = []
