@@ -871,9 +871,9 @@ def _factory(d: Any, kind: int) -> Any:
 
 
 def _branch_runs(d: Any) -> list[Any] | None:
-    """The leading runs of a pattern delimiter's branches (`_branches`: the leading alternation and
-    optional groups split), each compiled as a forward `C*`, when every branch is bounded or
-    `C* REST` with REST bounded and unable to start with a C character; else None.
+    """`_leading_runs(d)` when every branch of the pattern delimiter `d` (`_branches`: the leading
+    alternation and optional groups split) is bounded or `C* REST` with REST bounded and unable to
+    start with a C character; else None.
 
     One `match` attempt of such a pattern at a position costs at most the C runs it starts with
     plus a constant: a bounded branch costs at most `SAFE_STEPS`, and a `C* REST` branch crosses
@@ -885,19 +885,16 @@ def _branch_runs(d: Any) -> list[Any] | None:
     branches = _branches(_flatten(d.prog.tree))
     if not branches:
         return None
-    runs: list[Any] = []
     for branch in branches:
         cls = _run_class(branch[0]) if branch else None
         body = branch[1:] if cls is not None else branch
-        if cls is not None:
-            if body and not _follow_disjoint(body, cls):
-                return None
-            runs.append(regex.compile(f"(?:{cls})*"))
+        if cls is not None and body and not _follow_disjoint(body, cls):
+            return None
         if body:
             bound = _rx.backtrack_bound(_rx.Node(_rx.Op.CAT, kids=body))
             if bound is None or bound > _rx.SAFE_STEPS:
                 return None
-    return list({r.pattern: r for r in runs}.values())
+    return _leading_runs(d)
 
 
 def _at_test(d: Any, kind: int) -> Any:
