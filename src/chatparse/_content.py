@@ -784,7 +784,7 @@ def validate_transform_strings(scope: str, transform: Any) -> None:
 _MAX_COMPILED_DEPTH = 24
 
 _JSON_SCAN: Any = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # what `json.loads` runs
-_JSON_SPACE = regex.compile(r"[ \t\n\r]*")  # `json.decoder.WHITESPACE`
+_JSON_SPACE = json.decoder.WHITESPACE  # type: ignore[attr-defined]  # (`re`: half the cost of a `regex` match)
 
 
 def json_loads(text: str) -> Any:

@@ -371,19 +371,8 @@ class _CursorSeek(_Seek):
 
     def _read_end(self, buf: str, s: int) -> int:
         """One past the last position a `regex` attempt at `s` can read (see `_attempt_reads`)."""
+        far = _reach(buf, s, self.reads)  # type: ignore[arg-type]
         n = len(buf)
-        far = s
-        for steps in self.reads:  # type: ignore[union-attr]
-            p = s
-            for run, w in steps:
-                if run is not None:
-                    p = run.match(buf, p).end() if p < n else p
-                elif w >= 0:
-                    p += w
-                elif p - w > far:
-                    far = p - w  # a lookahead body reads on without moving the position
-            if p > far:
-                far = p
         return (far if far < n else n) + 1
 
     def _search(self, buf: str, q: int) -> tuple[int, int, Any]:
@@ -572,13 +561,28 @@ def _follow_disjoint(follow: list[Node], cls: str) -> bool:
     return all(_disjoint(c, cls) for c in first.classes)
 
 
-def _linear_sequence(seq: list[Node], runs: list[str]) -> bool:
+def _linear_sequence(seq: list[Node], runs: list[str], looks: bool = False) -> bool:
     """Check one flat choice of a pattern body: every unbounded repeat a forced run (its class
-    added to `runs`), everything else bounded, the whole bounded with each run taken once."""
+    added to `runs`), everything else bounded, the whole bounded with each run taken once.
+
+    With `looks` (for `_attempt_reads` only), a lookahead whose body is unbounded is admitted when
+    each choice of its body is itself such a sequence (`(?!\\s*</tool_call>)`): it is tried once
+    per way of what precedes it and matches once, at the cost of the text its body reads, so it
+    counts as one step, as a forced run does."""
     if any(_unwrap(n).op is _rx.Op.ASSERT for n in seq):
         return False
     flat: list[Node] = []
     for i, item in enumerate(seq):
+        node = _unwrap(item)
+        if looks and node.op is _rx.Op.LOOK and _rx.backtrack_bound(item) is None:
+            body = node.kids[0]
+            if not node.args[0] or _rx._has(body, (_rx.Op.LOOK, _rx.Op.ASSERT)):
+                return False
+            choices = _expand(_flatten(body))
+            if choices is None or not all(_linear_sequence(c, []) for c in choices):
+                return False
+            flat.append(_rx.Node(_rx.Op.LOOK, node.args, [_rx.Node(_rx.Op.EMPTY)]))
+            continue
         cls = _run_class(item, bounded=True)
         if cls is not None:
             follow = seq[i + 1 :]
@@ -677,37 +681,59 @@ def _anchored_linear(d: Any) -> bool:
     return all(_linear_sequence(seq, runs) for seq in choices)
 
 
+#: the widest lookbehind a `regex` attempt of `_CursorSeek` reads (before the candidate, once per
+#: candidate): every delimiter's lookbehinds are at most this wide (checked at load)
+_MAX_BEHIND = _rx.MAX_LOOKBEHIND
+
+
 def _attempt_reads(d: Any) -> list[list[tuple[Any, int]]] | None:
     """For a pattern each of whose choices `_linear_sequence` proves (one attempt costs at most the
     pattern's bound times the characters it reads; what `forced_linear` adds, that no candidate
     starts inside a run another attempt crossed, need not hold), how far an attempt can read: per
     choice, its steps `(run, 0)` (a forced unbounded run of one class: to the end of the maximal
-    run, found by `run.match`), `(None, w)` (at most `w` characters) and `(None, -w)` (a
-    lookahead whose body reads at most `w` characters on). None for other shapes (lookbehinds,
-    anchors, unbounded bodies), which `_CursorSeek` only ever searches with the streaming matcher."""
+    run, found by `run.match`), `(None, w)` (at most `w` characters), `(None, -w)` (a lookahead
+    whose body reads at most `w` characters on) and `(reads, -1)` (a lookahead whose body has
+    forced runs: the reads of its body, from there, without moving on). A lookbehind (at most
+    `_MAX_BEHIND` characters) adds no step: it reads only before the candidate, a bounded amount
+    per attempt. None for other shapes (anchors, unbounded bodies), which
+    `_CursorSeek` only ever searches with the streaming matcher."""
     rx = d.module_re
     if rx is None or rx.flags & (regex.IGNORECASE | regex.MULTILINE) or d.prog.tree is None:
         return None
     choices = _expand(_flatten(d.prog.tree))
-    if choices is None:
+    if choices is None or not all(_linear_sequence(seq, [], looks=True) for seq in choices):
         return None
+    return _reads_of(choices, rx.flags)
+
+
+def _reads_of(choices: list[list[Node]], flags: int) -> list[list[tuple[Any, int]]] | None:
+    """The steps of `_attempt_reads` for each proven choice."""
     out: list[list[tuple[Any, int]]] = []
     for seq in choices:
-        if not _linear_sequence(seq, []):
-            return None
         steps: list[tuple[Any, int]] = []
         for item in seq:
             node = _unwrap(item)
             cls = _run_class(item)
             if cls is not None:
-                steps.append((regex.compile(f"(?:{cls})*", rx.flags), 0))
+                steps.append((regex.compile(f"(?:{cls})*", flags), 0))
                 continue
             if node.op is _rx.Op.LOOK:
                 body = node.kids[0]
-                w = _rx.max_width(body)
-                if not node.args[0] or w is None or _rx._has(body, (_rx.Op.LOOK, _rx.Op.ASSERT)):
+                if _rx._has(body, (_rx.Op.LOOK, _rx.Op.ASSERT)):
                     return None
-                steps.append((None, -w))
+                w = _rx.max_width(body)
+                if not node.args[0]:  # a lookbehind (bounded when the template loaded)
+                    if w is None or w > _MAX_BEHIND:  # pragma: no cover - rejected at load
+                        return None
+                    continue
+                if w is not None:
+                    steps.append((None, -w))
+                    continue
+                sub = _expand(_flatten(body))
+                inner = _reads_of(sub, flags) if sub is not None else None
+                if inner is None:
+                    return None
+                steps.append((inner, -1))
                 continue
             w = _rx.max_width(node)
             if w is None or _rx._has(node, (_rx.Op.LOOK, _rx.Op.ASSERT)):
@@ -718,6 +744,28 @@ def _attempt_reads(d: Any) -> list[list[tuple[Any, int]]] | None:
                 steps.append((None, w))
         out.append(steps)
     return out
+
+
+def _reach(buf: str, s: int, reads: list[list[tuple[Any, int]]]) -> int:
+    """The furthest position (exclusive) an attempt at `s` with steps `reads` can read."""
+    n = len(buf)
+    far = s
+    for steps in reads:
+        p = s
+        for run, w in steps:
+            if type(run) is list:  # a lookahead with runs: its body's reads from here
+                e = _reach(buf, p, run)
+                if e > far:
+                    far = e
+            elif run is not None:
+                p = run.match(buf, p).end() if p < n else p
+            elif w >= 0:
+                p += w
+            elif p - w > far:
+                far = p - w  # a lookahead body reads on without moving the position
+        if p > far:
+            far = p
+    return far
 
 
 def _kind(d: Any) -> int:
@@ -956,15 +1004,34 @@ def _leading_runs(d: Any) -> list[Any]:
 _AGAIN_KINDS = (_LITERAL, _SEARCH, _LEAD, _RUN, _LOOP)
 
 
+_BASE_FLAGS = regex.compile("", regex.DOTALL).flags  # what every delimiter is compiled with
+
+
+def _joinable(d: Any) -> bool:
+    """Whether delimiter `d`'s source can be placed inside a larger pattern with the same meaning:
+    no inline flag that applies to the whole pattern, no named group (back-references are never
+    accepted in delimiters, so numbered groups cannot change meaning)."""
+    rx = d.module_re
+    return rx is not None and rx.flags == _BASE_FLAGS and not rx.groupindex
+
+
 class _Again:
     """The again step of one top-list opener: its own match at a position (`open_at`, or, for an
     opener whose attempts only its seeker's proof bounds, the seeker's answer: `seeker`) and the
-    tests of every other top delimiter (`_at_test`)."""
+    tests of every other top delimiter (`_at_test`).
 
-    __slots__ = ("j", "seeker", "literals", "match", "runs", "names", "others")
+    When every other top delimiter's source can join one pattern (`_joinable`), the opener and
+    the tests are one `regex` match, `(?!OTHER|...)(?:OPENER)` (`joined`), after the leading runs
+    of all of them are measured; `others` is then empty. The lookahead's attempts then cost at most
+    those runs (measured, so disjoint from every later step's: `open_at`) plus a constant each
+    (`_branch_runs`' proof), as the separate tests do."""
 
-    def __init__(self, j: int, d: Any, kind: int, others: list[Any]) -> None:
+    __slots__ = ("j", "seeker", "literals", "match", "runs", "names", "others", "calls", "joined")
+
+    def __init__(self, j: int, d: Any, kind: int, others: list[Any], other_ds: list[Any]) -> None:
         self.j = j
+        #: the region's facts for the call loop (`_Calls`), set by the plan when it applies
+        self.calls: _Calls | None = None
         #: the opener's match comes from its own seeker (`first` at the position: linear by the
         #: seeker's proof, as every query of `run` is), not from `open_at`
         self.seeker = kind not in _AGAIN_KINDS
@@ -974,6 +1041,20 @@ class _Again:
         self.runs = _leading_runs(d) if own else []
         self.names = list(d.module_re.groupindex) if own else []
         self.others = others
+        self.joined = 0  #: how many other delimiters the opener's match tests (its lookahead)
+        joinable = d.module_re is not None and d.module_re.flags == _BASE_FLAGS
+        if not self.seeker and joinable and all(_joinable(o) for o in other_ds):
+            lookahead = "|".join(f"(?:{o.source})" for o in other_ds)
+            opener = f"(?:{d.source})"
+            self.match = _rx.match_only(
+                f"(?!{lookahead}){opener}" if lookahead else opener, regex.DOTALL
+            ).match
+            self.literals = None
+            runs = {r.pattern: r for x in (d, *other_ds) if x.prog.tree is not None for r in _leading_runs(x)}
+            self.runs = list(runs.values())
+            self.names = list(d.module_re.groupindex)
+            self.others = []
+            self.joined = len(other_ds)
 
     def open_at(self, buf: str, pos: int, run_end: list[int]) -> _Found | None:
         """The opener's match at `pos` when it is non-empty, else None. Its leading runs are
@@ -996,6 +1077,112 @@ class _Again:
         if m is None or m.end() <= pos:
             return None
         return _Found(m, self.names, m.end())
+
+
+class _Calls:
+    """The call loop of one again step (`_call_loop`): the region its opener opens is closed by one
+    delimiter (the region's watch list is its closer alone, no close after the value), so the
+    regions of a call-dense text go closer, value, again step, closer, ... with no other decision
+    between them. What the loop needs of that region, decided with the plan."""
+
+    __slots__ = ("field", "name", "slot", "quote", "strings", "close_caps")
+
+    def __init__(self, f: Any, fw: FastWatch) -> None:
+        self.field = f
+        self.name: str = f.name
+        self.slot = fw.slots[0]  # the closer's seeker, by number in the plan
+        #: the region's string guard: plain `"..."` strings (`_QuoteGuard`), a `StringGuard`, none
+        self.quote = f.string_guard is not None and not f.string_guard and f.string_quotes == '"'
+        self.strings = f.string_guard is not None and not self.quote
+        #: the closer has named groups (their captures join the region's before its value)
+        d = fw.entries[0].delimiter
+        self.close_caps = d.module_re is None or bool(d.module_re.groupindex)
+
+
+def _calls_for(t: Template, fw_of: dict[str, FastWatch], w: Watch) -> _Calls | None:
+    """The call loop's facts for the region that top-list opener `w` opens, or None when its watch
+    list is not its closer alone (then every decision in it goes through `_decide`)."""
+    f = t.fields[w.field]
+    fw = fw_of[w.field]
+    if not fw.single or fw.entries[0].is_open or f.value_close:
+        return None
+    return _Calls(f, fw)
+
+
+def _call_loop(
+    parser: Any, buf: str, again: _Again, opener: Any, sk: Any, pos: int, caps: dict, run_end: list[int]
+) -> tuple[bool, int, dict, int, BaseException | None]:
+    """From the start of the body of a region that `again`'s opener opened (`pos`), with no events
+    built: close it at its closer's first match and take the again step, as long as both are the
+    plain case; that is `run`'s loop specialised to this sequence (the same seekers asked the same
+    queries, the same values in the same order), without its per-iteration routing.
+
+    Returns `(inside, pos, caps, zw, error)`. `inside`: stopped in the region, whose body starts at
+    `pos` (its closer is not the plain case: refused, missing); else stopped after a close, at
+    `pos`, where the again step did not apply. In both cases `run`'s loop takes the same decision
+    again from its general path, which gives the same answer (the seekers remember theirs). `error`:
+    the first malformed region's error (its field is added to the parser's malformed set)."""
+    calls = again.calls
+    assert calls is not None
+    n = len(buf)
+    f = calls.field
+    quote = calls.quote
+    strings = calls.strings
+    close_caps = calls.close_caps
+    value_of = parser._value
+    others = again.others
+    own = not again.seeker
+    first_error: BaseException | None = None
+    zw = -1
+    while True:
+        # -- the closer: its first match, unless refused (the general path decides those) --------
+        s = sk.first(buf, pos)
+        if s >= n:
+            return True, pos, caps, zw, first_error
+        end = sk.end
+        if s == end == zw:
+            return True, pos, caps, zw, first_error
+        if quote:
+            guard: Any = _QuoteGuard(pos)
+        elif strings:
+            guard = StringGuard(pos, f.string_guard, f.string_quotes, False)
+        else:
+            guard = None
+        if guard is not None and guard.inside(buf, s):
+            return True, pos, caps, zw, first_error
+        if close_caps:
+            new_caps = sk.captures(buf)
+            if new_caps:
+                caps.update(new_caps)
+        parser._captures = caps
+        try:
+            value_of(f, buf[pos:s])
+        except _MALFORMED as e:
+            parser._malformed.add(calls.name)
+            if first_error is None:
+                first_error = e
+        pos = end
+        zw = s if s == end else -1
+        # -- the again step (see `run`) ------------------------------------------------------
+        if pos >= n:
+            return False, pos, {}, zw, first_error
+        if own:
+            found = again.open_at(buf, pos, run_end)
+            if found is None:
+                return False, pos, {}, zw, first_error
+            found_end = found.end
+        else:
+            if opener.first(buf, pos) != pos or opener.end <= pos:
+                return False, pos, {}, zw, first_error
+            found = opener
+            found_end = opener.end
+        lim = found_end + 1
+        for test in others:
+            if test(buf, pos, lim) is not False:
+                return False, pos, {}, zw, first_error
+        caps = found.captures(buf)
+        pos = found_end
+        zw = -1
 
 
 class Plan:
@@ -1025,7 +1212,8 @@ class Plan:
         for j, (w, k) in enumerate(zip(top.entries, top.kinds)):
             others = [t for i, t in enumerate(tests) if i != j]
             ok = w.is_open and all(t is not None for t in others)
-            self.again.append(_Again(j, w.delimiter, k, others) if ok else None)
+            other_ds = [x.delimiter for i, x in enumerate(top.entries) if i != j]
+            self.again.append(_Again(j, w.delimiter, k, others, other_ds) if ok else None)
         slot_of: dict[int, int] = {}
         for i, fw in enumerate(self.fws):
             fw.index = i
@@ -1035,6 +1223,9 @@ class Plan:
                     slot_of[id(d)] = len(self.factories)
                     self.factories.append(_factory(d, k))
                 fw.slots.append(slot_of[id(d)])
+        for ag in self.again:
+            if ag is not None:
+                ag.calls = _calls_for(t, self.by_field, top.entries[ag.j])
 
 
 _PLANS: weakref.WeakKeyDictionary[Template, Plan] = weakref.WeakKeyDictionary()
@@ -1071,8 +1262,14 @@ class _QuoteGuard:
 
     def inside(self, buf: str, p: int) -> bool:
         i = self.i if self.i <= p else self.start
-        m = _OUTSIDE_STRINGS.match(buf, i, p)
-        e = m.end() if m is not None else i
+        if buf.find("\\", i, p) < 0:
+            # no escapes: the quotes pair up in order, so `p` is inside a string exactly when an
+            # odd number of them lies before it, the last one opening that string (two C calls;
+            # the possessive match below is ~2 us on a small call object)
+            e = buf.rfind('"', i, p) if buf.count('"', i, p) & 1 else p
+        else:
+            m = _OUTSIDE_STRINGS.match(buf, i, p)
+            e = m.end() if m is not None else i
         self.i = e
         return e != p
 
@@ -1200,6 +1397,7 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
                 else:
                     guard = StringGuard(body_start, f.string_guard, f.string_quotes, f.value_close)
         j = -3
+        from_again = False
         if again is not None and fw is top and pos < n:
             # The again step: right after a region that a top opener opened (the next call of a
             # call-dense text), that opener matching here with no other top delimiter matching
@@ -1219,6 +1417,7 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
                         break
                 else:
                     j, start, end, sk = again.j, pos, found.end, found
+                    from_again = True
         if j == -3:
             j, start, end, sk = _decide(fw, seekers, buf, pos, guard, zw)
         if j == -2:  # nothing more: route the rest and close
@@ -1304,6 +1503,20 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
                 append(
                     {"type": "region_open", "field": cur, "start": start, "end": end, "captures": dict(caps)}
                 )
+            elif from_again and again is not None and again.calls is not None:
+                # a call-dense run: the next regions go through the call loop until it meets
+                # a decision that is not the plain case, which the next iteration takes
+                inside, pos, caps, zw, error = _call_loop(
+                    parser, buf, again, seekers[again.j], all_seekers[again.calls.slot], pos, caps, run_end
+                )
+                if error is not None and first_error is None:
+                    first_error = error
+                if inside:
+                    body_start = pos
+                else:
+                    cur = implicit
+                    dirty = implicit_dirty
+                    opened = False
     parser._pos = pos
     parser._current = cur
     parser._opened = opened

@@ -192,12 +192,13 @@ def counting_fast() -> Iterator[collections.Counter]:
 
         def again_open_at(self: Any, buf: str, pos: int, run_end: list[int]) -> Any:
             # the again step's C work: the leading runs it measured, its opener match, and the
-            # other delimiters' tests (each bounded by the opener's match, `_at_test`)
+            # other delimiters' tests (each bounded by the opener's match, `_at_test`, whether
+            # separate or in the opener's lookahead: `joined`)
             before = run_end[0]
             found = open_at(self, buf, pos, run_end)
             counts["span:again"] += max(run_end[0] - max(before, pos), 0) + 1
             if found is not None:
-                counts["span:again"] += (found.end + 1 - pos) * (1 + len(self.others))
+                counts["span:again"] += (found.end + 1 - pos) * (1 + len(self.others) + self.joined)
             return found
 
         _oneshot._Again.open_at = again_open_at  # type: ignore[method-assign]
@@ -210,8 +211,12 @@ def counting_fast() -> Iterator[collections.Counter]:
 
 
 def _fast_work(t: Any, text: str) -> int:
+    """The work of both one-shot paths on `text`: with events (`parse_events`) and without
+    (`parse_response`: `run`'s call loop)."""
     with counting_fast() as counts:
         _oneshot.parse_events(text, t, "", None)
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            _oneshot.parse(text, t, "", None)
     return sum(counts.values())
 
 
@@ -280,6 +285,60 @@ def test_again_step_agrees_with_the_seekers(text: str) -> None:
     t = chatparse.load_response_template(_AGAIN_SPEC)
     assert _oneshot.plan_for(t).again[0] is not None or _oneshot.plan_for(t).again[1] is not None
     assert_same(text, t)
+
+
+@pytest.mark.parametrize("family", ["qwen3", "qwen3_xml", "kimi_k2", "deepseek_v3"])
+def test_call_loop_takes_a_call_dense_text(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `parse_response` of 50 calls: after the first call, closers and openers come from the call
+    # loop (`_call_loop`), not from `run`'s general step (`_decide`), and the opener with the
+    # other top delimiters is one `regex` match where their sources join (`_Again.joined`).
+    text = _calls_text(family, 50)
+    calls = collections.Counter()
+    decide, loop = _oneshot._decide, _oneshot._call_loop
+
+    def counted_decide(*args: Any) -> Any:
+        calls["decide"] += 1
+        return decide(*args)
+
+    def counted_loop(*args: Any) -> Any:
+        calls["loop"] += 1
+        return loop(*args)
+
+    monkeypatch.setattr(_oneshot, "_decide", counted_decide)
+    monkeypatch.setattr(_oneshot, "_call_loop", counted_loop)
+    got = chatparse.parse_response(text, CATALOG[family], prefix="")
+    assert len(got["tool_calls"]) == 50
+    assert calls["loop"] == 1 and calls["decide"] <= 6, calls
+    t = chatparse.load_response_template(CATALOG[family])
+    again = [a for a in _oneshot.plan_for(t).again if a is not None and a.calls is not None]
+    assert any(a.calls.name == "tool_calls" for a in again)
+    if family != "qwen3_xml":  # (its opener is asked of its own seeker)
+        assert all(a.joined and not a.others for a in again if a.calls.name == "tool_calls")
+
+
+_LOOP_CALL = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _LOOP_CALL * 3,
+        _LOOP_CALL
+        + '<tool_call>\n{"name": "f", "arguments": {"a": "</tool_call>"}}\n</tool_call>'
+        + _LOOP_CALL,
+        _LOOP_CALL + "<tool_call>\n{bad json}\n</tool_call>" + _LOOP_CALL,  # the first error is raised
+        _LOOP_CALL + "\nsome prose\n" + _LOOP_CALL,
+        _LOOP_CALL + '<tool_call>\n{"name": "f"',  # the last call is cut off
+        _LOOP_CALL + "\n\n<tool_call>\n" + _LOOP_CALL,
+        _LOOP_CALL + '<tool_call>{"name": "f", "arguments": {"a": "x\\\\"}}</tool_call>' + _LOOP_CALL,
+        _LOOP_CALL + "<think>no</think>" + _LOOP_CALL + "<|im_end|>",
+    ],
+)
+def test_call_loop_agrees_with_the_streaming_parser(text: str) -> None:
+    # The plain case and each way out of the call loop (a closer in a string, a malformed call,
+    # text between calls, a cut-off call, an escape before the closer).
+    assert_same(text, CATALOG["qwen3"])
+    assert_same(text, CATALOG["qwen3"], tools=[{"type": "function", "function": {"name": "f"}}])
 
 
 def test_again_step_on_runs_after_calls_stays_linear() -> None:
@@ -745,7 +804,8 @@ _READ_SOURCES = sorted(src for src, d in CURSOR_DELIMITERS.items() if _oneshot._
 @given(data=st.data(), source=st.sampled_from(_READ_SOURCES))
 def test_attempt_reads_bound_what_a_regex_attempt_reads(data: st.DataObject, source: str) -> None:
     # `_read_end(s)` is past every character a `regex` attempt at `s` reads: the attempt gives the
-    # same answer on the text cut there (a read at the cut would see the end of the text instead).
+    # same answer on the text cut there (a read at the cut would see the end of the text instead),
+    # and on the text without what lies more than `_MAX_BEHIND` before `s` (lookbehinds).
     d = CURSOR_DELIMITERS[source]
     assert len(_READ_SOURCES) >= 5  # the name-run openers (qwen3_xml, mimo, seed_oss, ...)
     pieces = _CURSOR_PIECES + _cursor_sample(d) + ["x" * 40, " " * 30, "\n\n"]
@@ -753,13 +813,24 @@ def test_attempt_reads_bound_what_a_regex_attempt_reads(data: st.DataObject, sou
     sk = _oneshot._CursorSeek(d, _oneshot._attempt_reads(d))
     for s in range(len(text)):
         cut = sk._read_end(text, s)
-        full, part = d.module_re.match(text, s), d.module_re.match(text, s, cut)
-        assert (full and (full.span(), full.groupdict())) == (part and (part.span(), part.groupdict())), (
-            source,
-            text,
-            s,
-            cut,
-        )
+        lo = max(0, s - _oneshot._MAX_BEHIND)
+        full, part = d.module_re.match(text, s), d.module_re.match(text[lo:], s - lo, cut - lo)
+        assert (full and (full.span(), full.groupdict())) == (
+            part and ((part.start() + lo, part.end() + lo), part.groupdict())
+        ), (source, text, s, cut)
+
+
+def test_attempt_reads_take_lookarounds_with_runs() -> None:
+    # qwen3_xml's call closer: a bounded lookbehind (read before the candidate only) and a negative
+    # lookahead with a forced run; every candidate of it is decided by one `regex` match.
+    d = chatparse.load_response_template(CATALOG["qwen3_xml"]).fields["tool_calls"].closer
+    assert d.source in _READ_SOURCES
+    reads = _oneshot._attempt_reads(d)
+    assert reads is not None and any(type(run) is list for steps in reads for run, _ in steps)
+    # a lookbehind with an anchor, a lookahead whose run is not forced: not admitted
+    for source in ("(?<=^\\s{0,3})b", "b(?=a*a)", "b(?!(?:ab)*a)"):
+        t = _opener(source)
+        assert _oneshot._attempt_reads(t) is None, source
 
 
 @pytest.mark.parametrize(
