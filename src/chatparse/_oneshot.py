@@ -1110,12 +1110,22 @@ def _calls_for(t: Template, fw_of: dict[str, FastWatch], w: Watch) -> _Calls | N
 
 
 def _call_loop(
-    parser: Any, buf: str, again: _Again, opener: Any, sk: Any, pos: int, caps: dict, run_end: list[int]
+    parser: Any,
+    buf: str,
+    again: _Again,
+    opener: Any,
+    sk: Any,
+    pos: int,
+    caps: dict,
+    run_end: list[int],
+    append: Any,
 ) -> tuple[bool, int, dict, int, BaseException | None]:
-    """From the start of the body of a region that `again`'s opener opened (`pos`), with no events
-    built: close it at its closer's first match and take the again step, as long as both are the
-    plain case; that is `run`'s loop specialised to this sequence (the same seekers asked the same
-    queries, the same values in the same order), without its per-iteration routing.
+    """From the start of the body of a region that `again`'s opener opened (`pos`): close it at its
+    closer's first match and take the again step, as long as both are the plain case; that is
+    `run`'s loop specialised to this sequence (the same seekers asked the same queries, the same
+    values and events in the same order: with `append`, each call's `region_chunk`,
+    `region_close` or `region_malformed`, and the next `region_open`), without its per-iteration
+    routing.
 
     Returns `(inside, pos, caps, zw, error)`. `inside`: stopped in the region, whose body starts at
     `pos` (its closer is not the plain case: refused, missing); else stopped after a close, at
@@ -1133,6 +1143,9 @@ def _call_loop(
     others = again.others
     own = not again.seeker
     first_error: BaseException | None = None
+    name = calls.name
+    dirty = f.dirty
+    emit_from = parser._emit_from
     zw = -1
     while True:
         # -- the closer: its first match, unless refused (the general path decides those) --------
@@ -1155,12 +1168,45 @@ def _call_loop(
             if new_caps:
                 caps.update(new_caps)
         parser._captures = caps
-        try:
-            value_of(f, buf[pos:s])
-        except _MALFORMED as e:
-            parser._malformed.add(calls.name)
-            if first_error is None:
-                first_error = e
+        if append is None:
+            try:
+                value_of(f, buf[pos:s])
+            except _MALFORMED as e:
+                parser._malformed.add(name)
+                if first_error is None:
+                    first_error = e
+        else:
+            a = pos if pos >= emit_from else emit_from
+            if a < s:
+                append({"type": "region_chunk", "field": name, "text": buf[a:s], "dirty": dirty})
+            try:
+                value = value_of(f, buf[pos:s])
+            except _MALFORMED as e:
+                parser._malformed.add(name)
+                append(
+                    {
+                        "type": "region_malformed",
+                        "field": name,
+                        "start": s,
+                        "end": end,
+                        "error": e,
+                        "body_start": pos,
+                        "body_end": s,
+                    }
+                )
+            else:
+                append(
+                    {
+                        "type": "region_close",
+                        "field": name,
+                        "value": value,
+                        "start": s,
+                        "end": end,
+                        "complete": True,
+                        "body_start": pos,
+                        "body_end": s,
+                    }
+                )
         pos = end
         zw = s if s == end else -1
         # -- the again step (see `run`) ------------------------------------------------------
@@ -1181,6 +1227,10 @@ def _call_loop(
             if test(buf, pos, lim) is not False:
                 return False, pos, {}, zw, first_error
         caps = found.captures(buf)
+        if append is not None:
+            append(
+                {"type": "region_open", "field": name, "start": pos, "end": found_end, "captures": dict(caps)}
+            )
         pos = found_end
         zw = -1
 
@@ -1503,11 +1553,19 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
                 append(
                     {"type": "region_open", "field": cur, "start": start, "end": end, "captures": dict(caps)}
                 )
-            elif from_again and again is not None and again.calls is not None:
+            if from_again and again is not None and again.calls is not None:
                 # a call-dense run: the next regions go through the call loop until it meets
                 # a decision that is not the plain case, which the next iteration takes
                 inside, pos, caps, zw, error = _call_loop(
-                    parser, buf, again, seekers[again.j], all_seekers[again.calls.slot], pos, caps, run_end
+                    parser,
+                    buf,
+                    again,
+                    seekers[again.j],
+                    all_seekers[again.calls.slot],
+                    pos,
+                    caps,
+                    run_end,
+                    append,
                 )
                 if error is not None and first_error is None:
                     first_error = error
