@@ -868,6 +868,42 @@ def _plain_json(content: str, content_args: Any) -> bool:
     return content == "json" and isinstance(content_args, dict) and set(content_args) <= _SCANNER_ARGS
 
 
+def _plain_xml_inline(content: str, content_args: Any) -> Callable[[str], dict[str, Any] | None] | None:
+    """`_xml_inline` for a `tag_pattern` alone (no value parser or other option): the matches' raw
+    values by key, or None for a body the generic code must take (a key group that did not take
+    part: its error; a repeated key: the generic code's last value). The same scan, under the same
+    time limit when the pattern's cost is not proven bounded. None when the arguments are not
+    that plain case."""
+    if content != "xml-inline" or not isinstance(content_args, dict) or set(content_args) != {"tag_pattern"}:
+        return None
+    pattern = content_args["tag_pattern"]
+    if not isinstance(pattern, str):
+        return None
+    try:
+        compiled = _compile(pattern, regex.DOTALL)
+    except regex.error:
+        return None
+    if {"key", "value"} - set(compiled.groupindex):
+        return None
+    finditer = compiled.finditer
+    limit = REGEX_TIMEOUT if guarded(pattern, regex.DOTALL) else None
+
+    def tags(text: str) -> dict[str, Any] | None:
+        out: dict[str, Any] = {}
+        try:
+            matches = list(finditer(text, timeout=limit))
+        except TimeoutError:
+            raise _timed_out(f"xml-inline: tag_pattern {pattern!r}") from None
+        for m in matches:
+            key = m.group("key")
+            if key is None or key in out:
+                return None
+            out[key] = m.group("value")  # (None for a value group that did not take part, as there)
+        return out
+
+    return tags
+
+
 class CompiledProcessor:
     """`compile_processor`'s result: `fn(body, captures) -> value`. It pickles (and so does the
     template holding it) as the field description it is compiled from."""
@@ -905,6 +941,7 @@ def _compile_processor(
         return None
     plain = _plain_json(content, content_args)
     loads = json_loads
+    tags = _plain_xml_inline(content, content_args)
 
     def parse(body: str) -> Any:
         if plain:
@@ -912,6 +949,10 @@ def _compile_processor(
                 return loads(body)
             except (ValueError, RecursionError):
                 pass  # the generic parser raises its own error for the same text
+        elif tags is not None:
+            got = tags(body)
+            if got is not None:
+                return got
         return parse_content(body, content, content_args)
 
     if compiled is None:

@@ -352,9 +352,11 @@ class _CursorSeek(_Seek):
     pattern's `match` (same leftmost-first semantics; the differential tests hold both to that),
     whose cost is the text it can read, `[s, _read_end(s))`: such reads never overlap."""
 
-    __slots__ = ("d", "prog", "finder", "ctx", "reach", "overlap", "reads", "c_rx", "c_reach")
+    __slots__ = ("d", "prog", "finder", "ctx", "reach", "overlap", "reads", "reach_rx", "c_rx", "c_reach")
 
-    def __init__(self, d: Any, reads: list[list[tuple[Any, int]]] | None = None) -> None:
+    def __init__(
+        self, d: Any, reads: list[list[tuple[Any, int]]] | None = None, reach_rx: Any = None
+    ) -> None:
         super().__init__()
         self.d = d
         self.prog = d.scan_prog
@@ -366,12 +368,14 @@ class _CursorSeek(_Seek):
         self.overlap = 0  # characters of found matches that lie before `reach` (re-walked)
         #: `_attempt_reads(d)`: how far one `regex` attempt can read (None: never in C)
         self.reads = reads
+        self.reach_rx = reach_rx if reach_rx is not None else (reach_pattern(reads) if reads else None)
         self.c_rx = d.match_re  # (`match` at candidates: no required-string search)
         self.c_reach = 0  # no `regex` attempt has read at or past this position
 
     def _read_end(self, buf: str, s: int) -> int:
-        """One past the last position a `regex` attempt at `s` can read (see `_attempt_reads`)."""
-        far = _reach(buf, s, self.reads)  # type: ignore[arg-type]
+        """One past the last position a `regex` attempt at `s` can read (see `_attempt_reads`):
+        `_reach`, computed by one match of `reach_pattern(reads)` (every step a group end)."""
+        far = max([e for _, e in self.reach_rx.match(buf, s).regs])
         n = len(buf)
         return (far if far < n else n) + 1
 
@@ -746,8 +750,35 @@ def _reads_of(choices: list[list[Node]], flags: int) -> list[list[tuple[Any, int
     return out
 
 
+def reach_pattern(reads: list[list[tuple[Any, int]]]) -> Any:
+    """`_reach` as one compiled pattern, whose match at `s` always succeeds and whose furthest
+    group end is `_reach(buf, s, reads)` (clamped to the text): each choice, and each lookahead's
+    read, is a group inside a lookahead at `s`; a run is possessive (`(?:C)*+`, its maximal run), a
+    bounded step takes what is there of its width (`.{0,w}+`). A bounded step counted as its full
+    width still gives an upper bound: a run's end never decreases with its start."""
+
+    def source(reads: list[list[tuple[Any, int]]]) -> str:
+        parts = []
+        for steps in reads:
+            seq = []
+            for run, w in steps:
+                if type(run) is list:
+                    seq.append(f"(?={source(run)})")
+                elif run is not None:
+                    seq.append(run.pattern + "+")
+                elif w >= 0:
+                    seq.append(f"(?:.{{0,{w}}}+)")
+                else:
+                    seq.append(f"(?=(.{{0,{-w}}}+))")
+            parts.append(f"(?=({''.join(seq)}))")
+        return "".join(parts)
+
+    return regex.compile(source(reads), regex.DOTALL)
+
+
 def _reach(buf: str, s: int, reads: list[list[tuple[Any, int]]]) -> int:
-    """The furthest position (exclusive) an attempt at `s` with steps `reads` can read."""
+    """The furthest position (exclusive) an attempt at `s` with steps `reads` can read (the
+    definition; `_CursorSeek` computes it with `reach_pattern`)."""
     n = len(buf)
     far = s
     for steps in reads:
@@ -878,7 +909,8 @@ def _factory(d: Any, kind: int) -> Any:
     """A function making a fresh seeker for delimiter `d` (everything it needs decided now)."""
     if kind == _CURSOR:
         reads = _attempt_reads(d)
-        return lambda: _CursorSeek(d, reads)
+        reach_rx = reach_pattern(reads) if reads else None
+        return lambda: _CursorSeek(d, reads, reach_rx)
     if kind == _LITERAL:
         literals = d.strategy.literals
         return lambda: _LiteralSeek(literals)

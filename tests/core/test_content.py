@@ -649,6 +649,18 @@ FIELD_CASES: list[tuple[str, dict[str, Any], Any, bool]] = [
     ("text", {}, {"x": "{missing}"}, False),
     ("kv-lines", {}, {"function": {"name": "{fn}", "arguments": "{content}"}}, False),
     ("json", {}, {"x": "{content}"}, True),
+    # xml-inline with a tag pattern alone (compiled: `_plain_xml_inline`), qwen3_xml's and one whose
+    # key group can stay out of a match (the generic path's error)
+    (
+        "xml-inline",
+        {
+            "tag_pattern": "<parameter=(?P<key>[^>\\n]+)>\\n?(?P<value>.*?)(?:\\n?</parameter>(?=\\s{0,64}"
+            "(?:<parameter=|</function>|\\Z))|\\n(?=<parameter=|</function>)|\\n?\\Z)"
+        },
+        {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+        False,
+    ),
+    ("xml-inline", {"tag_pattern": "<(?:(?P<key>\\w+)|!)>(?P<value>[^<]*)"}, None, False),
 ]
 
 
@@ -666,6 +678,9 @@ FIELD_CASES: list[tuple[str, dict[str, Any], Any, bool]] = [
                 "a: 1\nb: 2",
                 '[{"content": 1, "name": "n", "arguments": null}]',
                 '{"name": {"x": 1}}',
+                "<parameter=city>\nParis\n</parameter>\n<parameter=days>\n0\n</parameter>\n",
+                "<parameter=a>\n1\n<parameter=a>\n2\n</function>",
+                "<a>1<b>2<!>3<a>4",
             ]
         ),
     ),
@@ -690,6 +705,38 @@ def test_process_field_matches_reference(
         **vars(field), process=compile_processor("tool_calls", content, content_args, transform, each)
     )
     check(lambda: process_field(body, compiled, captures), lambda: ref.process_field(body, field, captures))
+
+
+_XML_BODIES = [
+    "<parameter=city>\nParis\n</parameter>\n<parameter=days>\n0\n</parameter>\n",
+    "<parameter=a>\n1\n<parameter=a>\n2\n</function>",
+    "<parameter=a>\n1",
+    "",
+    "no tag",
+    "<a>1<b>2<!>3<a>4",
+    "<a>1<b>2",
+]
+
+
+@pytest.mark.parametrize("case", [c for c in FIELD_CASES if c[0] == "xml-inline"])
+@pytest.mark.parametrize("body", _XML_BODIES)
+def test_compiled_xml_inline_matches_reference(
+    case: tuple[str, dict[str, Any], Any, bool], body: str
+) -> None:
+    # The compiled tag scan (`_plain_xml_inline`) on every xml body (the property test above draws
+    # them rarely): the reference's values, and its errors through the generic path.
+    content, content_args, transform, each = case
+    field = SimpleNamespace(
+        name="tool_calls",
+        content=content,
+        content_args=content_args,
+        transform=transform,
+        transform_each=each,
+    )
+    processor = compile_processor("tool_calls", content, content_args, transform, each)
+    assert processor is not None
+    captures = {"name": "f"}
+    check(lambda: processor.fn(body, captures), lambda: ref.process_field(body, field, captures))
 
 
 def test_compiled_templates_pickle() -> None:

@@ -820,6 +820,20 @@ def test_attempt_reads_bound_what_a_regex_attempt_reads(data: st.DataObject, sou
         ), (source, text, s, cut)
 
 
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), source=st.sampled_from(_READ_SOURCES))
+def test_reach_pattern_is_reach(data: st.DataObject, source: str) -> None:
+    # The compiled read bound (`reach_pattern`, one match) is the stepwise definition (`_reach`).
+    d = CURSOR_DELIMITERS[source]
+    reads = _oneshot._attempt_reads(d)
+    assert reads is not None
+    rx = _oneshot.reach_pattern(reads)
+    pieces = _CURSOR_PIECES + _cursor_sample(d) + [" " * 30, "\n\n", "x" * 300]
+    text = "".join(data.draw(st.lists(st.sampled_from(pieces), max_size=24)))
+    for s in range(len(text) + 1):
+        assert max(e for _, e in rx.match(text, s).regs) == min(_oneshot._reach(text, s, reads), len(text))
+
+
 def test_attempt_reads_take_lookarounds_with_runs() -> None:
     # qwen3_xml's call closer: a bounded lookbehind (read before the candidate only) and a negative
     # lookahead with a forced run; every candidate of it is decided by one `regex` match.
