@@ -375,7 +375,7 @@ class _CursorSeek(_Seek):
     def _read_end(self, buf: str, s: int) -> int:
         """One past the last position a `regex` attempt at `s` can read (see `_attempt_reads`):
         `_reach`, computed by one match of `reach_pattern(reads)` (every step a group end)."""
-        far = max([e for _, e in self.reach_rx.match(buf, s).regs])
+        far = max([e for _, e in self.reach_rx.match(buf, s).regs])  # type: ignore[union-attr]
         n = len(buf)
         return (far if far < n else n) + 1
 
