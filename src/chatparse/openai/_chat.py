@@ -390,15 +390,16 @@ class ChatParser:
                         s.abandon()
             if pieces:
                 self._text_deltas(name, pieces, deltas)
-            if entries and self._auto is None:
-                # A call follows the text: keep the text before it as written (its trailing
-                # whitespace too), as canitoolcall's content-around-calls rule says. (Auto mode
-                # keeps the cleaned content of `chatparse.detect`: stripped around calls.)
-                held: list[str] = []
-                self._content.flush(held)
-                if held:
-                    self._text_deltas("content", held, deltas)
-            deltas.extend({"tool_calls": [entry]} for entry in entries)
+            if entries:
+                if self._auto is None:
+                    # A call follows the text: keep the text before it as written (its trailing
+                    # whitespace too), as canitoolcall's content-around-calls rule says. (Auto
+                    # mode keeps the cleaned content of `chatparse.detect`: stripped around calls.)
+                    held: list[str] = []
+                    self._content.flush(held)
+                    if held:
+                        self._text_deltas("content", held, deltas)
+                deltas.extend([{"tool_calls": [entry]} for entry in entries])
         return deltas
 
     def _message(self) -> dict[str, Any]:
