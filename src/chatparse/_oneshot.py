@@ -62,7 +62,17 @@ bound (`_AGAIN_KINDS`), never from inside a leading run an earlier step measured
 as qwen3_xml's name run, is asked of its own seeker, whose proof covers every query); the other
 delimiters' tests (`_at_test`) cost at most the opener's match plus a constant, and the again
 steps' opener matches are disjoint, so the steps add linear work; anything undecided goes to the
-seekers.
+seekers. Where the other delimiters' sources join one pattern (`_joinable`), the opener and the
+tests are one match, `(?!OTHER|...)(?:OPENER)`, after the leading runs of all of them are measured
+(so the lookahead's runs are disjoint from every later step's too).
+
+The call loop (`_call_loop`): when the region an again step opened is closed by one delimiter
+alone (its watch list is its closer: a call body), the text of a call-dense output is closer,
+value, again step, closer, ... with no other decision between them; `run` hands that sequence to
+a loop that asks the same seekers the same queries and builds the same values and events, without
+the general step's routing. Anything else (a refused or missing closer, an again step that does
+not apply) goes back to `run`'s general step, which then takes the same decision from the seekers
+(they remember their answers), so the loop changes the cost per call, not a single answer.
 
 Why `_CursorSeek` is linear. The queries of one seeker never go back: `run`'s position only grows,
 and a refusal asks again from one past the answer just given, so `_Seek.first` calls `_search` with
@@ -87,8 +97,10 @@ matching path, which the overlap count charges. The `regex` attempts: `_attempt_
 pattern only when `_linear_sequence` proves each of its choices (an attempt costs at most the
 pattern's bound times the characters it reads) and gives, per choice, how far an attempt can read
 (bounded parts by their width, forced runs to the end of the maximal run, lookahead bodies by
-their width); one is run at a candidate only at or past where every earlier one could have read
-(`c_reach`), so the text they read, and the `run.match` calls that bound it, are disjoint: linear.
+their width or, with forced runs, by their own reads; a lookbehind reads at most
+`_rx.MAX_LOOKBEHIND` characters before the candidate, once per candidate); one is run at a
+candidate only at or past where every earlier one could have read (`c_reach`, one match of
+`reach_pattern`), so the text they read, and the matches that bound it, are disjoint: linear.
 A candidate inside that text (the `<` of `<function=<function=...`) goes to the matcher.
 
 Refusals are those of the streaming scanner: a zero-width match at the position of the previous
