@@ -143,6 +143,7 @@ from ._scan import (
     _unwrap,
 )
 from ._template import Template
+from .tools import coerce_tool_calls
 
 __all__ = ["Bail", "FastWatch", "parse", "parse_events", "plan_for", "run", "stream_end"]
 
@@ -1190,6 +1191,11 @@ def _call_loop(
     name = calls.name
     dirty = f.dirty
     emit_from = parser._emit_from
+    # A repeating field's value joins its list (`ResponseParser._value` without its frames: the
+    # compiled value path, the tools' coercion, the append); other fields go through `_value`.
+    process = f.process.fn if f.process is not None and f.repeats and f.join is None else None
+    tools = parser._tools
+    output = parser._output
     zw = -1
     while True:
         # -- the closer: its first match, unless refused (the general path decides those) --------
@@ -1211,22 +1217,29 @@ def _call_loop(
             new_caps = sk.captures(buf)
             if new_caps:
                 caps.update(new_caps)
-        parser._captures = caps
-        if append is None:
-            try:
-                value_of(f, buf[pos:s])
-            except _MALFORMED as e:
-                parser._malformed.add(name)
-                if first_error is None:
-                    first_error = e
-        else:
+        if append is not None:
             a = pos if pos >= emit_from else emit_from
             if a < s:
                 append({"type": "region_chunk", "field": name, "text": buf[a:s], "dirty": dirty})
-            try:
+        try:
+            values = output.get(name) if process is not None else False
+            if values is None or isinstance(values, list):
+                value = process(buf[pos:s], caps)  # type: ignore[misc]
+                if tools:
+                    value = coerce_tool_calls(value, tools)
+                if values is None:
+                    output[name] = [value]
+                else:
+                    values.append(value)
+            else:
+                parser._captures = caps
                 value = value_of(f, buf[pos:s])
-            except _MALFORMED as e:
-                parser._malformed.add(name)
+        except _MALFORMED as e:
+            parser._malformed.add(name)
+            if append is None:
+                if first_error is None:
+                    first_error = e
+            else:
                 append(
                     {
                         "type": "region_malformed",
@@ -1238,7 +1251,8 @@ def _call_loop(
                         "body_end": s,
                     }
                 )
-            else:
+        else:
+            if append is not None:
                 append(
                     {
                         "type": "region_close",

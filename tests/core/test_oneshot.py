@@ -339,6 +339,10 @@ def test_call_loop_agrees_with_the_streaming_parser(text: str) -> None:
     # text between calls, a cut-off call, an escape before the closer).
     assert_same(text, CATALOG["qwen3"])
     assert_same(text, CATALOG["qwen3"], tools=[{"type": "function", "function": {"name": "f"}}])
+    # defaults holding the repeating field: a list the calls join, a string they cannot
+    for default in ([{"type": "function", "function": {"name": "d", "arguments": {}}}], "x"):
+        spec = {**CATALOG["qwen3"], "defaults": {"role": "assistant", "tool_calls": default}}
+        assert_same(text, spec)
 
 
 def test_again_step_on_runs_after_calls_stays_linear() -> None:
