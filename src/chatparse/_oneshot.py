@@ -1196,22 +1196,32 @@ def _call_loop(
     process = f.process.fn if f.process is not None and f.repeats and f.join is None else None
     tools = parser._tools
     output = parser._output
+    # a one-literal closer is found with `str.find` itself (the seeker's answer without its
+    # memory: each search starts past the previous match, so they never overlap)
+    lit = sk.literals[0] if type(sk) is _LiteralSeek and len(sk.literals) == 1 else None
     zw = -1
     while True:
         # -- the closer: its first match, unless refused (the general path decides those) --------
-        s = sk.first(buf, pos)
-        if s >= n:
-            return True, pos, caps, zw, first_error
-        end = sk.end
-        if s == end == zw:
-            return True, pos, caps, zw, first_error
-        if quote:
-            guard: Any = _QuoteGuard(pos)
-        elif strings:
-            guard = StringGuard(pos, f.string_guard, f.string_quotes, False)
+        if lit is not None:
+            s = buf.find(lit, pos)
+            if s < 0:
+                return True, pos, caps, zw, first_error
+            end = s + len(lit)
         else:
-            guard = None
-        if guard is not None and guard.inside(buf, s):
+            s = sk.first(buf, pos)
+            if s >= n:
+                return True, pos, caps, zw, first_error
+            end = sk.end
+            if s == end == zw:
+                return True, pos, caps, zw, first_error
+        if quote:
+            # `_QuoteGuard(pos).inside(buf, s)`, its parity case inline
+            if buf.find("\\", pos, s) < 0:
+                if buf.count('"', pos, s) & 1:
+                    return True, pos, caps, zw, first_error
+            elif _QuoteGuard(pos).inside(buf, s):
+                return True, pos, caps, zw, first_error
+        elif strings and StringGuard(pos, f.string_guard, f.string_quotes, False).inside(buf, s):
             return True, pos, caps, zw, first_error
         if close_caps:
             new_caps = sk.captures(buf)

@@ -305,19 +305,21 @@ class ToolTable(dict):
 
     def types_of(self, name: str) -> dict[Any, tuple[str, ...]]:
         """`{parameter: schema_types(its schema)}` of the tool `name` (which must be in the table),
-        with `()` for a parameter none of whose types casts (`string` and unknown types: `coerce`
-        returns its text unchanged, so the call is not made)."""
+        for the parameters at least one of whose types casts (`string` and unknown types: `coerce`
+        returns its text unchanged, so the call is not made, and the parameter is left out)."""
         got = self._types.get(name)
         if got is None:
             got = self._types[name] = {
-                k: types if _CASTING.intersection(types) else ()
+                k: types
                 for k, types in ((k, schema_types(v)) for k, v in self[name].items())
+                if _CASTING.intersection(types)
             }
         return got
 
 
 #: the JSON-schema types `coerce` casts text to (any other type keeps the text)
 _CASTING = frozenset({"integer", "number", "boolean", "null", "object", "array"})
+_ABSENT = object()
 
 
 def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:
@@ -330,14 +332,18 @@ def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:
     properties = table.get(name)
     if not properties:
         return value
-    types = table.types_of(name) if isinstance(table, ToolTable) else None
+    # Only the parameters whose types cast can change (`coerce` returns any other text as it is),
+    # each looked up in the arguments: the same assignments in any order (a new arguments dict
+    # keeps the old order).
+    if isinstance(table, ToolTable):
+        casting = table.types_of(name)
+    else:
+        casting = {
+            k: t for k, t in ((k, schema_types(v)) for k, v in properties.items()) if _CASTING.intersection(t)
+        }
     new_arguments: dict[Any, Any] | None = None
-    for key, argument in arguments.items():
-        if key not in properties:
-            continue
-        declared = types[key] if types is not None else schema_types(properties[key])
-        if not declared:
-            continue
+    for key, declared in casting.items():
+        argument = arguments.get(key, _ABSENT)
         if isinstance(argument, str):
             new = coerce(argument, declared)
             changed = new is not argument
