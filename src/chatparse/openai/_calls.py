@@ -222,6 +222,21 @@ class ToolCallAssembler:
             "function": {"name": name, "arguments": arguments},
         }
 
+    def _add(self, name: str, call_id: str | None, arguments: str, out: list[dict]) -> None:
+        """A call sent whole at its close: `_announce` then `_store`, with no region of its own."""
+        index = self._next
+        self._next += 1
+        call_id = call_id or self.id_factory()
+        out.append(
+            {
+                "index": index,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+        )
+        self._keep(index, call_id, name, arguments)
+
     # -- events ----------------------------------------------------------------------------------
 
     def open(self, f: Field, captures: dict[str, str], body_start: int, out: list[dict]) -> None:
@@ -301,10 +316,7 @@ class ToolCallAssembler:
                     {"index": None, "name": name, "reason": "unknown_tool", "streamed": False}
                 )
                 continue
-            sub = _Region(r.field, r.captures, r.body_start)
-            frag = self._announce(sub, name, call.get("id"), _encode_args(args))
-            out.append(frag)
-            self._store(sub)
+            self._add(name, call.get("id"), _encode_args(args), out)
 
     def _finish_announced(self, r: _Region, args: dict[str, Any], out: list[dict]) -> None:
         text = _encode_args(args)
@@ -330,12 +342,16 @@ class ToolCallAssembler:
 
     def _store(self, r: _Region) -> None:
         assert r.index is not None
-        if self._is_unknown(r.name):
-            self.unknown.append({"index": r.index, "name": r.name})
-        self.calls[r.index] = {
-            "id": r.call_id,
+        self._keep(r.index, r.call_id, r.name, r.sent)
+
+    def _keep(self, index: int, call_id: str, name: str, arguments: str) -> None:
+        """Record a finished call for the message (and an unknown tool for the report)."""
+        if self._is_unknown(name):
+            self.unknown.append({"index": index, "name": name})
+        self.calls[index] = {
+            "id": call_id,
             "type": "function",
-            "function": {"name": r.name, "arguments": r.sent},
+            "function": {"name": name, "arguments": arguments},
         }
 
     def malformed(self, error: Exception, text: str, truncated: bool) -> None:
