@@ -691,6 +691,11 @@ FIELD_CASES: list[tuple[str, dict[str, Any], Any, bool]] = [
 def test_process_field_matches_reference(
     case: tuple[str, dict[str, Any], Any, bool], body: str, captures: dict[str, str]
 ) -> None:
+    check_field(case, body, captures)
+
+
+def check_field(case: tuple[str, dict[str, Any], Any, bool], body: str, captures: dict[str, str]) -> None:
+    """`process_field` of the field `case` describes, generic and compiled, against the reference."""
     content, content_args, transform, each = case
     field = SimpleNamespace(
         name="tool_calls",
@@ -725,18 +730,8 @@ def test_compiled_xml_inline_matches_reference(
 ) -> None:
     # The compiled tag scan (`_plain_xml_inline`) on every xml body (the property test above draws
     # them rarely): the reference's values, and its errors through the generic path.
-    content, content_args, transform, each = case
-    field = SimpleNamespace(
-        name="tool_calls",
-        content=content,
-        content_args=content_args,
-        transform=transform,
-        transform_each=each,
-    )
-    processor = compile_processor("tool_calls", content, content_args, transform, each)
-    assert processor is not None
-    captures = {"name": "f"}
-    check(lambda: processor.fn(body, captures), lambda: ref.process_field(body, field, captures))
+    assert compile_processor("tool_calls", *case) is not None
+    check_field(case, body, {"name": "f"})
 
 
 def test_compiled_templates_pickle() -> None:
