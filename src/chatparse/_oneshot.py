@@ -1196,9 +1196,12 @@ def _call_loop(
     process = f.process.fn if f.process is not None and f.repeats and f.join is None else None
     tools = parser._tools
     output = parser._output
-    # a one-literal closer is found with `str.find` itself (the seeker's answer without its
-    # memory: each search starts past the previous match, so they never overlap)
+    # A one-literal closer is found with `str.find` itself, a one-lead `C* REST` closer
+    # (`_LeadRunSeek`) with its first lead's candidate: the seeker's answer without its memory
+    # (each search starts past the previous match, so they never overlap); a lead where the
+    # pattern fails goes to the seeker, which tries the next ones.
     lit = sk.literals[0] if type(sk) is _LiteralSeek and len(sk.literals) == 1 else None
+    lead = sk.leads[0] if type(sk) is _LeadRunSeek and len(sk.leads) == 1 and not close_caps else None
     zw = -1
     while True:
         # -- the closer: its first match, unless refused (the general path decides those) --------
@@ -1207,6 +1210,15 @@ def _call_loop(
             if s < 0:
                 return True, pos, caps, zw, first_error
             end = s + len(lit)
+        elif lead is not None:
+            p = buf.find(lead, pos)
+            if p < 0:
+                return True, pos, caps, zw, first_error
+            s = sk.back.match(buf, pos, p).start()
+            m = sk.rx.match(buf, s)
+            if m is None:
+                return True, pos, caps, zw, first_error
+            end = m.end()
         else:
             s = sk.first(buf, pos)
             if s >= n:

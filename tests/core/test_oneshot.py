@@ -345,6 +345,27 @@ def test_call_loop_agrees_with_the_streaming_parser(text: str) -> None:
         assert_same(text, spec)
 
 
+_DS_CALL = '<｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{"a": 1}\n```<｜tool▁call▁end｜>'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<｜tool▁calls▁begin｜>" + _DS_CALL * 3 + "<｜tool▁calls▁end｜>",
+        # the closer's lead where its pattern fails (a code fence in an argument), then the closer
+        _DS_CALL + _DS_CALL.replace('{"a": 1}', '{"a": "```x"}') + _DS_CALL,
+        _DS_CALL
+        + _DS_CALL.replace("```<｜tool▁call▁end｜>", "``` \n\n ```  \n<｜tool▁call▁end｜>")
+        + _DS_CALL,
+        _DS_CALL + _DS_CALL.replace("```<｜tool▁call▁end｜>", "```"),  # no closer: cut off
+        _DS_CALL + "\n\n" + _DS_CALL + " text " + _DS_CALL,
+    ],
+)
+def test_call_loop_lead_run_closer_agrees_with_the_streaming_parser(text: str) -> None:
+    # DeepSeek's `\s*```\s*<｜tool▁call▁end｜>`: the call loop's first-lead candidate and its exits.
+    assert_same(text, CATALOG["deepseek_v3"])
+
+
 def test_again_step_on_runs_after_calls_stays_linear() -> None:
     # Each call is followed by a long whitespace run that ends in prose: the again step's opener
     # (`\s*<tool_call>`) crosses the run and fails, the seekers then decide; no run is crossed
