@@ -1205,20 +1205,10 @@ def _call_loop(
     zw = -1
     while True:
         # -- the closer: its first match, unless refused (the general path decides those) --------
-        if lit is not None:
-            s = buf.find(lit, pos)
+        if lit is not None or lead is not None:
+            s, end = _closer_at(buf, pos, lit, lead, sk)
             if s < 0:
                 return True, pos, caps, zw, first_error
-            end = s + len(lit)
-        elif lead is not None:
-            p = buf.find(lead, pos)
-            if p < 0:
-                return True, pos, caps, zw, first_error
-            s = sk.back.match(buf, pos, p).start()
-            m = sk.rx.match(buf, s)
-            if m is None:
-                return True, pos, caps, zw, first_error
-            end = m.end()
         else:
             s = sk.first(buf, pos)
             if s >= n:
@@ -1313,6 +1303,22 @@ def _call_loop(
             )
         pos = found_end
         zw = -1
+
+
+def _closer_at(buf: str, pos: int, lit: str | None, lead: str | None, sk: Any) -> tuple[int, int]:
+    """`_call_loop`'s own closer search from `pos`: the first occurrence of the literal `lit`, or
+    the match of `_LeadRunSeek` `sk` at its first `lead` (the run before the lead, the pattern
+    there); `(start, end)`, or `(-1, read)` when that is not the answer (no lead, or the pattern
+    fails at the first one: the seeker then decides), `read` the end of the text searched."""
+    if lit is not None:
+        s = buf.find(lit, pos)
+        return (s, s + len(lit)) if s >= 0 else (-1, len(buf))
+    p = buf.find(lead, pos)  # type: ignore[arg-type]
+    if p < 0:
+        return -1, len(buf)
+    s = sk.back.match(buf, pos, p).start()
+    m = sk.rx.match(buf, s)
+    return (s, m.end()) if m is not None else (-1, p + len(lead))  # type: ignore[arg-type]
 
 
 class Plan:

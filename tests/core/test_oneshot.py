@@ -202,9 +202,19 @@ def counting_fast() -> Iterator[collections.Counter]:
             return found
 
         _oneshot._Again.open_at = again_open_at  # type: ignore[method-assign]
+        closer_at = _oneshot._closer_at
+
+        def counted_closer_at(buf: str, pos: int, *args: Any) -> Any:
+            # the call loop's own closer searches: the text up to the closer found (or the end)
+            s, e = closer_at(buf, pos, *args)
+            counts["span:closer"] += e - pos + 1
+            return s, e
+
+        _oneshot._closer_at = counted_closer_at
         try:
             yield counts
         finally:
+            _oneshot._closer_at = closer_at
             _oneshot._Again.open_at = open_at  # type: ignore[method-assign]
             for cls, original in patched:
                 cls._search = original  # type: ignore[method-assign]
@@ -364,6 +374,17 @@ _DS_CALL = '<｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{"a
 def test_call_loop_lead_run_closer_agrees_with_the_streaming_parser(text: str) -> None:
     # DeepSeek's `\s*```\s*<｜tool▁call▁end｜>`: the call loop's first-lead candidate and its exits.
     assert_same(text, CATALOG["deepseek_v3"])
+
+
+def test_call_loop_exits_stay_linear() -> None:
+    # Every call leaves the call loop (a lead its pattern fails at, a closer in a string) and the
+    # general step takes it back: the loop's own searches and the seekers' add up linearly.
+    fenced = _DS_CALL.replace('{"a": 1}', '{"a": "```x"}')
+    quoted = '<tool_call>\n{"name": "f", "arguments": {"a": "</tool_call>"}}\n</tool_call>'
+    for t, call in ((CATALOG["deepseek_v3"], fenced), (CATALOG["qwen3"], quoted)):
+        small = _fast_work(t, call * 100)
+        large = _fast_work(t, call * 200)
+        assert large <= 2.3 * small + 200, (small, large)
 
 
 def test_again_step_on_runs_after_calls_stays_linear() -> None:
