@@ -1167,10 +1167,10 @@ def _call_loop(
 ) -> tuple[bool, int, dict, int, BaseException | None]:
     """From the start of the body of a region that `again`'s opener opened (`pos`): close it at its
     closer's first match and take the again step, as long as both are the plain case; that is
-    `run`'s loop specialised to this sequence (the same seekers asked the same queries, the same
-    values and events in the same order: with `append`, each call's `region_chunk`,
-    `region_close` or `region_malformed`, and the next `region_open`), without its per-iteration
-    routing.
+    `run`'s loop specialised to this sequence (the same decisions, from the seekers or, for a
+    literal or one-lead closer, from the same searches done here (`_closer_at`); the same values
+    and events in the same order: with `append`, each call's `region_chunk`, `region_close` or
+    `region_malformed`, and the next `region_open`), without its per-iteration routing.
 
     Returns `(inside, pos, caps, zw, error)`. `inside`: stopped in the region, whose body starts at
     `pos` (its closer is not the plain case: refused, missing); else stopped after a close, at
