@@ -59,9 +59,9 @@ run, each group is taken exactly when its lead is there. A delimiter that is a c
 alternation whose every branch is one (Kimi K2's call opener), has walks (`Delimiter.walks`): its
 cursor (`ChainCursor`) decides a candidate by walking the branches in priority order (`startswith`,
 one C run match per run) instead of a matcher attempt, stops the walk where the text ends and
-resumes it there (a walk stopped inside a literal, a run or the tail is kept by `decide` itself
-while the new text leaves it stopped there: `_stopped_again`); its captures come from one `regex`
-match at the committed start. When the leftmost lead the prefilter finds is a lead of chains that
+resumes it there (a walk that the new text leaves stopped in the same literal, run or tail is kept
+without walking: `_stopped_again`, asked by `ChainCursor.still_live` and, for the scanner's own
+walk, by `decide` itself); its captures come from one `regex` match at the committed start. When the leftmost lead the prefilter finds is a lead of chains that
 no other lead of the watch list begins, is begun by or holds, and that no leading loop of the list
 can run over (`_chain_leads`), only the branches of that delimiter with that lead can match at or
 before it: the scanner walks them itself (`Scanner._chain_decide`), with no cursor (a call body's
@@ -1274,7 +1274,6 @@ class ChainCursor(Cursor):
             return (MATCH, self.found[0], self.found[1])
         n = len(buf)
         walks = self._walks
-        last = len(walks) - 1
         while True:
             walk = self.walk
             if walk is None:
@@ -1286,11 +1285,10 @@ class ChainCursor(Cursor):
             else:
                 s, b, k, p, r = walk
                 self.walk = None
-            while True:
-                status, k, p, r = _walk(walks[b], buf, k, p, r, eos)
-                if status != NONE or b == last:
-                    break
-                b, k, p, r = b + 1, 0, s, -1  # the next branch, from the start
+            status, k, p, r = _walk(walks[b], buf, k, p, r, eos)
+            while status == NONE and b + 1 < len(walks):
+                b += 1  # the next branch, from the start
+                status, k, p, r = _walk(walks[b], buf, 0, s, -1, eos)
             if status == LIVE:
                 self.walk = (s, b, k, p, r)
                 return (LIVE, s, 0)
@@ -1345,7 +1343,22 @@ def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> t
             if not eos and n - p < len(el) and el.startswith(buf[p:]):
                 return (LIVE, k, p, -1)
             return (NONE, k, p, r)
-        if len(el) == 2:
+        size = len(el)
+        if size == 3:  # a run
+            if r < 0:
+                r = p
+            e = el[0].run_re.match(buf, p).end()
+            hi = el[2]
+            if hi is not None and e - r > hi:
+                return (NONE, k, p, r)  # the run stops at `hi` before a character of its class
+            if e == n and not eos:
+                return (LIVE, k, e, r)
+            if e - r < el[1]:
+                return (NONE, k, p, r)
+            p, r = e, -1
+            k += 1
+            continue
+        if size == 2:
             # An optional group's lead `(L, index after the group)`: taken when the text begins
             # with L (nothing after the group can start there), else skipped.
             lead = el[0]
@@ -1361,16 +1374,6 @@ def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> t
             r = p
         e = el[0].run_re.match(buf, p).end()
         hi = el[2]
-        if len(el) == 3:
-            if hi is not None and e - r > hi:
-                return (NONE, k, p, r)  # the run stops at `hi` before a character of its class
-            if e == n and not eos:
-                return (LIVE, k, e, r)
-            if e - r < el[1]:
-                return (NONE, k, p, r)
-            p, r = e, -1
-            k += 1
-            continue
         # The optional tail `(?:C{lo,hi}(?=L1|L2...))?`, last: taken when the whole run is followed
         # by one of the literals (a shorter run leaves a class character there, which none starts
         # with), else the match ends before it.
@@ -2082,7 +2085,10 @@ class Scanner:
         "_tail_lead",
         "chains",
         "_catt",
+        "_cwalks",
     )
+
+    _cwalks: tuple[int, Any, list[list[Any]], bool]
 
     def __init__(
         self, watch: WatchList, q: int, states: dict[int, Any], guard: StringGuard | None = None
@@ -2126,15 +2132,16 @@ class Scanner:
         self._tail_lead = ""  # and the lead it begins
         # Under a JSON string guard too, when no value close competes and no leading loop can
         # run up to a lead (Kimi K2's call closer): a walk's start is checked outside strings.
-        gp = watch.prefilter
-        self.chains = (
-            watch.chains
-            if guard is None or (not guard.value_close and gp is not None and not gp.loops and not gp.at0)
-            else None
-        )
-        # `_chain_decide`'s walk in progress: (entry, its walks, exhaustive, start, lead position,
-        # walk, element, position, start of the run in progress or -1)
-        self._catt: tuple[int, list[list[Any]], bool, int, int, int, int, int, int] | None = None
+        self.chains = watch.chains
+        if guard is not None and self.chains is not None:
+            gp = watch.prefilter
+            if guard.value_close or gp is None or gp.loops or gp.at0:
+                self.chains = None
+        # `_chain_decide`'s walk in progress: (entry, the walked branch's elements, start, lead
+        # position, element, position, start of the run in progress or -1); `_cwalks` (set with
+        # it) is what the lead it started at maps to in `chains` (the branches to walk next if it
+        # fails)
+        self._catt: tuple[int, list[Any], int, int, int, int, int] | None = None
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
@@ -2261,19 +2268,19 @@ class Scanner:
             # tokens): while the new text leaves it stopped at the same element (`_stopped_again`),
             # `_walk` would stop there too (`_chain_decide`'s hold at the walk's start): asked
             # without the two calls.
-            el = catt[1][catt[5]][catt[6]]
-            p = catt[7]
+            el = catt[1][catt[4]]
+            p = catt[5]
             if type(el) is str:
                 if len(buf) - p < len(el) and el.startswith(buf[p:]):
-                    return self._hold_at(catt[3])
+                    return self._hold_at(catt[2])
             else:
                 # (a group's lead, a run that the new text extends to its end, or the optional
                 # tail waiting for one of its literals)
-                e = _stopped_again(el, buf, p, catt[8])
+                e = _stopped_again(el, buf, p, catt[6])
                 if e >= 0:
                     if e != p:
-                        self._catt = catt[:7] + (e, catt[8])
-                    return self._hold_at(catt[3])
+                        self._catt = catt[:5] + (e, catt[6])
+                    return self._hold_at(catt[2])
         char = self._char
         if char is not None and not eos and self.live is None:
             # The per-token path, inlined: no lead character in the new text, and the last
@@ -2386,12 +2393,14 @@ class Scanner:
         walk is in progress the hold starts at or before a lead, which keeps the per-token path
         of `decide` (no lead character in the new text) off."""
         chains = self.chains
-        guard = self.guard
-        pre = self._pre if guard is None else self._gpre
+        pre = self._pre
+        if pre is None:
+            pre = self._gpre  # (under a guard)
         assert chains is not None and pre is not None
         att = self._catt
         while True:
             if att is None:
+                guard = self.guard
                 h = self._prefiltered(buf, pre)
                 if h >= 0:
                     if guard is not None and h < len(buf):
@@ -2412,24 +2421,28 @@ class Scanner:
                 s = run_start(loop, buf, q, i) if loop is not None else i
                 if guard is not None and guard.inside(buf, s):
                     return None
-                b, k, p, r = 0, 0, i, -1
+                elements = walks[0]
+                self._cwalks = got  # (the other branches, read when a walk fails)
+                k, p, r = 0, i, -1
             else:
-                j, walks, exhaustive, s, i, b, k, p, r = att
+                j, elements, s, i, k, p, r = att
                 att = self._catt = None
-            last = len(walks) - 1
-            while True:
-                status, k, p, r = _walk(walks[b], buf, k, p, r, False)
-                if status != NONE or b == last:
-                    break
-                b, k, p, r = b + 1, 0, i, -1  # the next branch with this lead, from the lead
+            status, k, p, r = _walk(elements, buf, k, p, r, False)
+            if status == NONE:
+                walks = self._cwalks[2]
+                b = next(x for x, w in enumerate(walks) if w is elements)
+                while status == NONE and b + 1 < len(walks):
+                    b += 1  # the next branch with this lead, from the lead
+                    elements = walks[b]
+                    status, k, p, r = _walk(elements, buf, 0, i, -1, False)
             if status == LIVE:
-                self._catt = (j, walks, exhaustive, s, i, b, k, p, r)
+                self._catt = (j, elements, s, i, k, p, r)
                 self._searched = s
                 return self._hold_at(s)
             if status == MATCH:
                 w = self.entries[j]
-                return Commit(w, s, p, _captures(w.delimiter, buf, s, False, walked=True))
-            if not exhaustive:
+                return Commit(w, s, p, _captures(w.delimiter, buf, s, False, None, True))
+            if not self._cwalks[3]:
                 return None  # a branch that is not a chain may match there: the cursors decide
             # No match starts at or before the lead at `i`: look for the next one after it.
             self.q = self._searched = i + 1
