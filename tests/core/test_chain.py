@@ -57,6 +57,8 @@ WALKED = [
     r"<b>|<a>\d+\s*<c>",  # an alternation of chains
     r"<a>|<a>b",  # (the first branch wins where both match)
     r"\s*<t>|<t>x",
+    r"(?:ab)?a",  # a leading optional group tried taken, then skipped
+    r"(?:ab)??a",  # (lazy: skipped, then taken)
 ]
 # A leading alternation with branches that are not chains: only the owned lead's walks run, and
 # their failing leaves the place to the cursors (qwen3_xml's call closer, shortened).
@@ -70,6 +72,7 @@ NOT_CHAINS = [
     r"<a>(?:x)?+x+<b>",  # a possessive optional literal keeps it from the run
     r"<a>(?:x)?\w{1,3}<b>",  # the run after the optional literal is bounded
     r"<a>(?:b)?",  # a group at the end
+    r"(?:ab)?+a",  # a possessive group never gives back what it took: no branches to walk
     r"<a>\s*",  # a run at the end
     r"[^<]*\s*<a>",  # two runs in a row
     r"\s+<a>",  # a leading run that must be non-empty
