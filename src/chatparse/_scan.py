@@ -38,6 +38,9 @@ this is the per-token fast path. A tail that begins a long literal lead is then 
 `startswith` on later feeds, not searched for again. In a region with a JSON string guard the
 prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run);
 without a leading loop or a value close, a feed with no lead character takes the same inlined path.
+An unguarded watch list of one literal lead and no leading loop (qwen3_xml's call bodies, watching
+`</function>`) also decides there a feed with the lead's first character but not the lead
+(`<parameter=`): a hold at a tail that begins the lead, or nothing held.
 
 While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
 asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
@@ -2116,6 +2119,7 @@ class Scanner:
         "chains",
         "_catt",
         "_cwalks",
+        "_lead1",
     )
 
     _cwalks: tuple[int, Any, list[list[Any]], bool]
@@ -2157,6 +2161,13 @@ class Scanner:
             # the same inlined path.
             self._char = gpre.char
             self._maxlen = gpre.maxlen - 1
+        # One literal lead and no leading loop, unguarded: the per-token path also decides a feed
+        # with the lead's first character but not the lead (see `decide`).
+        self._lead1 = (
+            pre.literals[0]
+            if self._char is not None and pre is not None and len(pre.literals) == 1 and not pre.loops
+            else None
+        )
         self._tails: list[_RunTail] = []
         self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
         self._tail_lead = ""  # and the lead it begins
@@ -2338,6 +2349,26 @@ class Scanner:
                 h = self._hold
                 h.at = n
                 return h
+            one = self._lead1
+            if one is not None and n > q:
+                # A watch list with one literal lead and no leading loop (a call body's closer,
+                # `</function>`): the lead's first character without the lead (`<parameter=`)
+                # holds at a tail that begins the lead, else releases everything, as the
+                # prefilter would, without it.
+                c = buf.find(char, start if start > q else q)
+                if buf.find(one, c) < 0:
+                    j = n - len(one) + 1
+                    j = buf.find(char, j if j > c else c)
+                    while j >= 0 and not one.startswith(buf[j:]):
+                        j = buf.find(char, j + 1)
+                    self._searched = n
+                    if j >= 0:
+                        self._tail_at, self._tail_lead = j, one
+                        n = j
+                    self.q = n
+                    h = self._hold
+                    h.at = n
+                    return h
         if self.chains is not None and not eos and self.live is None:
             chained = self._chain_decide(buf)
             if chained is not None:

@@ -388,12 +388,31 @@ def test_qwen3_xml_calls_run_no_matcher_attempt() -> None:
     assert many["_scan"] == few["_scan"] <= 4, (few, many)
 
 
+def test_a_body_character_that_begins_no_closer_takes_the_per_token_path() -> None:
+    """In a call body whose watch list has one literal lead and no leading loop (qwen3_xml's
+    `</function>`), a feed with `<` but not the lead (`<parameter=`, `</parameter>`) is decided by
+    `decide`'s per-token path: it holds at a tail that begins the lead, else releases everything,
+    without the prefilter or the scanner's walk. One character per feed, a call with one
+    parameter: 4 prefilter passes and 9 `_chain_decide` calls (before: 9 and 14)."""
+    t = chatparse.load_response_template(catalog.get("qwen3_xml"))
+    counts = []
+    for n in (5, 25):
+        with count_calls((_scan.Scanner, "_prefiltered"), (_scan.Scanner, "_chain_decide")) as c:
+            message = stream_chars(t, "Sure.\n" + QWEN3_XML_CALL * n)
+        assert len(message["tool_calls"]) == n
+        counts.append(c)
+    few, many = counts
+    assert (many["_prefiltered"] - few["_prefiltered"]) / 20 <= 5, (few, many)
+    assert (many["_chain_decide"] - few["_chain_decide"]) / 20 <= 10, (few, many)
+
+
 def test_a_walk_stopped_in_a_run_or_the_tail_is_kept_without_walking() -> None:
     """A scanner's walk stopped at the end of the text in a run that the new text extends (a
     function name), or in Kimi K2's closer tail waiting for the next `<|tool_call_begin|>`, is kept
     by `decide` itself (`_stopped_again`), as one stopped in a literal is: `_chain_decide` runs
     for the feeds that move the walk to another element. One character per feed, a call: DeepSeek
-    V3 about 9 (before: 20), Kimi K2 8 (47), qwen3_xml 18 (31)."""
+    V3 about 9 (without it: 20), Kimi K2 8 (47), qwen3_xml 9 (27; 14 before the per-token path took
+    the body's `<`)."""
     deepseek = _counted(20)["_chain_decide"] / 20
     kimi = _per_call("kimi_k2", _kimi_text)
     qwen = _per_call("qwen3_xml", lambda n: "Sure.\n" + QWEN3_XML_CALL * n)
