@@ -64,15 +64,17 @@ cursor (`ChainCursor`) decides a candidate by walking the branches in priority o
 one C run match per run) instead of a matcher attempt, stops the walk where the text ends and
 resumes it there (a walk that the new text leaves stopped in the same literal, run or tail is kept
 without walking: `_stopped_again`, asked by `ChainCursor.still_live` and, for the scanner's own
-walk, by `decide` itself); its captures come from one `regex` match at the committed start. When the leftmost lead the prefilter finds is a lead of chains that
-no other lead of the watch list begins, is begun by or holds, and that no leading loop of the list
-can run over (`_chain_leads`), only the branches of that delimiter with that lead can match at or
-before it: the scanner walks them itself (`Scanner._chain_decide`), with no cursor (a call body's
-closer, the call openers of DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a
-start outside strings). Where a branch with that lead is not a chain (qwen3_xml's call closer
-`</function>\\s*</tool_call>|</function>(?=...)|(?<=...)</function>(?!...)`), the chains before it are
-walked and only their failing leaves the place to the cursors (the matcher). Another lead goes to
-the cursors.
+walk, by `decide` itself); its captures come from one `regex` match at the committed start.
+
+When the leftmost lead the prefilter finds is a lead of chains that no other lead of the watch list
+begins, is begun by or holds, and that no leading loop of the list can run over (`_chain_leads`),
+only the branches of that delimiter with that lead can match at or before it: the scanner walks
+them itself (`Scanner._chain_decide`), with no cursor (a call body's closer, the call openers of
+DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside strings). Where a
+branch with that lead is not a chain (qwen3_xml's call closer
+`</function>\\s*</tool_call>|</function>(?=...)|(?<=...)</function>(?!...)`), the chains before it
+are walked and only their failing leaves the place to the cursors (the matcher). Another lead goes
+to the cursors.
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
