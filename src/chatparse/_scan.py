@@ -830,7 +830,10 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
     ):
         rest = _pattern_strategy_items(items[1:])
         atom = _unwrap(head.kids[0])
-        if rest.leads is not None and not rest.at0:
+        # Not before another leading loop (`[^<]*\s*<a>`): the trailing-run holds and the loop
+        # finder follow one class, and a match may start at a run of the first class before a
+        # run of the second (`b> ` in `<b> <a>`): such a shape is searched by its first characters.
+        if rest.leads is not None and not rest.at0 and not rest.loops:
             loop = _rx.CharTest(_rx.atom_source(atom), 0)
             return LoopSearch(loop, rest, head.args[1] is None)
     return _first_strategy(items)
