@@ -38,6 +38,9 @@ this is the per-token fast path. A tail that begins a long literal lead is then 
 `startswith` on later feeds, not searched for again. In a region with a JSON string guard the
 prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run);
 without a leading loop or a value close, a feed with no lead character takes the same inlined path.
+An unguarded watch list of one literal lead and no leading loop (qwen3_xml's call bodies, watching
+`</function>`) also decides there a feed with the lead's first character but not the lead
+(`<parameter=`): a hold at a tail that begins the lead, or nothing held.
 
 While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
 asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
@@ -48,18 +51,30 @@ hold point, the scan that set the hold has already decided every other cursor th
 at that position, or a next candidate after it), so the best match there is committed at once
 (`Scanner._commit_found`): a delimiter costs one cursor scan, when its lead appears, not two.
 
-A *chain* pattern (`Chain`: literals and single-class runs, every run followed by a literal whose
-first character its class rejects, such as `\\s*```\\s*<｜tool▁call▁end｜>`, perhaps ending in an
-optional tail `(?:C{lo,hi}(?=L1|L2))?` whose literals `C` rejects the first character of, as in
-Kimi K2's call closer) has one way to match at a start: each run takes its whole maximal run.
-Its cursor (`ChainCursor`) decides a candidate by a walk (`startswith`, one C run match per run)
-instead of a matcher attempt, stops the walk where the text ends and resumes it there (a walk
-stopped inside one of its literals is kept by `decide` itself while the text still begins that
-literal); its captures come from one `regex` match at the committed start.
-When the leftmost lead the prefilter finds is the lead of a chain that no other lead of the watch
-list begins or is begun by, and that no leading loop of the list can run over (`_chain_leads`),
-only that chain can match at or before it: the scanner walks it itself (`Scanner._chain_decide`),
-with no cursor (a call body's closer, DeepSeek's call opener); another lead goes to the cursors.
+A *chain* pattern (`Chain`: literals and single-class runs, every run followed only by what its
+class rejects (a literal whose first character it rejects, or a run of a class proven disjoint from
+it), such as `\\s*```\\s*<｜tool▁call▁end｜>`; optional groups led by a literal that nothing after the
+group can start with at the same place (`(?:<tool_call>\\s*)?<function=`); optional literals that the
+next run takes whole (`(?:functions\\.)?[^:<\\s]+`, left out: they change the captures only); perhaps
+ending in an optional tail `(?:C{lo,hi}(?=L1|L2))?` whose literals `C` rejects the first character
+of, as in Kimi K2's call closer) has one way to match at a start: each run takes its whole maximal
+run, each group is taken exactly when its lead is there. A delimiter that is a chain, or a leading
+alternation whose every branch is one (Kimi K2's call opener), has walks (`Delimiter.walks`): its
+cursor (`ChainCursor`) decides a candidate by walking the branches in priority order (`startswith`,
+one C run match per run) instead of a matcher attempt, stops the walk where the text ends and
+resumes it there (a walk that the new text leaves stopped in the same literal, run or tail is kept
+without walking: `_stopped_again`, asked by `ChainCursor.still_live` and, for the scanner's own
+walk, by `decide` itself); its captures come from one `regex` match at the committed start.
+
+When the leftmost lead the prefilter finds is a lead of chains that no other lead of the watch list
+begins, is begun by or holds, and that no leading loop of the list can run over (`_chain_leads`),
+only the branches of that delimiter with that lead can match at or before it: the scanner walks
+them itself (`Scanner._chain_decide`), with no cursor (a call body's closer, the call openers of
+DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside strings). Where a
+branch with that lead is not a chain (qwen3_xml's call closer
+`</function>\\s*</tool_call>|</function>(?=...)|(?<=...)</function>(?!...)`), the chains before it
+are walked and only their failing leaves the place to the cursors (the matcher). Another lead goes
+to the cursors.
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -815,7 +830,10 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
     ):
         rest = _pattern_strategy_items(items[1:])
         atom = _unwrap(head.kids[0])
-        if rest.leads is not None and not rest.at0:
+        # Not before another leading loop (`[^<]*\s*<a>`): the trailing-run holds and the loop
+        # finder follow one class, and a match may start at a run of the first class before a
+        # run of the second (`b> ` in `<b> <a>`): such a shape is searched by its first characters.
+        if rest.leads is not None and not rest.at0 and not rest.loops:
             loop = _rx.CharTest(_rx.atom_source(atom), 0)
             return LoopSearch(loop, rest, head.args[1] is None)
     return _first_strategy(items)
@@ -881,9 +899,15 @@ class Delimiter:
             self.prog = _rx.compile_pattern(source)
             assert self.prog.tree is not None
             self.strategy = pattern_strategy(self.prog.tree)
-        # A pattern whose match at a start is decided by a walk (`Chain`): scanned by a
-        # `ChainCursor`, without the matcher.
-        self.chain = chain_of(self.prog.tree) if literals is None and self.prog.tree is not None else None
+        # A pattern whose match at a start is decided by a walk (`Chain`), or by walks of the
+        # branches of its leading alternation in priority order (`branches`, when every branch is
+        # a chain): scanned by a `ChainCursor`, without the matcher (`walks`: what it walks).
+        tree = self.prog.tree if literals is None else None
+        self.chain = chain_of(tree) if tree is not None else None
+        self.branches = _branch_chains(tree, self.chain) if tree is not None else None
+        self.walks: list[list[Any]] | None = None
+        if self.branches is not None and all(b.chain is not None for b in self.branches):
+            self.walks = [b.chain.full for b in self.branches]  # type: ignore[union-attr]
         self.group_names = dict(self.prog.names)
         # Scanning runs the program with captures when no group sits inside a lookahead (captures
         # never change which path matches): the committed match then has its slots at once.
@@ -910,9 +934,71 @@ class Delimiter:
             return LiteralCursor(self, lits, state)
         if state is None:
             state = states[id(self)] = self.strategy.finder()
-        if self.chain is not None:
+        if self.walks is not None:
             return ChainCursor(self, state)
         return PatternCursor(self, state)
+
+
+def _ordered_branches(items: list[Node], depth: int = 0) -> list[list[Node]] | None:
+    """`_branches` in priority order: the sequences the pattern tries at a start, one after the
+    other (a leading alternation's branches in order; a leading greedy optional group taken, then
+    skipped, a lazy one skipped, then taken), or None when a possessive one (which never gives
+    back what it took) or too many branches lead."""
+    if not items or depth > 4:
+        return [items]
+    head = _unwrap(items[0])
+    rest = items[1:]
+    if head.op is Op.ALT:
+        out: list[list[Node]] = []
+        for k in head.kids:
+            sub = _ordered_branches(_flatten(k) + rest, depth + 1)
+            if sub is None:
+                return None
+            out.extend(sub)
+            if len(out) > _MAX_BRANCHES:
+                return None
+        return out
+    if head.op is Op.REP and head.args[:2] == (0, 1) and _unwrap(head.kids[0]).op not in _rx.ATOMS:
+        if head.args[2] == "possessive":
+            return None
+        a = _ordered_branches(_flatten(head.kids[0]) + rest, depth + 1)
+        b = _ordered_branches(rest, depth + 1)
+        if a is None or b is None or len(a) + len(b) > _MAX_BRANCHES:
+            return None
+        return a + b if head.args[2] == "greedy" else b + a
+    return [items]
+
+
+class _Branch:
+    """One branch of a delimiter's leading alternation (in priority order): its `Chain` or None,
+    the literals it starts with after its leading run (None: not only literals), and that run's
+    class (None: no leading run)."""
+
+    __slots__ = ("chain", "leads", "loop")
+
+    def __init__(self, chain: Chain | None, leads: list[str] | None, loop: _rx.CharTest | None) -> None:
+        self.chain = chain
+        self.leads = leads
+        self.loop = loop
+
+
+def _branch_chains(tree: Node, chain: Chain | None) -> list[_Branch] | None:
+    """The branches of a pattern for walks (`Delimiter.branches`): the chain itself, or the
+    branches of its leading alternation when at least one of them is a chain; else None."""
+    if chain is not None:
+        return [_Branch(chain, chain.leads, chain.loop)]
+    branches = _ordered_branches(_flatten(tree))
+    if branches is None or len(branches) < 2:
+        return None
+    out = []
+    for items in branches:
+        c = _chain_of_nodes(items)
+        if c is not None:
+            out.append(_Branch(c, c.leads, c.loop))
+            continue
+        st = _sequence_strategy(items)
+        out.append(_Branch(None, st.leads, st.loop if isinstance(st, LoopSearch) else None))
+    return out if any(b.chain is not None for b in out) else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -963,15 +1049,21 @@ class Cursor:
 
 
 def _captures(
-    d: Delimiter, buf: str, start: int, eos: bool, slots: list[int] | None = None
+    d: Delimiter,
+    buf: str,
+    start: int,
+    eos: bool,
+    slots: list[int] | None = None,
+    walked: bool = False,
 ) -> dict[str, str]:
-    """The named groups of the match of `d` at `start` (its capture slots, when known)."""
+    """The named groups of the match of `d` at `start` (its capture slots, when known; `walked`:
+    the match was found by a walk of one of its branches)."""
     names = d.group_names
     if not names:
         return {}
-    if slots is None and d.chain is not None and d.module_re is not None:
-        # A chain's match at `start` is its only path there: the `regex` module's match there
-        # is the same one, with its groups in one C call.
+    if slots is None and (walked or d.walks is not None) and d.module_re is not None:
+        # A walked match at `start` is the first branch's to match there, by its only path: the
+        # `regex` module's match there is the same one, with its groups in one C call.
         m = (d.match_re or d.module_re).match(buf, start)  # (`_rx.match_only`)
         assert m is not None
         return {g: v for g, v in m.groupdict().items() if v is not None}
@@ -1162,12 +1254,14 @@ class PatternCursor(Cursor):
 
 
 class ChainCursor(Cursor):
-    """A `Chain` delimiter: candidates from its strategy's finder, each decided by a walk of the
-    chain (leading run, lead, then the rest: `startswith` and one C run match per run) instead of
-    a matcher attempt. A walk that reaches the end of the text stops there (`walk`) and resumes
-    from where it stopped, so a delimiter written in tokens costs its new text only."""
+    """A delimiter decided by walks (`Delimiter.walks`: a `Chain`, or the chains of its leading
+    alternation's branches in priority order): candidates from its strategy's finder, each decided
+    by walking the branches in order (leading run, lead, then the rest: `startswith` and one C run
+    match per run) instead of a matcher attempt; the first that matches is the match there. A walk
+    that reaches the end of the text stops there and resumes from where it stopped, so a delimiter
+    written in tokens costs its new text only."""
 
-    __slots__ = ("finder", "walk", "_full")
+    __slots__ = ("finder", "walk", "_walks")
 
     def __init__(self, d: Delimiter, finder: Finder) -> None:
         self.d = d
@@ -1175,11 +1269,12 @@ class ChainCursor(Cursor):
         self.found: tuple[int, int] | None = None
         self.slots: list[int] | None = None
         self.finder = finder
-        chain = d.chain
-        assert chain is not None
-        # `(start, element, position, start of the run in progress or -1)` of a walk in progress
-        self.walk: tuple[int, int, int, int] | None = None
-        self._full = _chain_elements(chain)
+        walks = d.walks
+        assert walks is not None
+        # `(start, branch, element, position, start of the run in progress or -1)` of a walk in
+        # progress
+        self.walk: tuple[int, int, int, int, int] | None = None
+        self._walks = walks
 
     def peek(self, buf: str, eos: bool) -> int:
         if self.found is not None:
@@ -1197,20 +1292,15 @@ class ChainCursor(Cursor):
         walk = self.walk
         if walk is None or self.found is not None:
             return False
-        s, k, p, r = walk
-        el = self._full[k]
-        n = len(buf)
-        if type(el) is str:
-            return n - p < len(el) and el.startswith(buf[p:])
-        if len(el) == 3:
-            test, _, hi = el
-            e = test.run_re.match(buf, p).end()
-            if e == n and (hi is None or e - r <= hi):
-                # The walk goes on from the end of the run: a long run streamed in costs its new
-                # text only, however many feeds keep it live.
-                self.walk = (s, k, e, r)
-                return True
-        return False  # (the optional tail: `resume` decides)
+        s, b, k, p, r = walk
+        e = _stopped_again(self._walks[b][k], buf, p, r)
+        if e < 0:
+            return False
+        if e != p:
+            # The walk goes on from the end of the run: a long run streamed in costs its new text
+            # only, however many feeds keep it live.
+            self.walk = (s, b, k, e, r)
+        return True
 
     def resume(self, buf: str, zw_forbid: int) -> bool:
         if self.walk is None or self.found is not None:
@@ -1221,6 +1311,7 @@ class ChainCursor(Cursor):
         if self.found is not None:
             return (MATCH, self.found[0], self.found[1])
         n = len(buf)
+        walks = self._walks
         while True:
             walk = self.walk
             if walk is None:
@@ -1228,18 +1319,51 @@ class ChainCursor(Cursor):
                 # Like the reference, a match starting at the very end of the text is never taken.
                 if s > limit or s >= n:
                     return (NONE, s, 0)
-                k, p, r = 0, s, -1
+                b, k, p, r = 0, 0, s, -1
             else:
-                s, k, p, r = walk
+                s, b, k, p, r = walk
                 self.walk = None
-            status, k, p, r = _walk(self._full, buf, k, p, r, eos)
+            status, k, p, r = _walk(walks[b], buf, k, p, r, eos)
+            while status == NONE and b + 1 < len(walks):
+                b += 1  # the next branch, from the start
+                status, k, p, r = _walk(walks[b], buf, 0, s, -1, eos)
             if status == LIVE:
-                self.walk = (s, k, p, r)
+                self.walk = (s, b, k, p, r)
                 return (LIVE, s, 0)
             if status == MATCH:
                 self.found = (s, p)
                 return (MATCH, s, p)
             self.q = self.finder.failed(buf, s)
+
+
+def _stopped_again(el: Any, buf: str, p: int, r: int) -> int:
+    """Where a walk that stopped at the end of the text at element `el`, position `p` (`r`: where
+    the run in progress started, or -1), stops again with the new text (before end of stream),
+    when it does so without moving to another element: inside a literal or an optional group's
+    lead that the text still only begins, or in a run that the new text extends to its end, or in
+    the optional tail waiting for one of its literals. The new position, or -1 (`_walk` decides)."""
+    n = len(buf)
+    if type(el) is str:
+        return p if n - p < len(el) and el.startswith(buf[p:]) else -1
+    if len(el) == 2:
+        lead = el[0]
+        return p if n - p < len(lead) and lead.startswith(buf[p:]) else -1
+    e = el[0].run_re.match(buf, p).end()
+    hi = el[2]
+    if hi is not None and e - r > hi:
+        return -1
+    if e == n:
+        return e
+    if len(el) == 4 and e - r >= el[1]:
+        # (`_walk`'s order: a literal complete at `e` takes the tail; one begun there waits)
+        lits = el[3]
+        for lit in lits:
+            if buf.startswith(lit, e):
+                return -1
+        for lit in lits:
+            if n - e < len(lit) and lit.startswith(buf[e:]):
+                return e
+    return -1
 
 
 def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> tuple[int, int, int, int]:
@@ -1257,11 +1381,12 @@ def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> t
             if not eos and n - p < len(el) and el.startswith(buf[p:]):
                 return (LIVE, k, p, -1)
             return (NONE, k, p, r)
-        if r < 0:
-            r = p
-        e = el[0].run_re.match(buf, p).end()
-        hi = el[2]
-        if len(el) == 3:
+        size = len(el)
+        if size == 3:  # a run
+            if r < 0:
+                r = p
+            e = el[0].run_re.match(buf, p).end()
+            hi = el[2]
             if hi is not None and e - r > hi:
                 return (NONE, k, p, r)  # the run stops at `hi` before a character of its class
             if e == n and not eos:
@@ -1271,6 +1396,22 @@ def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> t
             p, r = e, -1
             k += 1
             continue
+        if size == 2:
+            # An optional group's lead `(L, index after the group)`: taken when the text begins
+            # with L (nothing after the group can start there), else skipped.
+            lead = el[0]
+            if buf.startswith(lead, p):
+                p += len(lead)
+                k += 1
+                continue
+            if not eos and n - p < len(lead) and lead.startswith(buf[p:]):
+                return (LIVE, k, p, -1)
+            k = el[1]
+            continue
+        if r < 0:
+            r = p
+        e = el[0].run_re.match(buf, p).end()
+        hi = el[2]
         # The optional tail `(?:C{lo,hi}(?=L1|L2...))?`, last: taken when the whole run is followed
         # by one of the literals (a shorter run leaves a class character there, which none starts
         # with), else the match ends before it.
@@ -1287,12 +1428,6 @@ def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> t
                             return (LIVE, k, e, r)
         return (MATCH, k, r, r)
     return (MATCH, k, p, r)
-
-
-def _chain_elements(chain: Chain) -> list[Any]:
-    """The whole chain as one list: the leading run (if any), the lead, the rest."""
-    head: list[Any] = [(chain.loop, 0, None)] if chain.loop is not None else []
-    return [*head, chain.lead, *chain.rest]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1582,22 +1717,41 @@ def _trie_pattern(literals: list[str], prefixes: bool) -> str:
 
 
 class Chain:
-    """A pattern that is a chain of literals and single-class runs in which every run is followed by
-    a literal whose first character the run's class rejects, optionally led by an unbounded run
+    """A pattern whose match at a start has one way to go, decided by a walk (no matcher): literals
+    and single-class runs, every run followed only by what its class rejects (a literal whose first
+    character it rejects, or a run of a disjoint class), optionally led by an unbounded run
     (`\\s*```\\s*<｜tool▁call▁end｜>`): each run must take its whole maximal run (stopping earlier
-    leaves a class character where the literal must start), so the match at a start has no
-    alternative to try and is decided by a walk of `startswith` and one C run match per run. The
-    leftmost match starts at the leading run before the first occurrence of `lead` (clipped at the
-    first undecided position) where the walk matches."""
+    leaves a class character where what follows must start). Two more shapes keep the walk
+    deterministic:
 
-    __slots__ = ("loop", "lead", "rest")
+    * an optional group led by a literal `L` that no continuation after the group can start with
+      at the same place (`(?:<tool_call>\\s*)?<function=`: `<tool_call>` and `<function=` differ
+      before either ends; `(?::\\d+)?\\s*<`): the group is taken exactly when the text there begins
+      with `L` (skipping it would then fail), else skipped;
+    * an optional literal whose every character the run right after it accepts
+      (`(?:functions\\.)?[^:<\\s]+`): taking it or not leaves that run ending at the same place, so
+      whether and where the pattern matches do not depend on it (the captures, which do, come from
+      the `regex` module's match at the committed start); the walk leaves it out.
 
-    def __init__(self, loop: _rx.CharTest | None, lead: str, rest: list[Any]) -> None:
+    Last, perhaps an optional tail `(?:C{lo,hi}(?=L1|L2))?` whose literals `C` rejects the first
+    character of (Kimi K2's call closer). The leftmost match starts at the leading run before the
+    first occurrence of a lead (clipped at the first undecided position) where the walk matches.
+
+    `elements` (after the leading run) are what `_walk` reads: a literal (str), a run
+    `(CharTest, lo, hi or None)`, an optional group's lead `(L, index after the group)` followed by
+    the rest of the group, and last perhaps the tail `(CharTest, lo, hi, (L1, L2...))`. `leads` are
+    the literals a match can begin with after the leading run; `full` are the elements with the
+    leading run first (what a cursor walks from a candidate start)."""
+
+    __slots__ = ("loop", "elements", "leads", "full")
+
+    def __init__(
+        self, loop: _rx.CharTest | None, elements: list[Any], leads: list[str], full: list[Any]
+    ) -> None:
         self.loop = loop  # the leading run's class (an unbounded `C*`), or None
-        self.lead = lead  # the first literal: what the candidates are found by
-        # after the lead: a literal (str) or a run (CharTest, lo, hi or None), a run always
-        # followed by a literal; last, perhaps an optional tail (CharTest, lo, hi, literals)
-        self.rest = rest
+        self.elements = elements
+        self.leads = leads
+        self.full = full
 
 
 def _chain_tail(node: Node) -> tuple[Any, ...] | None:
@@ -1630,74 +1784,290 @@ def _chain_tail(node: Node) -> tuple[Any, ...] | None:
     return (test, run.args[0], run.args[1], tuple(lits))
 
 
-def chain_of(tree: Node) -> Chain | None:
-    """The `Chain` form of a pattern's tree, or None when it is not one."""
+class _Opt:
+    """An optional group while a chain is analysed (its items: literals, runs, groups)."""
+
+    __slots__ = ("items", "mode")
+
+    def __init__(self, items: list[Any], mode: str) -> None:
+        self.items = items
+        self.mode = mode
+
+
+_RUN_MODES = ("greedy", "lazy", "possessive")
+
+
+def _chain_items(nodes: list[Node], depth: int = 0) -> list[Any] | None:
+    """The nodes as chain items (str, `(CharTest, lo, hi)`, `_Opt`), adjacent literals merged, or
+    None for another construct."""
     items: list[Any] = []
-    nodes = _flatten(tree)
-    tail = _chain_tail(nodes[-1]) if nodes else None
-    if tail is not None:
-        nodes = nodes[:-1]
     for node in nodes:
+        node = _unwrap(node)
         if node.op is Op.LIT:
             if items and type(items[-1]) is str:
                 items[-1] += node.args[0]
             else:
                 items.append(node.args[0])
             continue
-        if node.op is not Op.REP or node.args[2] not in ("greedy", "lazy", "possessive"):
+        if node.op is not Op.REP:
             return None
-        atom = _unwrap(node.kids[0])
-        if atom.op not in _rx.ATOMS:
+        lo, hi, mode = node.args[0], node.args[1], node.args[2]
+        body = _unwrap(node.kids[0])
+        if body.op is Op.LIT and (lo, hi) == (0, 1) and mode in _RUN_MODES:
+            items.append(_Opt([body.args[0]], mode))  # an optional character: a group of one
+            continue
+        if body.op in _rx.ATOMS:
+            if mode not in _RUN_MODES:
+                return None
+            items.append((_rx.CharTest(_rx.atom_source(body), 0), lo, hi))
+            continue
+        if (lo, hi) != (0, 1) or mode not in _RUN_MODES or depth > 4:
             return None
-        lo, hi = node.args[0], node.args[1]
-        if items and type(items[-1]) is not str:
-            return None  # two runs in a row: the split between them is not forced
-        items.append((_rx.CharTest(_rx.atom_source(atom), 0), lo, hi))
-    if not items or type(items[-1]) is not str:
+        sub = _chain_items(_flatten(body), depth + 1)
+        if not sub:
+            return None
+        items.append(_Opt(sub, mode))
+    # An optional literal that the run right after it takes whole (`(?:functions\.)?[^:<\s]+`)
+    # changes neither whether nor where the pattern matches: left out (see `Chain`). (Not with a
+    # possessive group, which would not give the literal back, nor with a bounded run.)
+    out: list[Any] = []
+    for k, it in enumerate(items):
+        nxt = items[k + 1] if k + 1 < len(items) else None
+        if (
+            type(it) is _Opt
+            and len(it.items) == 1
+            and type(it.items[0]) is str
+            and it.mode != "possessive"
+            and type(nxt) is tuple
+            and nxt[2] is None
+            and all(nxt[0](ch) for ch in it.items[0])
+        ):
+            continue
+        out.append(it)
+    return out
+
+
+def _firsts(items: list[Any]) -> tuple[list[Any], bool]:
+    """What a match of `items` can start with (literals, and the `CharTest`s of runs) and whether
+    it can be empty."""
+    out: list[Any] = []
+    for it in items:
+        if type(it) is str:
+            out.append(it)
+            return out, False
+        if type(it) is tuple:
+            out.append(it[0])
+            if it[1] > 0:
+                return out, False
+            continue
+        out.extend(_firsts(it.items)[0])
+    return out, True
+
+
+def _escape_of(test: _rx.CharTest) -> str | None:
+    src = test.src
+    if src.startswith("(?:") and src.endswith(")") and src[3:-1] in (r"\s", r"\d", r"\w"):
+        return src[3:-1]
+    return None
+
+
+def _negated_items(test: _rx.CharTest) -> set[str] | None:
+    """The items of a negated class `[^...]` (single characters and `\\X` escapes), or None when its
+    body holds anything else (a range, a nested set, a numbered or property escape...)."""
+    src = test.src
+    if not (src.startswith("(?:[^") and src.endswith("])")):
+        return None
+    body = src[5:-2]
+    out: set[str] = set()
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\":
+            tok = body[i : i + 2]
+            if len(tok) < 2 or tok[1] in "xuUNpP0123456789":
+                return None
+            out.add(tok)
+            i += 2
+            continue
+        if ch in "[]-&|~" or (ch == "^" and i == 0):
+            return None
+        out.add(ch)
+        i += 1
+    return out
+
+
+# Escape classes with no character in common (Unicode whitespace is neither a word character nor
+# a decimal digit).
+_DISJOINT_ESCAPES = {frozenset((r"\s", r"\d")), frozenset((r"\s", r"\w"))}
+
+
+def _disjoint(a: _rx.CharTest, b: _rx.CharTest) -> bool:
+    """Whether no character belongs to both classes, proven from their sources (False: not proven):
+    an escape class and a negated class that lists it (`\\s` and `[^:<\\s]`), or two escape classes
+    known to be disjoint."""
+    ea, eb = _escape_of(a), _escape_of(b)
+    if ea is not None and eb is not None:
+        return frozenset((ea, eb)) in _DISJOINT_ESCAPES
+    for e, other in ((ea, b), (eb, a)):
+        if e is not None:
+            items = _negated_items(other)
+            if items is not None and e in items:
+                return True
+    return False
+
+
+def _compatible(lit: str, thing: Any) -> bool:
+    """Whether a match of what starts with `thing` (a literal or a run's class) could start where
+    the text begins with the literal `lit`."""
+    if type(thing) is str:
+        return thing.startswith(lit) or lit.startswith(thing)
+    return bool(thing(lit[0]))
+
+
+def _forced(items: list[Any], after: list[Any], after_nullable: bool) -> bool:
+    """Whether every run and optional group of `items` has one way to go, `after` being what can
+    follow the items (see `Chain`)."""
+    for k, it in enumerate(items):
+        if type(it) is str:
+            continue
+        follow, nullable = _firsts(items[k + 1 :])
+        if nullable:
+            follow = follow + after
+            nullable = after_nullable
+        if nullable:
+            return False  # a run or a group at the end: where the match ends is not forced
+        if type(it) is tuple:
+            test = it[0]
+            for thing in follow:
+                if test(thing[0]) if type(thing) is str else not _disjoint(test, thing):
+                    return False
+            continue
+        lead = it.items[0]
+        if type(lead) is not str or any(_compatible(lead, thing) for thing in follow):
+            return False
+        if not _forced(it.items, follow, False):
+            return False
+    return True
+
+
+def _encode(items: list[Any], out: list[Any]) -> None:
+    """Append the chain items as `_walk` elements (an optional group: its lead with the index after
+    the group, then the rest of the group)."""
+    for it in items:
+        if type(it) is _Opt:
+            at = len(out)
+            out.append(None)
+            _encode(it.items[1:], out)
+            out[at] = (it.items[0], len(out))
+        else:
+            out.append(it)
+
+
+def chain_of(tree: Node) -> Chain | None:
+    """The `Chain` form of a pattern's tree, or None when it is not one."""
+    return _chain_of_nodes(_flatten(tree))
+
+
+def _chain_of_nodes(nodes: list[Node]) -> Chain | None:
+    tail = _chain_tail(_unwrap(nodes[-1])) if nodes else None
+    if tail is not None:
+        nodes = nodes[:-1]
+    items = _chain_items(nodes)
+    if not items:
         return None
     loop = None
-    if type(items[0]) is not str:
-        test, lo, hi = items.pop(0)
+    if type(items[0]) is tuple:
+        test, lo, hi = items[0]
         if lo != 0 or hi is not None:
             return None
         loop = test
-    for k, item in enumerate(items):
-        if type(item) is not str and item[0](items[k + 1][0]):
-            return None  # the run could also take the literal's first character: not forced
-    if loop is not None and loop(items[0][0]):
+        items = items[1:]
+    firsts, nullable = _firsts(items)
+    if nullable or not all(type(x) is str for x in firsts):
+        return None  # a match must begin with a literal after the leading run
+    # The last item is a literal (a run or a group right before the end or the tail would leave
+    # where the match ends open), so `_forced` sees a literal after every run and group.
+    head = [(loop, 0, None)] if loop is not None else []
+    if type(items[-1]) is not str or not _forced(head + items, [], True):
         return None
+    elements: list[Any] = []
+    full: list[Any] = []
+    _encode(items, elements)
+    _encode(head + items, full)  # (the groups' indices count the leading run)
     if tail is not None:
-        items.append(tail)
-    return Chain(loop, items[0], items[1:])
+        elements.append(tail)
+        full.append(tail)
+    return Chain(loop, elements, list(dict.fromkeys(firsts)), full)
+
+
+def _same_loop(a: _rx.CharTest | None, b: _rx.CharTest | None) -> bool:
+    return a is b or (a is not None and b is not None and (a.src, a.flags) == (b.src, b.flags))
 
 
 def _chain_leads(
     entries: list[Watch], pre: Prefilter | None
-) -> dict[str, tuple[int, Chain, list[Any]]] | None:
-    """For `Scanner._chain_decide`: the chain delimiters of a watch list whose lead owns the place
-    where the prefilter finds it, keyed by the lead as the prefilter's search reports it (cut to
-    `_LEAD_MAX`): no other lead of the list is a prefix of it or begins with it (no other delimiter
-    can match from there), and no leading loop of the list takes its first character (no other
-    delimiter's run can reach over it). Then, at the leftmost lead in the text, only its chain can
-    match at or before it. None when no chain qualifies (or the list has class, `after` or `^`
-    leads, which the prefilter does not find as literals)."""
+) -> dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] | None:
+    """For `Scanner._chain_decide`: the leads, as the prefilter's search reports them (cut to
+    `_LEAD_MAX`), that only walks can decide: `{cut lead: (entry index, leading run's class, the
+    walks, exhaustive)}`. A lead qualifies when no other lead of the list is a prefix of it, begins
+    with it or holds it after its first character (no other delimiter, nor another lead of its
+    own, can match from there, nor from a tail before it that begins a longer lead: `b` in
+    `b|abcd` is found at 1 in `ab` while `abcd` may still match at 0), no
+    leading loop of the list takes its first character (no other delimiter's run can reach over
+    it), and the branches of its delimiter that start with it share one leading run: then at the
+    leftmost lead in the text only those branches can match at or before it, in their priority
+    order. The walks are the chains of those branches up to the first that is not one;
+    `exhaustive` when all are (their failing decides that nothing matches there: otherwise the
+    cursors decide). None when no lead qualifies (or the list has class, `after` or `^` leads,
+    which the prefilter does not find as literals)."""
     if pre is None or pre.classes or pre.back or pre.at0:
         return None
     leads: list[tuple[int, str]] = []
     for j, w in enumerate(entries):
         assert w.delimiter.strategy.leads is not None  # (a prefilter exists)
         leads.extend((j, x[:_LEAD_MAX]) for x in w.delimiter.strategy.leads)
-    out: dict[str, tuple[int, Chain, list[Any]]] = {}
+    out: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] = {}
     for j, w in enumerate(entries):
-        chain = w.delimiter.chain
-        if chain is None or w.delimiter.literals is not None:
+        branches = w.delimiter.branches
+        if branches is None or w.delimiter.literals is not None:
             continue
-        cut = chain.lead[:_LEAD_MAX]
-        if any((k != j or y != cut) and (y.startswith(cut) or cut.startswith(y)) for k, y in leads) or any(
-            loop(cut[0]) for loop in pre.loops
-        ):
-            continue
-        out[cut] = (j, chain, [chain.lead, *chain.rest])
+        # The leads of its own branches (what a match of each starts with after its leading run;
+        # the prefilter's leads also spell out optional characters after them: `<a>x` for
+        # `<a>(?:x)?[a-z]+`, which the trie may report instead).
+        mine = [y[:_LEAD_MAX] for x in branches for y in (x.leads or ())]
+        for b in branches:
+            if b.chain is None:
+                continue
+            for lead in b.chain.leads:
+                cut = lead[:_LEAD_MAX]
+                if cut in out:
+                    continue
+                if (
+                    any(k != j and (y.startswith(cut) or cut.startswith(y) or cut in y[1:]) for k, y in leads)
+                    or any(cut in y[1:] for y in mine)
+                    or any(loop(cut[0]) for loop in pre.loops)
+                ):
+                    continue
+                # Its branches that may match where it is found (a lead of each begins the other:
+                # `<a>` and `<a>b` in `<a>|<a>b`), in their priority order.
+                own = [
+                    x
+                    for x in branches
+                    if x.leads is None
+                    or any(y[:_LEAD_MAX].startswith(cut) or cut.startswith(y[:_LEAD_MAX]) for y in x.leads)
+                ]
+                if any(x.leads is None or not _same_loop(x.loop, b.loop) for x in own):
+                    continue
+                walks: list[list[Any]] = []
+                for x in own:
+                    if x.chain is None:
+                        break
+                    walks.append(x.chain.elements)
+                if walks:
+                    got = (j, b.loop, walks, len(walks) == len(own))
+                    for k, y in leads:
+                        if k == j and (y.startswith(cut) or cut.startswith(y)):
+                            out[y] = got
     return out or None
 
 
@@ -1753,7 +2123,11 @@ class Scanner:
         "_tail_lead",
         "chains",
         "_catt",
+        "_cwalks",
+        "_lead1",
     )
+
+    _cwalks: tuple[int, Any, list[list[Any]], bool]
 
     def __init__(
         self, watch: WatchList, q: int, states: dict[int, Any], guard: StringGuard | None = None
@@ -1792,12 +2166,27 @@ class Scanner:
             # the same inlined path.
             self._char = gpre.char
             self._maxlen = gpre.maxlen - 1
+        # One literal lead and no leading loop, unguarded: the per-token path also decides a feed
+        # with the lead's first character but not the lead (see `decide`).
+        self._lead1 = (
+            pre.literals[0]
+            if self._char is not None and pre is not None and len(pre.literals) == 1 and not pre.loops
+            else None
+        )
         self._tails: list[_RunTail] = []
         self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
         self._tail_lead = ""  # and the lead it begins
-        self.chains = watch.chains if guard is None else None
-        # `_chain_decide`'s walk in progress: (entry, its elements, start, lead position, element,
-        # position, start of the run in progress or -1)
+        # Under a JSON string guard too, when no value close competes and no leading loop can
+        # run up to a lead (Kimi K2's call closer): a walk's start is checked outside strings.
+        self.chains = watch.chains
+        if guard is not None and self.chains is not None:
+            gp = watch.prefilter
+            if guard.value_close or gp is None or gp.loops or gp.at0:
+                self.chains = None
+        # `_chain_decide`'s walk in progress: (entry, the walked branch's elements, start, lead
+        # position, element, position, start of the run in progress or -1); `_cwalks` (set with
+        # it) is what the lead it started at maps to in `chains` (the branches to walk next if it
+        # fails)
         self._catt: tuple[int, list[Any], int, int, int, int, int] | None = None
         self._hold = Hold(q)
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
@@ -1921,13 +2310,23 @@ class Scanner:
             return self._hold_at(self.q)
         catt = self._catt
         if catt is not None and not eos and self.live is None:
-            # A chain walk stopped inside a literal of its chain (a long marker streamed in
-            # tokens): while the text still begins that literal, `_walk` would stop at the same
-            # place (`_chain_decide`'s hold at the walk's start), asked without the two calls.
+            # A chain walk stopped at the end of the text (a long marker or a name streamed in
+            # tokens): while the new text leaves it stopped at the same element (`_stopped_again`),
+            # `_walk` would stop there too (`_chain_decide`'s hold at the walk's start): asked
+            # without the two calls.
             el = catt[1][catt[4]]
             p = catt[5]
-            if type(el) is str and len(buf) - p < len(el) and el.startswith(buf[p:]):
-                return self._hold_at(catt[2])
+            if type(el) is str:
+                if len(buf) - p < len(el) and el.startswith(buf[p:]):
+                    return self._hold_at(catt[2])
+            else:
+                # (a group's lead, a run that the new text extends to its end, or the optional
+                # tail waiting for one of its literals)
+                e = _stopped_again(el, buf, p, catt[6])
+                if e >= 0:
+                    if e != p:
+                        self._catt = catt[:5] + (e, catt[6])
+                    return self._hold_at(catt[2])
         char = self._char
         if char is not None and not eos and self.live is None:
             # The per-token path, inlined: no lead character in the new text, and the last
@@ -1955,6 +2354,26 @@ class Scanner:
                 h = self._hold
                 h.at = n
                 return h
+            one = self._lead1
+            if one is not None and n > q:
+                # A watch list with one literal lead and no leading loop (a call body's closer,
+                # `</function>`): the lead's first character without the lead (`<parameter=`)
+                # holds at a tail that begins the lead, else releases everything, as the
+                # prefilter would, without it.
+                c = buf.find(char, start if start > q else q)
+                if buf.find(one, c) < 0:
+                    j = n - len(one) + 1
+                    j = buf.find(char, j if j > c else c)
+                    while j >= 0 and not one.startswith(buf[j:]):
+                        j = buf.find(char, j + 1)
+                    self._searched = n
+                    if j >= 0:
+                        self._tail_at, self._tail_lead = j, one
+                        n = j
+                    self.q = n
+                    h = self._hold
+                    h.at = n
+                    return h
         if self.chains is not None and not eos and self.live is None:
             chained = self._chain_decide(buf)
             if chained is not None:
@@ -2028,23 +2447,34 @@ class Scanner:
         return self._scan(buf, eos, zw_forbid)
 
     def _chain_decide(self, buf: str) -> Hold | Commit | None:
-        """The decision (before end of stream) when the leftmost lead belongs to a chain of
-        `chains` (see `_chain_leads`), without cursors: the prefilter holds while no lead occurs; at
-        the leftmost lead, only its chain can match at or before it, and the walk from the
-        leading run before it matches (commit), fails (every start up to the lead fails, for
-        every delimiter: look again after it) or reaches the end of the text (hold from its
-        start; the walk resumes where it stopped on the next feed, so a long run being written
-        costs its new text only). None when the leftmost lead is another delimiter's: the
-        caller scans. While a walk is in progress the hold starts at or before a lead, which
-        keeps the per-token path of `decide` (no lead character in the new text) off."""
+        """The decision (before end of stream) when the leftmost lead is one of `chains` (see
+        `_chain_leads`), without cursors: the prefilter holds while no lead occurs; at the
+        leftmost lead, only the walks of its delimiter can match at or before it, and walking
+        them in priority order from the leading run before it matches (commit), fails (every
+        start up to the lead fails, for every delimiter: look again after it) or reaches the end
+        of the text (hold from its start; the walk resumes where it stopped on the next feed, so
+        a long run being written costs its new text only). None when the leftmost lead is another
+        delimiter's, or when the walks fail but a branch that is not a chain is left to try, or,
+        under a JSON string guard, when the place is inside a string: the caller scans. While a
+        walk is in progress the hold starts at or before a lead, which keeps the per-token path
+        of `decide` (no lead character in the new text) off."""
         chains = self.chains
         pre = self._pre
+        if pre is None:
+            pre = self._gpre  # (under a guard)
         assert chains is not None and pre is not None
         att = self._catt
         while True:
             if att is None:
+                guard = self.guard
                 h = self._prefiltered(buf, pre)
                 if h >= 0:
+                    if guard is not None and h < len(buf):
+                        # A tail that begins a lead (the guarded watch lists here have no leading
+                        # loop): held as the cursors would hold it, unless it is inside a string.
+                        if guard.inside(buf, h):
+                            return None
+                        self._guarded_tail(buf, pre, h)
                     return self._hold_at(h)
                 q = self.q
                 start = self._searched - pre.maxlen + 1  # where `_prefiltered` searched from
@@ -2052,23 +2482,48 @@ class Scanner:
                 got = chains.get(m.group())
                 if got is None:
                     return None
-                j, chain, elements = got
+                j, loop, walks, exhaustive = got
                 i = m.start()
-                s = run_start(chain.loop, buf, q, i) if chain.loop is not None else i
+                s = run_start(loop, buf, q, i) if loop is not None else i
+                if guard is not None and guard.inside(buf, s):
+                    return None
+                elements = walks[0]
+                self._cwalks = got  # (the other branches, read when a walk fails)
                 k, p, r = 0, i, -1
             else:
                 j, elements, s, i, k, p, r = att
                 att = self._catt = None
             status, k, p, r = _walk(elements, buf, k, p, r, False)
+            if status == NONE:
+                walks = self._cwalks[2]
+                b = next(x for x, w in enumerate(walks) if w is elements)
+                while status == NONE and b + 1 < len(walks):
+                    b += 1  # the next branch with this lead, from the lead
+                    elements = walks[b]
+                    status, k, p, r = _walk(elements, buf, 0, i, -1, False)
             if status == LIVE:
                 self._catt = (j, elements, s, i, k, p, r)
                 self._searched = s
                 return self._hold_at(s)
             if status == MATCH:
                 w = self.entries[j]
-                return Commit(w, s, p, _captures(w.delimiter, buf, s, False))
+                return Commit(w, s, p, _captures(w.delimiter, buf, s, False, None, True))
+            if not self._cwalks[3]:
+                return None  # a branch that is not a chain may match there: the cursors decide
             # No match starts at or before the lead at `i`: look for the next one after it.
             self.q = self._searched = i + 1
+
+    def _guarded_tail(self, buf: str, pre: Prefilter, j: int) -> None:
+        """`_prefiltered`'s note of a held tail that begins a lead (`_tail_at`), for a guarded watch
+        list once the tail is known to be outside strings (it stays so while it grows)."""
+        if pre.char is None:
+            return
+        tail = buf[j:]
+        for lead in pre.literals:
+            if lead.startswith(tail):
+                if lead not in pre.inner:
+                    self._tail_at, self._tail_lead = j, lead
+                break
 
     def _commit_found(self, buf: str, q: int, eos: bool, zw_forbid: int, live: Cursor) -> Commit | None:
         """The attempt `live`, undecided at the hold point `q`, has matched there. The scan that set
