@@ -211,7 +211,7 @@ def test_one_parse_when_both_parsers_are_chatparse(tok: Any, chunk: int) -> None
     finally:
         plugin._REQUEST.reset(token)
     assert isinstance(rp.detector._splitter, plugin._OneParse)
-    assert fp.detector._handoff_mode and fp.detector._stream is None  # the tool side never parsed
+    assert fp.detector._one is rp.detector._splitter and fp.detector._stream is None  # never parsed
     assert msg == {
         "reasoning": "The user wants the weather.",
         "content": "Let me check.",
@@ -469,7 +469,8 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
     assert (
         seen[-1]["finish_reason"] == "length" and plugin._finish_type(seen[-1]["finish_reason"]) == "length"
     )
-    plugin.request_context()["handoff"] = ("normal", [])  # what _OneParse hands over
+    one = object()
+    plugin.request_context()["one_parse"] = one  # what the reasoning detector publishes
 
     async def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(plugin.request_context())
@@ -485,7 +486,7 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
         ]
 
     assert asyncio.run(drain(False)) == ["chunk"] and seen[-1]["finish_reason"] is None
-    assert seen[-1]["handoff"] == ("normal", [])  # the tool step still sees the reasoning step's hand-off
+    assert seen[-1]["one_parse"] is one  # the tool step still sees the reasoning step's parse
     assert asyncio.run(drain(True)) == ["chunk"] and seen[-1]["finish_reason"] == finish
 
 

@@ -631,6 +631,20 @@ def recover_finish_reason(
 # per-step results
 
 
+def _slot_setter(cls: Any, name: str) -> Any:
+    """`setter(obj, value)` for the instance slot `name` of `cls`: the slot's own descriptor
+    (`object.__setattr__` finds it through the MRO on every call, a third of a step's result)."""
+    for klass in cls.__mro__:
+        d = klass.__dict__.get(name)
+        if d is not None:
+            setter = getattr(d, "__set__", None)
+            if setter is not None:
+                return setter
+            break
+    put = object.__setattr__
+    return lambda obj, value: put(obj, name, value)
+
+
 def prebuilt(cls: Any, sample: Mapping[str, str]) -> Any:
     """A constructor for `cls(**values)` (a pydantic v2 model of the engine) that skips validation,
     for exactly the string fields named in `sample` and string values: the results the plugins
@@ -639,11 +653,11 @@ def prebuilt(cls: Any, sample: Mapping[str, str]) -> Any:
 
     The instance gets what validation would give it: the defaults of a model built from `sample`,
     a fresh empty list for each list default, the given values (in the extra slot for a key the
-    model keeps as an extra), and the same fields-set and private slot. It is checked once here
-    against `cls(**values)` for values other than `sample`'s (equality, `model_dump`,
-    `model_fields_set`); when anything differs (another pydantic, a model with validators that
-    change strings), `cls` itself is returned, so a caller never gets a wrong object, only a
-    slower one.
+    model keeps as an extra), and the same fields-set and private slot, each stored through its
+    slot's descriptor. It is checked once here against `cls(**values)` for values other than
+    `sample`'s (equality, `model_dump`, `model_fields_set`); when anything differs (another
+    pydantic, a model with validators that change strings), `cls` itself is returned, so a caller
+    never gets a wrong object, only a slower one.
     """
     try:
         proto = cls(**sample)
@@ -654,7 +668,10 @@ def prebuilt(cls: Any, sample: Mapping[str, str]) -> Any:
         if proto.__pydantic_private__ is not None or set(sample) - extra_keys - set(base):
             return cls
         new = object.__new__
-        put = object.__setattr__
+        set_dict = _slot_setter(cls, "__dict__")
+        set_fields = _slot_setter(cls, "__pydantic_fields_set__")
+        set_extra = _slot_setter(cls, "__pydantic_extra__")
+        set_private = _slot_setter(cls, "__pydantic_private__")
 
         def build(**values: str) -> Any:
             obj = new(cls)
@@ -672,10 +689,10 @@ def prebuilt(cls: Any, sample: Mapping[str, str]) -> Any:
                 state.update(values)
             for k in lists:
                 state[k] = []
-            put(obj, "__dict__", state)
-            put(obj, "__pydantic_fields_set__", set(values))
-            put(obj, "__pydantic_extra__", more)
-            put(obj, "__pydantic_private__", None)
+            set_dict(obj, state)
+            set_fields(obj, set(values))
+            set_extra(obj, more)
+            set_private(obj, None)
             return obj
 
         other = {k: v + "\u00e9 " for k, v in sample.items()}

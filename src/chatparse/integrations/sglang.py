@@ -168,10 +168,13 @@ class _OneParse:
 
     SGLang runs the reasoning parser and then the tool-call parser on its normal text, each its own
     object. When both are chatparse, parsing twice would double the cost: this parses once with
-    the whole template and hands the content and call deltas of each step to the tool parser,
-    which receives this step's normal text (the very string object returned here) and uses the
-    handed-over deltas instead of parsing that text. Anything else reaching the tool parser (a
-    different string) is parsed by it as usual.
+    the whole template and leaves each step's content and call deltas in `handoff`, next to the
+    normal text returned for the step, until the tool parser of the same request and choice takes
+    them. That parser finds this object in the request context on its first step
+    (`ctx["one_parse"]`, published by the reasoning detector that made it), checks that the text it
+    received is the very string object returned here, and from then on reads `handoff` directly
+    (`linked`) without parsing. Anything else reaching the tool parser (a different string) is
+    parsed by it as usual.
     """
 
     def __init__(self, resolved: Resolved, prefix: str, tools: Any) -> None:
@@ -185,30 +188,26 @@ class _OneParse:
             id_factory=no_call_id,  # SGLang's server mints the ids
         )
         self.in_reasoning = False
-        self._last: Any = None  # this step's normal text, as handed over
+        self.handoff: tuple[str, list[dict[str, Any]]] | None = None
+        """This step's normal text (the object returned) and its deltas, until the tool parser takes them."""
+        self.linked = False
+        """The tool parser took a hand-off: it parses nothing itself and takes one per step."""
 
     def _split(self, deltas: list[dict[str, Any]], end: bool) -> tuple[str, str]:
-        if not deltas and not end and self._last is not None:
-            ctx = _REQUEST.get()
-            if ctx is not None and ctx.get("handoff") is None:
-                # Nothing released, and the tool parser took the last hand-off: it is in hand-off
-                # mode and releases nothing without one, so there is nothing to publish.
-                return _NOTHING_SPLIT
         reasoning = "".join(d["reasoning_content"] for d in deltas if "reasoning_content" in d)
         rest = [d for d in deltas if "reasoning_content" not in d]
         if rest:
             self.in_reasoning = False
         elif reasoning:
             self.in_reasoning = True
-        ctx = _REQUEST.get()
-        if ctx is None:
+        handoff = self.handoff
+        if end and handoff is not None:
+            handoff[1].extend(rest)  # the final step: the same normal text, more deltas
             return reasoning, ""
-        if end and self._last is not None and ctx.get("handoff") and ctx["handoff"][0] is self._last:
-            ctx["handoff"][1].extend(rest)  # the final step: same normal text, more deltas
-            return reasoning, ""
+        if not rest and self.linked and handoff is None:
+            return reasoning, ""  # nothing for the tool parser, which took the last hand-off
         normal = "".join(d.get("content", "") for d in rest)
-        ctx["handoff"] = (normal, rest)
-        self._last = normal
+        self.handoff = (normal, rest)
         return reasoning, normal
 
     def feed(self, text: str) -> tuple[str, str]:
@@ -216,29 +215,21 @@ class _OneParse:
         # The per-token steps first, without `_split`'s joins and lists: nothing released, one
         # reasoning delta, one content delta (what `_split` makes of them, with fewer calls).
         if not deltas:
-            if self._last is not None:
-                ctx = _REQUEST.get()
-                if ctx is not None and ctx.get("handoff") is None:
-                    return _NOTHING_SPLIT  # (see `_split`)
+            if self.linked and self.handoff is None:
+                return _NOTHING_SPLIT
         elif len(deltas) == 1:
             d = deltas[0]
-            if "reasoning_content" in d:
-                self.in_reasoning = True
-                if self._last is None:
-                    return self._split(deltas, False)
-                ctx = _REQUEST.get()
-                if ctx is not None and ctx.get("handoff") is None:
-                    return d["reasoning_content"], ""
-                return self._split(deltas, False)
             piece = d.get("content")
-            if piece is not None and len(d) == 1:
-                self.in_reasoning = False
-                ctx = _REQUEST.get()
-                if ctx is None:
-                    return "", ""
-                ctx["handoff"] = (piece, deltas)
-                self._last = piece
-                return "", piece
+            if piece is not None:
+                if len(d) == 1:
+                    self.in_reasoning = False
+                    self.handoff = (piece, deltas)
+                    return "", piece
+            elif self.linked and self.handoff is None:
+                piece = d.get("reasoning_content")
+                if piece is not None:
+                    self.in_reasoning = True
+                    return piece, ""
         return self._split(deltas, False)
 
     def finish(self) -> tuple[str, str]:
@@ -285,7 +276,9 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
     def _new(self) -> ReasoningSplitter | ToolsOffSplitter | _CleanSplit | _OneParse:
         ctx = request_context()
         if self._verbatim and ctx.get("tool_parser") == PARSER_NAME and "tools" in ctx:
-            return _OneParse(self._resolved, self._prefix(), ctx["tools"])
+            one = _OneParse(self._resolved, self._prefix(), ctx["tools"])
+            ctx["one_parse"] = one  # for the tool parser's first step (see `_OneParse`)
+            return one
         if self._verbatim:
             return ReasoningSplitter(self._resolved.template, prefix=self._prefix())
         if self._resolved.has_tools:  # tools off for this turn: calls stay in the content as written
@@ -396,7 +389,7 @@ class ChatparseDetector(BaseFormatDetector):
         self._stream: ChatParser | None = None
         self._done = False
         self._tools_seen: list[Any] | None = None  # FunctionCallParser passes tools to the parse calls only
-        self._handoff_mode = False  # the chatparse reasoning parser hands over each step's deltas
+        self._one: _OneParse | None = None  # the chatparse reasoning parser's, handing over each step
 
     def _prefix(self) -> str:
         """The prompt without the reasoning regions it writes or leaves open (`<think>`, or an
@@ -476,24 +469,31 @@ class ChatparseDetector(BaseFormatDetector):
         return StreamingParseResult(normal_text=normal, calls=list(merged.values()))
 
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
-        if self._done:
+        one = self._one
+        if one is not None and not self._done:
+            # The chatparse reasoning parser parsed this step already (see `_OneParse`).
+            handoff = one.handoff
+            if handoff is None or handoff[0] is not new_text:
+                return _NOTHING
+            one.handoff = None
+            deltas = handoff[1]
+        elif self._done:
             return StreamingParseResult()
-        if self._handoff_mode or self._stream is None:
-            # The chatparse reasoning parser ran before this step and hands over what it released
-            # when `new_text` is the very normal text it returned (see `_OneParse`).
+        elif self._stream is not None:
+            deltas = self._stream.feed(new_text)
+        else:
             ctx = _REQUEST.get()
-            handoff = ctx.get("handoff") if ctx else None
-            if handoff is not None and handoff[0] is new_text and self._stream is None:
-                ctx["handoff"] = None  # type: ignore[index]
-                self._handoff_mode = True
+            one = ctx.get("one_parse") if ctx else None
+            handoff = one.handoff if one is not None else None
+            if one is not None and handoff is not None and handoff[0] is new_text:
+                # The first step of a turn the reasoning parser parses: take its hand-offs from now on.
+                self._one = one
+                one.linked = True
+                one.handoff = None
                 deltas = handoff[1]
-            elif self._handoff_mode:
-                return _NOTHING  # the reasoning parser parsed this output already
             else:
                 self._stream = self._parser(tools)
                 deltas = self._stream.feed(new_text)
-        else:
-            deltas = self._stream.feed(new_text)
         if not deltas:  # most steps: text held, or a call being written
             return _NOTHING
         if len(deltas) == 1:
@@ -667,7 +667,7 @@ def _hook_reasoning_stream(
     context: dict[str, Any] = {
         "prefix": _prefix_of(request),
         "finish_reason": finish,
-        "handoff": previous.get("handoff"),
+        "one_parse": previous.get("one_parse"),
         "request": request,
     }
     if getattr(self, "tool_call_parser", None) == PARSER_NAME:
