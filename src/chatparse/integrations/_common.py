@@ -216,6 +216,8 @@ class Resolved:
     _variants: dict[tuple[bool, bool], Template | None] = field(
         default_factory=dict, repr=False, compare=False
     )
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What a plugin derives from the template once instead of per request (by the plugin's key)."""
 
     @property
     def template(self) -> Template:
@@ -373,7 +375,8 @@ def _resolve(tokenizer: Any, model: str | None, env: Mapping[str, str]) -> Resol
     )
 
 
-_CACHE: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], Resolved]] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Resolved]] = weakref.WeakKeyDictionary()
+_CACHE_KEYS = 8  # environments remembered per tokenizer (one in a server; tests and benchmarks switch)
 
 
 _ENV_KEYS_RAW = tuple(os.fsencode(k) for k in _ENV_KEYS) if os.name != "nt" else ()
@@ -394,20 +397,28 @@ def _env_key(env: Mapping[str, str]) -> tuple[Any, ...]:
 def resolve(tokenizer: Any, *, model: str | None = None, env: Mapping[str, str] | None = None) -> Resolved:
     """The template for `tokenizer` (see the module docstring). Raises `IntegrationError`.
 
-    The result is cached per tokenizer object (and environment), so per-request parser
-    construction costs a dictionary lookup.
+    The result is cached per tokenizer object and environment (a few environments each, so a
+    process that switches templates by environment, as tests and benchmarks do, keeps them all),
+    so per-request parser construction costs a dictionary lookup.
     """
     env = os.environ if env is None else env
     key = (model, *_env_key(env))
     try:
-        hit = _CACHE.get(tokenizer)
+        known = _CACHE.get(tokenizer)
     except TypeError:  # not weak-referenceable
-        hit = None
-    if hit is not None and hit[0] == key:
-        return hit[1]
+        known = None
+    if known is not None:
+        hit = known.get(key)
+        if hit is not None:
+            return hit
     resolved = _resolve(tokenizer, model, env)
-    with contextlib.suppress(TypeError):  # not weak-referenceable: no cache
-        _CACHE[tokenizer] = (key, resolved)
+    if known is None:
+        known = {}
+        with contextlib.suppress(TypeError):  # not weak-referenceable: no cache
+            _CACHE[tokenizer] = known
+    if len(known) >= _CACHE_KEYS:
+        known.clear()
+    known[key] = resolved
     return resolved
 
 
@@ -437,6 +448,24 @@ def tool_dicts(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
             out.append(tool)
         elif tool.get("type") == "function" and isinstance(tool.get("name"), str):  # Responses API
             out.append({"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}})
+    return out
+
+
+def parser_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """The request's tools as a parser reads them (`chatparse.tools.build_tool_table`): bare
+    function dicts with the name and the parameters schema only, read from the attributes of the
+    engines' pydantic tools (a request's parser needs nothing else from them, and each further
+    attribute costs a little on every request); other shapes as `tool_dicts` gives them."""
+    out: list[dict[str, Any]] = []
+    for tool in tools or ():
+        fn = None if isinstance(tool, dict) else getattr(tool, "function", None)
+        if fn is not None and not isinstance(fn, dict) and hasattr(tool, "model_dump"):
+            name = getattr(fn, "name", None)
+            params = getattr(fn, "parameters", None)
+            if isinstance(name, str) and (params is None or isinstance(params, dict)):
+                out.append({"name": name, "parameters": params} if params is not None else {"name": name})
+                continue
+        out.extend(tool_dicts((tool,)))
     return out
 
 

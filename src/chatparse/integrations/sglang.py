@@ -93,10 +93,10 @@ from ._common import (
     finish_output,
     forces_tool_calls,
     no_call_id,
+    parser_tools,
     prebuilt,
     resolve,
     tool_constraint,
-    tool_dicts,
 )
 from ._split import ReasoningSplitter, ToolsOffSplitter
 
@@ -182,7 +182,7 @@ class _OneParse:
         self._parser = ChatParser(
             template=resolved.template,
             prefix=prefix,
-            tools=tool_dicts(tools) or None,
+            tools=parser_tools(tools) or None,
             stream_tool_calls=policy.stream_tool_calls,
             unknown_tools=policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
@@ -241,6 +241,23 @@ _NO_TEXT = ReasoningResult()
 """The result of a reasoning step that releases nothing, shared (SGLang only reads it)."""
 
 
+def _reasoning_markers(resolved: Resolved, tokenizer: Any) -> tuple[str, str]:
+    """The reasoning field's opener and closer as text: literals, or the added token a pattern
+    delimiter matches (DSML's `^\\s*<think>`); "" where there is none. Once per template and
+    tokenizer (a reasoning detector per request asks; `resolve` gives each tokenizer its own
+    `Resolved`, so its memo is that tokenizer's)."""
+    key = ("sglang.reasoning_markers", id(tokenizer))
+    hit: tuple[str, str] | None = resolved.memo.get(key)
+    if hit is not None:
+        return hit
+    field_name = resolved.reasoning_field
+    f = resolved.template.fields.get(field_name) if field_name else None
+    opener = (delimiter_literal(f.opener, tokenizer) or "") if f is not None else ""
+    closer = (delimiter_literal(f.closer, tokenizer) or "") if f is not None else ""
+    resolved.memo[key] = (opener, closer)
+    return opener, closer
+
+
 class ChatparseReasoningDetector(BaseReasoningFormatDetector):
     """Reasoning out; the rest verbatim for the tool-call parser after it, or clean content when
     no tool-call parser runs for the request (SGLang's `tool_call_parser_active`)."""
@@ -254,11 +271,7 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         **_kwargs: Any,
     ) -> None:
         self._resolved: Resolved = resolve(tokenizer, model=None)
-        field_name = self._resolved.reasoning_field
-        f = self._resolved.template.fields.get(field_name) if field_name else None
-        # literals, or the added token a pattern delimiter matches (DSML's `^\s*<think>`)
-        opener = (delimiter_literal(f.opener, tokenizer) or "") if f is not None else ""
-        closer = (delimiter_literal(f.closer, tokenizer) or "") if f is not None else ""
+        opener, closer = _reasoning_markers(self._resolved, tokenizer)
         super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
         self._opener = opener
         self._verbatim = tool_call_parser_active
@@ -355,7 +368,15 @@ one costs about 2 µs, and most steps of a call release nothing)."""
 def _reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
     """The literal openers of the template's reasoning fields: None when it has no reasoning field;
     `()` when one opens otherwise (a pattern, or no opener), so only a parse of a prompt tells
-    whether the prompt opens reasoning."""
+    whether the prompt opens reasoning. Derived once per template (every request asks)."""
+    memo = resolved.memo
+    if "sglang.reasoning_openers" not in memo:
+        memo["sglang.reasoning_openers"] = _derive_reasoning_openers(resolved)
+    found: tuple[str, ...] | None = memo["sglang.reasoning_openers"]
+    return found
+
+
+def _derive_reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
     fields = resolved.template.fields
     names = [n for n in REASONING_FIELDS if n in fields]
     if not names:
@@ -434,7 +455,7 @@ class ChatparseDetector(BaseFormatDetector):
         return ChatParser(
             template=self._template,
             prefix=self._prefix(),
-            tools=tool_dicts(tools) or None,
+            tools=parser_tools(tools) or None,
             stream_tool_calls=self._policy.stream_tool_calls,
             unknown_tools=self._policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
@@ -478,7 +499,7 @@ class ChatparseDetector(BaseFormatDetector):
             one.handoff = None
             deltas = handoff[1]
         elif self._done:
-            return StreamingParseResult()
+            return _NOTHING
         elif self._stream is not None:
             deltas = self._stream.feed(new_text)
         else:
@@ -505,10 +526,10 @@ class ChatparseDetector(BaseFormatDetector):
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
         if self._done:
-            return StreamingParseResult()
+            return _NOTHING
         self._done = True
         if self._stream is None:  # nothing parsed here (or everything handed over)
-            return StreamingParseResult()
+            return _NOTHING
         _, last, _ = finish_output(
             self._stream, _finish_type(request_context().get("finish_reason")), "sglang"
         )
@@ -647,26 +668,29 @@ def _hook_reasoning_stream(
     parsers: Any,
     content: Any,
     request: Any,
+    finish_reason_type: Any = None,
     *args: Any,
     **kwargs: Any,
 ) -> Any:
     """Publish the prompt, the finish reason (`finish_reason_type` on the final step) and, when the
     chatparse tool parser follows for this request, its name and tools: the reasoning detector then
-    parses once for both (`_OneParse`) and hands each step's content and calls to the tool-call
-    detector through the context. Set for the whole step, not reset: the hand-off is read by
-    `_process_tool_call_stream` right after, in the same task (one request)."""
-    finish = (
-        kwargs.get("finish_reason_type", args[0] if args else None) if kwargs else (args[0] if args else None)
-    )
+    parses once for both (`_OneParse`) and publishes itself for the tool-call detector's first step.
+    Set for the whole step, not reset: it is read by `_process_tool_call_stream` right after, in the
+    same task (one request). Runs on every step of every request, so the steps between the first
+    and the last (the context already this request's) take the shortest path."""
     previous = _REQUEST.get()
     if previous is None:
         previous = {}
-    elif finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+    elif (
+        finish_reason_type is None
+        and previous.get("request") is request
+        and previous.get("finish_reason") is None
+    ):
         # A step like the last one of this request: the context is already what it should be.
-        return original(self, index, delta, parsers, content, request, *args, **kwargs)
+        return original(self, index, delta, parsers, content, request, None, *args, **kwargs)
     context: dict[str, Any] = {
         "prefix": _prefix_of(request),
-        "finish_reason": finish,
+        "finish_reason": finish_reason_type,
         "one_parse": previous.get("one_parse"),
         "request": request,
     }
@@ -676,7 +700,7 @@ def _hook_reasoning_stream(
         elif _tool_parsing_active(self, request):
             context["tool_parser"], context["tools"] = PARSER_NAME, self._effective_tools(request)
     _REQUEST.set(context)
-    return original(self, index, delta, parsers, content, request, *args, **kwargs)
+    return original(self, index, delta, parsers, content, request, finish_reason_type, *args, **kwargs)
 
 
 def _tool_parsing_active(serving: Any, request: Any) -> bool:

@@ -88,13 +88,13 @@ from ._common import (
     describe,
     finish_output,
     forces_tool_calls,
+    parser_tools,
     prebuilt,
     recover_finish_reason,
     resolve,
     stop_token_ids,
     tool_choice_mode,
     tool_constraint,
-    tool_dicts,
 )
 from ._split import PassthroughChat, ReasoningSplitter
 
@@ -398,7 +398,7 @@ class ChatparseToolParser(ToolParser):
 
     @functools.cached_property
     def _tool_list(self) -> list[dict[str, Any]]:
-        return tool_dicts(self._raw_tools)
+        return parser_tools(self._raw_tools)
 
     def adjust_request(self, request: Any) -> Any:
         _keep_markers(request)
@@ -774,7 +774,7 @@ class ChatparseParser(Parser):
             )
         template, self._reasoning_as_content = self._template_for(request, enable_auto_tools)
         offered = getattr(request, "tools", None)
-        tools = tool_dicts(offered if offered is not None else self._tools)
+        tools = parser_tools(offered if offered is not None else self._tools)
         return _chat_parser(template, self._prefix, tools, self._policy)
 
     def _finish_reason(self, request: Any, all_ids: Sequence[int], generated: int) -> str:
