@@ -211,7 +211,7 @@ def test_one_parse_when_both_parsers_are_chatparse(tok: Any, chunk: int) -> None
     finally:
         plugin._REQUEST.reset(token)
     assert isinstance(rp.detector._splitter, plugin._OneParse)
-    assert fp.detector._one is rp.detector._splitter and fp.detector._stream is None  # never parsed
+    assert rp.detector._splitter.linked and fp.detector._stream is None  # the tool side never parsed
     assert msg == {
         "reasoning": "The user wants the weather.",
         "content": "Let me check.",

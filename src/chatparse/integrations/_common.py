@@ -390,7 +390,7 @@ def _env_key(env: Mapping[str, str]) -> tuple[Any, ...]:
     per request under load, twice per SGLang request."""
     data = getattr(env, "_data", None) if env is os.environ else None
     if isinstance(data, dict) and _ENV_KEYS_RAW:
-        return tuple(data.get(k) for k in _ENV_KEYS_RAW)
+        return tuple(map(data.get, _ENV_KEYS_RAW))
     return tuple(env.get(k) for k in _ENV_KEYS)
 
 

@@ -187,6 +187,7 @@ class _OneParse:
             unknown_tools=policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
         )
+        self._feed = self._parser.feed
         self.in_reasoning = False
         self.handoff: tuple[str, list[dict[str, Any]]] | None = None
         """This step's normal text (the object returned) and its deltas, until the tool parser takes them."""
@@ -210,13 +211,17 @@ class _OneParse:
         self.handoff = (normal, rest)
         return reasoning, normal
 
-    def feed(self, text: str) -> tuple[str, str]:
-        deltas = self._parser.feed(text)
-        # The per-token steps first, without `_split`'s joins and lists: nothing released, one
-        # reasoning delta, one content delta (what `_split` makes of them, with fewer calls).
+    def step(self, text: str) -> ReasoningResult:
+        """One step's reasoning and normal text as SGLang's result (what the reasoning detector
+        returns when it streams reasoning: once per token, so with no intermediate tuple).
+
+        The common steps first, without `_split`'s joins and lists: nothing released (a call
+        being written, text held: most steps of a turn with calls), one reasoning delta, one
+        content delta."""
+        deltas = self._feed(text)
         if not deltas:
             if self.linked and self.handoff is None:
-                return _NOTHING_SPLIT
+                return _NO_TEXT
         elif len(deltas) == 1:
             d = deltas[0]
             piece = d.get("content")
@@ -224,13 +229,20 @@ class _OneParse:
                 if len(d) == 1:
                     self.in_reasoning = False
                     self.handoff = (piece, deltas)
-                    return "", piece
+                    return ReasoningResult(piece)
             elif self.linked and self.handoff is None:
                 piece = d.get("reasoning_content")
                 if piece is not None:
                     self.in_reasoning = True
-                    return piece, ""
-        return self._split(deltas, False)
+                    return ReasoningResult(None, piece)
+        reasoning, normal = self._split(deltas, False)
+        if not reasoning and not normal:
+            return _NO_TEXT
+        return ReasoningResult(normal, reasoning)
+
+    def feed(self, text: str) -> tuple[str, str]:
+        r = self.step(text)
+        return r.reasoning_text, r.normal_text
 
     def finish(self) -> tuple[str, str]:
         reason = _finish_type(request_context().get("finish_reason"))
@@ -276,6 +288,7 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         self._opener = opener
         self._verbatim = tool_call_parser_active
         self._splitter: ReasoningSplitter | ToolsOffSplitter | _CleanSplit | _OneParse | None = None
+        self._step: Callable[[str], ReasoningResult] | None = None  # `_OneParse.step`, when it applies
         self._held = ""  # reasoning held back when stream_reasoning is False
 
     def _prefix(self) -> str:
@@ -305,9 +318,15 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         return ReasoningResult(normal_text=n1 + n2, reasoning_text=r1 + r2)
 
     def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
+        step = self._step
+        if step is not None:  # one parse for both parsers, reasoning streamed: every step of a turn
+            return step(new_text)
         splitter = self._splitter
         if splitter is None:
             splitter = self._splitter = self._new()
+            if isinstance(splitter, _OneParse) and self.stream_reasoning:
+                self._step = splitter.step
+                return splitter.step(new_text)
         reasoning, normal = splitter.feed(new_text)
         if self.stream_reasoning:  # `_release`, inlined: this runs once per token
             if not reasoning and not normal:
@@ -491,7 +510,7 @@ class ChatparseDetector(BaseFormatDetector):
 
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
         one = self._one
-        if one is not None and not self._done:
+        if one is not None:  # (None again once finished)
             # The chatparse reasoning parser parsed this step already (see `_OneParse`).
             handoff = one.handoff
             if handoff is None or handoff[0] is not new_text:
@@ -528,6 +547,7 @@ class ChatparseDetector(BaseFormatDetector):
         if self._done:
             return _NOTHING
         self._done = True
+        self._one = None
         if self._stream is None:  # nothing parsed here (or everything handed over)
             return _NOTHING
         _, last, _ = finish_output(
@@ -679,20 +699,18 @@ def _hook_reasoning_stream(
     same task (one request). Runs on every step of every request, so the steps between the first
     and the last (the context already this request's) take the shortest path."""
     previous = _REQUEST.get()
-    if previous is None:
-        previous = {}
-    elif (
-        finish_reason_type is None
-        and previous.get("request") is request
-        and previous.get("finish_reason") is None
-    ):
+    if finish_reason_type is None and previous is not None and previous.get("ongoing") is request:
         # A step like the last one of this request: the context is already what it should be.
         return original(self, index, delta, parsers, content, request, None, *args, **kwargs)
+    if previous is None:
+        previous = {}
     context: dict[str, Any] = {
         "prefix": _prefix_of(request),
         "finish_reason": finish_reason_type,
         "one_parse": previous.get("one_parse"),
         "request": request,
+        # this request, while it is generating: what the steps between the first and the last check
+        "ongoing": request if finish_reason_type is None else None,
     }
     if getattr(self, "tool_call_parser", None) == PARSER_NAME:
         if previous.get("request") is request and "tools" in previous:
@@ -713,10 +731,18 @@ def _tool_parsing_active(serving: Any, request: Any) -> bool:
 def _publish_tool_step(request: Any, finish: Any) -> None:
     """What `_process_tool_call_stream`'s hook publishes for one step: the prompt and the finish
     reason (None before the flushing step), over the reasoning step's hand-off and tools."""
-    previous = _REQUEST.get() or {}
-    if finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+    previous = _REQUEST.get()
+    if finish is None and previous is not None and previous.get("ongoing") is request:
         return  # already this request's context for a step before the last
-    _REQUEST.set({**previous, "prefix": _prefix_of(request), "finish_reason": finish, "request": request})
+    _REQUEST.set(
+        {
+            **(previous or {}),
+            "prefix": _prefix_of(request),
+            "finish_reason": finish,
+            "request": request,
+            "ongoing": request if finish is None else None,
+        }
+    )
 
 
 async def _hook_tool_stream(
