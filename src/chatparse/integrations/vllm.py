@@ -673,7 +673,7 @@ class ChatparseParser(Parser):
         self._stream: ChatParser | PassthroughChat | None = None
         self._reasoning_as_content = False
         self._generated = 0
-        self._last_ids: list[int] = []
+        self._last_id: int | None = None  # the last generated token's id (a stop token, or not)
         self._done = False
         self._pending: list[dict[str, Any]] = []  # deltas held for the next single-token step
         self._include = True  # reasoning goes out (decided per request, with the stream)
@@ -835,9 +835,9 @@ class ChatparseParser(Parser):
             stream = self._stream = self._new_stream(request, self._enable_auto_tools)
             self._include = self._include_reasoning(request) or self._reasoning_as_content
         deltas = stream.feed(delta_text) if delta_text else []
-        self._generated += len(delta_token_ids)
         if delta_token_ids:
-            self._last_ids = delta_token_ids[-1:]
+            self._generated += len(delta_token_ids)
+            self._last_id = delta_token_ids[-1]
         if not finished and not self._pending:
             # The common steps: nothing released (text held, a call being written), or one delta.
             if not deltas:
@@ -855,7 +855,8 @@ class ChatparseParser(Parser):
                     return _reasoning_message(text, self._policy)
         if finished:
             self._done = True
-            reason = self._finish_reason(request, self._last_ids, self._generated)
+            last_ids = [self._last_id] if self._last_id is not None else []
+            reason = self._finish_reason(request, last_ids, self._generated)
             _, last, _ = finish_output(stream, reason, "vllm")
             deltas = deltas + last
         include = self._include
