@@ -699,6 +699,9 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
                 before = len(kinds)
             if last:  # ... up to the last step
                 inner = {"gets": counted.gets, "sets": counted.sets, **calls}
+                # SGLang's per-token calls go straight to the one parse's own steps
+                assert rp.detector.parse_streaming_increment == rp.detector._splitter.step
+                assert fp is not None and fp.detector.parse_streaming_increment == rp.detector._splitter.take
                 stepped = kinds[before:]
                 mixed = [d for d in stepped if len(d) > 1 or (d and "tool_calls" in d[0])]
             plugin._hook_reasoning_stream(no_op, serving, 0, text, {}, {}, request, "stop" if last else None)
@@ -736,6 +739,7 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
         "content": "Let me check.",
         "calls": [("get_weather", {"city": "Paris"})],
     }
+    assert "parse_streaming_increment" not in vars(fp.detector)  # finished: the class's own again
     between = len(steps) - 3  # steps 2 .. len-2, each: reasoning hook, tool hook, both parsers
     assert inner["sets"] == middle["sets"]  # no context built between the first and the last step
     assert inner["gets"] - middle["gets"] == 2 * between  # one read per hook, none by the parsers

@@ -244,6 +244,15 @@ class _OneParse:
         r = self.step(text)
         return r.reasoning_text, r.normal_text
 
+    def take(self, new_text: str, tools: Any) -> StreamingParseResult:
+        """The linked tool-call detector's step: this step's hand-off, when `new_text` is the
+        normal text returned for it; nothing otherwise (this parse read the output already)."""
+        handoff = self.handoff
+        if handoff is None or handoff[0] is not new_text:
+            return _NOTHING
+        self.handoff = None
+        return _step_result(handoff[1])
+
     def finish(self) -> tuple[str, str]:
         reason = _finish_type(request_context().get("finish_reason"))
         return self._split(finish_output(self._parser, reason, "sglang")[1], end=True)
@@ -288,7 +297,6 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         self._opener = opener
         self._verbatim = tool_call_parser_active
         self._splitter: ReasoningSplitter | ToolsOffSplitter | _CleanSplit | _OneParse | None = None
-        self._step: Callable[[str], ReasoningResult] | None = None  # `_OneParse.step`, when it applies
         self._held = ""  # reasoning held back when stream_reasoning is False
 
     def _prefix(self) -> str:
@@ -318,14 +326,14 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         return ReasoningResult(normal_text=n1 + n2, reasoning_text=r1 + r2)
 
     def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
-        step = self._step
-        if step is not None:  # one parse for both parsers, reasoning streamed: every step of a turn
-            return step(new_text)
         splitter = self._splitter
         if splitter is None:
             splitter = self._splitter = self._new()
             if isinstance(splitter, _OneParse) and self.stream_reasoning:
-                self._step = splitter.step
+                # One parse for both parsers, reasoning streamed: every later step of the turn is
+                # the parse's own step. Bound on this (per-request) object, it shadows this method,
+                # so SGLang's per-token call goes straight to it.
+                self.__dict__["parse_streaming_increment"] = splitter.step
                 return splitter.step(new_text)
         reasoning, normal = splitter.feed(new_text)
         if self.stream_reasoning:  # `_release`, inlined: this runs once per token
@@ -382,6 +390,18 @@ validation, which cost more than the plugin's own work for the step (`prebuilt`)
 _NOTHING = StreamingParseResult()
 """The result of a step that releases nothing, shared (SGLang only reads a step's result; building
 one costs about 2 µs, and most steps of a call release nothing)."""
+
+
+def _step_result(deltas: list[dict[str, Any]]) -> StreamingParseResult:
+    """The tool-call detector's result for one step's deltas."""
+    if not deltas:  # most steps: text held, or a call being written
+        return _NOTHING
+    if len(deltas) == 1:
+        piece = deltas[0].get("content")
+        if piece is not None and len(deltas[0]) == 1:  # a content step: no item lists
+            return cast(StreamingParseResult, _normal_result(normal_text=piece))
+    normal, calls = _items(deltas)
+    return StreamingParseResult(normal_text=normal, calls=calls)
 
 
 def _reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
@@ -509,45 +529,29 @@ class ChatparseDetector(BaseFormatDetector):
         return StreamingParseResult(normal_text=normal, calls=list(merged.values()))
 
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
-        one = self._one
-        if one is not None:  # (None again once finished)
-            # The chatparse reasoning parser parsed this step already (see `_OneParse`).
-            handoff = one.handoff
-            if handoff is None or handoff[0] is not new_text:
-                return _NOTHING
-            one.handoff = None
-            deltas = handoff[1]
-        elif self._done:
+        if self._done:
             return _NOTHING
-        elif self._stream is not None:
-            deltas = self._stream.feed(new_text)
-        else:
-            ctx = _REQUEST.get()
-            one = ctx.get("one_parse") if ctx else None
-            handoff = one.handoff if one is not None else None
-            if one is not None and handoff is not None and handoff[0] is new_text:
-                # The first step of a turn the reasoning parser parses: take its hand-offs from now on.
-                self._one = one
-                one.linked = True
-                one.handoff = None
-                deltas = handoff[1]
-            else:
-                self._stream = self._parser(tools)
-                deltas = self._stream.feed(new_text)
-        if not deltas:  # most steps: text held, or a call being written
-            return _NOTHING
-        if len(deltas) == 1:
-            piece = deltas[0].get("content")
-            if piece is not None and len(deltas[0]) == 1:  # a content step: no item lists
-                return cast(StreamingParseResult, _normal_result(normal_text=piece))
-        normal, calls = _items(deltas)
-        return StreamingParseResult(normal_text=normal, calls=calls)
+        if self._stream is not None:
+            return _step_result(self._stream.feed(new_text))
+        ctx = _REQUEST.get()
+        one = ctx.get("one_parse") if ctx else None
+        handoff = one.handoff if one is not None else None
+        if one is not None and handoff is not None and handoff[0] is new_text:
+            # The first step of a turn the chatparse reasoning parser parses: take its hand-offs
+            # from now on. Bound on this (per-request) object, `_OneParse.take` shadows this method
+            # until `finish`, so SGLang's per-token call goes straight to it.
+            self._one = one
+            one.linked = True
+            self.__dict__["parse_streaming_increment"] = one.take
+            return one.take(new_text, tools)
+        self._stream = self._parser(tools)
+        return _step_result(self._stream.feed(new_text))
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
         if self._done:
             return _NOTHING
         self._done = True
-        self._one = None
+        self.__dict__.pop("parse_streaming_increment", None)  # `_OneParse.take`, when linked
         if self._stream is None:  # nothing parsed here (or everything handed over)
             return _NOTHING
         _, last, _ = finish_output(
