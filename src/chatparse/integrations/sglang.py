@@ -22,7 +22,11 @@ per request and per choice by `OpenAIServingChat`.
 * When both are chatparse and tools are parsed, the reasoning detector parses once with the whole
   template and hands each step's content and calls to the tool-call detector (`_OneParse`), which
   then does not parse at all: SGLang creates the two as separate objects, and parsing twice would
-  double the cost.
+  double the cost. The two find each other once, on the first step, through the request context;
+  from then on SGLang's per-token calls of both detectors are bound straight to the shared parse
+  (`_OneParse.step`, `_OneParse.take`), whose usual step (nothing released: a call being written)
+  returns a shared empty result. Everything derived from the template alone (reasoning markers,
+  prompt openers, field plans, the compiled variants) is derived once, not per request.
 * Otherwise `ChatparseDetector` runs a `chatparse.openai.ChatParser` on that text with the template minus its
   reasoning field (so without `--reasoning-parser chatparse` reasoning markup stays content, as it
   does for SGLang's own parsers). Calls are sent whole when complete (`CHATPARSE_STREAM_TOOL_CALLS`),
