@@ -36,6 +36,7 @@ Policies (`Policy.from_env`), chatparse's defaults first, the engine's conventio
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -226,12 +227,13 @@ class Resolved:
         assert found is not None
         return found
 
-    @property
+    # Asked per request by every parser the engines create; the spec never changes.
+    @functools.cached_property
     def reasoning_field(self) -> str | None:
         fields = self.spec.get("fields") or {}
         return next((n for n in REASONING_FIELDS if n in fields), None)
 
-    @property
+    @functools.cached_property
     def has_tools(self) -> bool:
         return TOOL_FIELD in (self.spec.get("fields") or {})
 
