@@ -579,3 +579,14 @@ def test_delimiter_literal_reads_the_added_vocabulary_once_per_tokenizer() -> No
     assert C.delimiter_literal(opener, tok) == "<think>"
     assert tok.asked == 2
     assert C.delimiter_literal(opener, AddedVocabTok(["<tool_call>"])) is None
+
+
+def test_per_request_properties_of_the_template_are_computed_once() -> None:
+    """Every parser an engine creates per request asks which field is reasoning and whether the
+    template has calls: the answers are kept on the `Resolved` after the first question."""
+    r = C.resolve(Tok("Qwen/Qwen3-8B"), env={})
+    assert (r.reasoning_field, r.has_tools) == ("reasoning_content", True)
+    assert vars(r)["reasoning_field"] == "reasoning_content" and vars(r)["has_tools"] is True
+    r2 = C.resolve(Tok("acme/x"), env={"CHATPARSE_TEMPLATE": "mistral_v3"})
+    assert (r2.reasoning_field, r2.has_tools) == (None, True)
+    assert "reasoning_field" in vars(r2)
