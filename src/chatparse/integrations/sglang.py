@@ -709,7 +709,9 @@ def _hook_reasoning_stream(
     previous = _REQUEST.get()
     if finish_reason_type is None and previous is not None and previous.get("ongoing") is request:
         # A step like the last one of this request: the context is already what it should be.
-        return original(self, index, delta, parsers, content, request, None, *args, **kwargs)
+        if args or kwargs:
+            return original(self, index, delta, parsers, content, request, None, *args, **kwargs)
+        return original(self, index, delta, parsers, content, request, None)  # (no argument unpacking)
     if previous is None:
         previous = {}
     context: dict[str, Any] = {
