@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 An engine creates one parser object per request (and, on vLLM's engine core, one reasoning parser
 per structured-output request). Everything here is either a pure function of its arguments or a
-cache of immutable derived data (compiled templates keyed by the tokenizer object); nothing here
-holds request state, so the plugins work the same in every process an engine starts.
+cache of immutable derived data (compiled templates keyed by the tokenizer object and environment,
+and what a plugin derives from a template once instead of per request, `Resolved.memo`); nothing
+here holds request state, so the plugins work the same in every process an engine starts.
 
 Template resolution (`resolve`), first match wins:
 
