@@ -771,3 +771,33 @@ def test_per_request_derivations_are_made_once(tok: Any, monkeypatch: pytest.Mon
         finally:
             plugin._REQUEST.reset(token)
     assert len(literal) == 2 and len(openers) == 1  # opener and closer once; the openers once
+
+
+def test_a_new_requests_context_carries_nothing_of_another_request() -> None:
+    """The hooks rebuild the context on a request's first and last step from its own earlier
+    context only: another request's parse or tools (a context that leaked into this task) never
+    reach this request's detectors."""
+    a, b = (SimpleNamespace(_response_parser_prefix=p) for p in ("A", "B"))
+    serving = SimpleNamespace(
+        tool_call_parser="chatparse", _tool_call_parsing_active=lambda r: True, _effective_tools=lambda r: [r]
+    )
+
+    def no_op(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    token = plugin._REQUEST.set(None)
+    try:
+        plugin._hook_reasoning_stream(no_op, serving, 0, "", {}, {}, a, None)
+        plugin.request_context()["one_parse"] = stale = object()
+        plugin._hook_reasoning_stream(no_op, serving, 0, "", {}, {}, a, "stop")  # a's last step
+        assert plugin.request_context()["one_parse"] is stale and plugin.request_context()["tools"] == [a]
+        plugin._hook_reasoning_stream(no_op, serving, 0, "", {}, {}, b, None)
+        ctx = plugin.request_context()
+        assert ctx["one_parse"] is None and ctx["tools"] == [b] and ctx["prefix"] == "B"
+        plugin.request_context()["one_parse"] = stale
+        plugin._publish_tool_step(
+            a, {"type": "stop"}
+        )  # a step of a (no reasoning parser): b's parse stays b's
+        assert "one_parse" not in plugin.request_context() and plugin.request_context()["prefix"] == "A"
+    finally:
+        plugin._REQUEST.reset(token)

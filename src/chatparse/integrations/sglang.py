@@ -712,8 +712,8 @@ def _hook_reasoning_stream(
         if args or kwargs:
             return original(self, index, delta, parsers, content, request, None, *args, **kwargs)
         return original(self, index, delta, parsers, content, request, None)  # (no argument unpacking)
-    if previous is None:
-        previous = {}
+    if previous is None or previous.get("request") is not request:
+        previous = {}  # another request's context (or none): nothing of it carries over
     context: dict[str, Any] = {
         "prefix": _prefix_of(request),
         "finish_reason": finish_reason_type,
@@ -723,7 +723,7 @@ def _hook_reasoning_stream(
         "ongoing": request if finish_reason_type is None else None,
     }
     if getattr(self, "tool_call_parser", None) == PARSER_NAME:
-        if previous.get("request") is request and "tools" in previous:
+        if "tools" in previous:
             context["tool_parser"], context["tools"] = PARSER_NAME, previous["tools"]  # once per request
         elif _tool_parsing_active(self, request):
             context["tool_parser"], context["tools"] = PARSER_NAME, self._effective_tools(request)
@@ -744,9 +744,11 @@ def _publish_tool_step(request: Any, finish: Any) -> None:
     previous = _REQUEST.get()
     if finish is None and previous is not None and previous.get("ongoing") is request:
         return  # already this request's context for a step before the last
+    if previous is None or previous.get("request") is not request:
+        previous = {}  # another request's context (or none): nothing of it carries over
     _REQUEST.set(
         {
-            **(previous or {}),
+            **previous,
             "prefix": _prefix_of(request),
             "finish_reason": finish,
             "request": request,
