@@ -453,7 +453,6 @@ class ChatparseDetector(BaseFormatDetector):
         self._stream: ChatParser | None = None
         self._done = False
         self._tools_seen: list[Any] | None = None  # FunctionCallParser passes tools to the parse calls only
-        self._one: _OneParse | None = None  # the chatparse reasoning parser's, handing over each step
 
     def _prefix(self) -> str:
         """The prompt without the reasoning regions it writes or leaves open (`<think>`, or an
@@ -544,7 +543,6 @@ class ChatparseDetector(BaseFormatDetector):
             # The first step of a turn the chatparse reasoning parser parses: take its hand-offs
             # from now on. Bound on this (per-request) object, `_OneParse.take` shadows this method
             # until `finish`, so SGLang's per-token call goes straight to it.
-            self._one = one
             one.linked = True
             self.__dict__["parse_streaming_increment"] = one.take
             return one.take(new_text, tools)
