@@ -102,6 +102,22 @@ def test_resolution_is_cached_per_tokenizer_and_environment() -> None:
     assert C.resolve(tok, env={"CHATPARSE_TEMPLATE_OVERRIDE": "gemma4"}).name == "gemma4"
 
 
+def test_resolution_keeps_each_environment_per_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that switches templates by environment (tests, benchmarks) resolves each once: a
+    switch back does not resolve and compile the template again."""
+    resolved: list[Any] = []
+    real = C._resolve
+    monkeypatch.setattr(C, "_resolve", lambda *args: resolved.append(args) or real(*args))
+    tok = Tok("Qwen/Qwen3-8B")
+    envs = [{}, {"CHATPARSE_TEMPLATE_OVERRIDE": "gemma4"}, {"CHATPARSE_UNKNOWN_TOOLS": "drop"}]
+    first = [C.resolve(tok, env=e) for e in envs]
+    assert [r.name for r in first] == ["qwen3", "gemma4", "qwen3"] and len(resolved) == 3
+    for _ in range(3):
+        assert [C.resolve(tok, env=e) for e in envs] == first
+        assert all(C.resolve(tok, env=e) is r for e, r in zip(envs, first))
+    assert len(resolved) == 3
+
+
 def test_variants_leave_fields_out() -> None:
     r = C.resolve(Tok("Qwen/Qwen3-8B"), env={})
     assert set(r.template.fields) == {"reasoning_content", "tool_calls", "content"}
@@ -192,6 +208,51 @@ def test_tool_dicts() -> None:
         "f",
         "g",
     ]
+
+
+class Attrs:
+    """An engine's pydantic tool as far as the plugins read one, with the attributes read counted."""
+
+    def __init__(self, counted: list[str], **values: Any) -> None:
+        object.__setattr__(self, "_counted", counted)
+        object.__setattr__(self, "_values", values)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self._values:
+            raise AttributeError(name)
+        self._counted.append(name)
+        return self._values[name]
+
+    def model_dump(self, exclude_none: bool = False) -> dict[str, Any]:
+        raise AssertionError("not dumped")
+
+
+def test_parser_tools_read_name_and_parameters_only() -> None:
+    """What a parser needs of the request's tools is their name and parameters schema (its tool
+    table); the plugins read nothing else of them per request. Other shapes as `tool_dicts`."""
+    from chatparse.tools import build_tool_table
+
+    read: list[str] = []
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}
+    fn = Attrs(read, name="get_weather", description="d" * 500, parameters=schema, strict=True)
+    bare = Attrs(read, name="ping", description="no parameters", parameters=None, strict=None)
+    dicts = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+    responses = {"type": "function", "name": "g", "parameters": {}}
+    offered = [Attrs(read, type="function", function=fn), Attrs(read, type="function", function=bare)]
+    offered += [*dicts, responses, {"type": "web_search"}]
+    got = C.parser_tools(offered)
+    assert (
+        "description" not in read
+        and "strict" not in read
+        and sorted(set(read))
+        == [
+            "function",
+            "name",
+            "parameters",
+        ]
+    )
+    want = {"get_weather": schema["properties"], "ping": {}, "f": schema["properties"], "g": {}}
+    assert build_tool_table(got) == want
 
 
 def test_recover_finish_reason() -> None:
@@ -450,6 +511,23 @@ def test_prebuilt_builds_what_validation_builds() -> None:
     assert got == want and got.model_dump() == want.model_dump() and got.reasoning_content == "r"
 
 
+def test_prebuilt_stores_through_the_slots_own_descriptors() -> None:
+    """The slots pydantic keeps per instance are stored through their descriptors (found once),
+    not `object.__setattr__` (which looks each name up through the class's MRO per store)."""
+    from pydantic import BaseModel
+
+    class Result(BaseModel):
+        normal_text: str = ""
+        calls: list[Any] = []
+
+    for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"):
+        descriptor = next(k.__dict__[name] for k in Result.__mro__ if name in k.__dict__)
+        assert C._slot_setter(Result, name) == descriptor.__set__
+    build = C.prebuilt(Result, {"normal_text": "x"})
+    got = build(normal_text="é")
+    assert got == Result(normal_text="é") and got.calls == [] and got.model_fields_set == {"normal_text"}
+
+
 def test_prebuilt_falls_back_to_validation_when_it_would_differ() -> None:
     from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -501,3 +579,14 @@ def test_delimiter_literal_reads_the_added_vocabulary_once_per_tokenizer() -> No
     assert C.delimiter_literal(opener, tok) == "<think>"
     assert tok.asked == 2
     assert C.delimiter_literal(opener, AddedVocabTok(["<tool_call>"])) is None
+
+
+def test_per_request_properties_of_the_template_are_computed_once() -> None:
+    """Every parser an engine creates per request asks which field is reasoning and whether the
+    template has calls: the answers are kept on the `Resolved` after the first question."""
+    r = C.resolve(Tok("Qwen/Qwen3-8B"), env={})
+    assert (r.reasoning_field, r.has_tools) == ("reasoning_content", True)
+    assert vars(r)["reasoning_field"] == "reasoning_content" and vars(r)["has_tools"] is True
+    r2 = C.resolve(Tok("acme/x"), env={"CHATPARSE_TEMPLATE": "mistral_v3"})
+    assert (r2.reasoning_field, r2.has_tools) == (None, True)
+    assert "reasoning_field" in vars(r2)

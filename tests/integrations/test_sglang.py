@@ -211,7 +211,7 @@ def test_one_parse_when_both_parsers_are_chatparse(tok: Any, chunk: int) -> None
     finally:
         plugin._REQUEST.reset(token)
     assert isinstance(rp.detector._splitter, plugin._OneParse)
-    assert fp.detector._handoff_mode and fp.detector._stream is None  # the tool side never parsed
+    assert rp.detector._splitter.linked and fp.detector._stream is None  # the tool side never parsed
     assert msg == {
         "reasoning": "The user wants the weather.",
         "content": "Let me check.",
@@ -469,7 +469,8 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
     assert (
         seen[-1]["finish_reason"] == "length" and plugin._finish_type(seen[-1]["finish_reason"]) == "length"
     )
-    plugin.request_context()["handoff"] = ("normal", [])  # what _OneParse hands over
+    one = object()
+    plugin.request_context()["one_parse"] = one  # what the reasoning detector publishes
 
     async def gen(self: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(plugin.request_context())
@@ -485,7 +486,7 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
         ]
 
     assert asyncio.run(drain(False)) == ["chunk"] and seen[-1]["finish_reason"] is None
-    assert seen[-1]["handoff"] == ("normal", [])  # the tool step still sees the reasoning step's hand-off
+    assert seen[-1]["one_parse"] is one  # the tool step still sees the reasoning step's parse
     assert asyncio.run(drain(True)) == ["chunk"] and seen[-1]["finish_reason"] == finish
 
 
@@ -629,5 +630,174 @@ def test_tool_parser_prompt_without_reasoning_skips_the_probe(
         monkeypatch.setattr(plugin, "_reasoning_openers", lambda resolved: ())
         assert detector._prefix() == kept
         assert len(built) == (2 if "<think>" in prompt else 1 if prompt else 0)
+    finally:
+        plugin._REQUEST.reset(token)
+
+
+# --------------------------------------------------------------------------------------------------
+# per-step and per-request work, counted (the plugin runs once per token of every request)
+
+
+class CountingContext:
+    """`_REQUEST` with its reads and writes counted (a ContextVar's methods cannot be patched)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.gets, self.sets = real, 0, 0
+
+    def get(self) -> Any:
+        self.gets += 1
+        return self.real.get()
+
+    def set(self, value: Any) -> Any:
+        self.sets += 1
+        return self.real.set(value)
+
+    def reset(self, token: Any) -> None:
+        self.real.reset(token)
+
+
+def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
+    tok: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both parsers chatparse, one token per step, as the server drives them (hooks included): the
+    hooks publish a context on the first and the last step only; the tool-call detector reads it on
+    its first step (to link to the reasoning parser's parse) and never again; the reasoning detector
+    steps its parse directly (no `_OneParse.feed`, no `_split` on a step that releases nothing)."""
+    counted = CountingContext(plugin._REQUEST)
+    monkeypatch.setattr(plugin, "_REQUEST", counted)
+    calls = {"feed": 0, "split": 0}
+    for name in calls:
+        real = getattr(plugin._OneParse, f"_{name}" if name == "split" else name)
+
+        def spy(self: Any, *args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            calls[_name] += 1
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(plugin._OneParse, f"_{name}" if name == "split" else name, spy)
+    offered = tools()
+    serving = SimpleNamespace(
+        tool_call_parser="chatparse",
+        _tool_call_parsing_active=lambda request: True,
+        _effective_tools=lambda request: offered,
+    )
+    request = SimpleNamespace(_response_parser_prefix=PROMPT)
+
+    def no_op(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    steps = [OUTPUT[i : i + 1] for i in range(len(OUTPUT))]
+    kinds: list[Any] = []  # each step's deltas from the parse (from the second step)
+    token = counted.real.set(None)
+    seen = {"reasoning": "", "content": "", "calls": []}
+    try:
+        rp = fp = None
+        middle: dict[str, int] = {}
+        for n, text in enumerate(steps):
+            last = n == len(steps) - 1
+            if n == 2:  # the first step and its set-up are behind: count the steps between
+                middle = {"gets": counted.gets, "sets": counted.sets, **calls}
+                before = len(kinds)
+            if last:  # ... up to the last step
+                inner = {"gets": counted.gets, "sets": counted.sets, **calls}
+                # SGLang's per-token calls go straight to the one parse's own steps
+                assert rp.detector.parse_streaming_increment == rp.detector._splitter.step
+                assert fp is not None and fp.detector.parse_streaming_increment == rp.detector._splitter.take
+                stepped = kinds[before:]
+                mixed = [d for d in stepped if len(d) > 1 or (d and "tool_calls" in d[0])]
+            plugin._hook_reasoning_stream(no_op, serving, 0, text, {}, {}, request, "stop" if last else None)
+            if rp is None:
+                rp = ReasoningParser(
+                    "chatparse", True, False, None, tokenizer=tok, tool_call_parser_active=True
+                )
+            r, normal = rp.parse_stream_chunk(text)
+            if n == 0:  # the parse now exists: see what each step's feed releases
+                one = rp.detector._splitter
+                feed = one._feed
+
+                def released(piece: str, _feed: Any = feed) -> Any:
+                    deltas = _feed(piece)
+                    kinds.append(deltas)
+                    return deltas
+
+                one._feed = released
+            if last:
+                r2, n2 = rp.parse_stream_end()
+                r, normal = r + r2, normal + n2 if n2 else normal
+            plugin._publish_tool_step(request, {"type": "stop"} if last else None)
+            fp = fp or FunctionCallParser(offered, "chatparse", tokenizer=tok)
+            t, found = fp.parse_stream_chunk(normal)
+            if last:
+                t2, c2 = fp.parse_stream_end()
+                t, found = t + t2, found + c2
+            seen["reasoning"] += r
+            seen["content"] += t
+            seen["calls"] += [(c.name, json.loads(c.parameters)) for c in found]
+    finally:
+        counted.real.reset(token)
+    assert seen == {
+        "reasoning": "The user wants the weather.",
+        "content": "Let me check.",
+        "calls": [("get_weather", {"city": "Paris"})],
+    }
+    assert "parse_streaming_increment" not in vars(fp.detector)  # finished: the class's own again
+    between = len(steps) - 3  # steps 2 .. len-2, each: reasoning hook, tool hook, both parsers
+    assert inner["sets"] == middle["sets"]  # no context built between the first and the last step
+    assert inner["gets"] - middle["gets"] == 2 * between  # one read per hook, none by the parsers
+    assert inner["feed"] == middle["feed"] == 0  # the detector steps the parse itself
+    # `_split` (joins, lists) only where a step released a call or several deltas; a step that
+    # released nothing, or one reasoning or content delta, returns without it.
+    assert len(stepped) == between and sum(1 for d in stepped if not d) > between // 2
+    assert inner["split"] - middle["split"] == len(mixed) < 3
+
+
+def test_per_request_derivations_are_made_once(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reasoning detector and a tool-call detector per request: the reasoning markers and the
+    literal reasoning openers the prompt probe needs are derived once per template, not per
+    request."""
+    literal: list[Any] = []
+    openers: list[Any] = []
+    real_literal, real_openers = plugin.delimiter_literal, plugin._derive_reasoning_openers
+    monkeypatch.setattr(plugin, "delimiter_literal", lambda d, t: literal.append(d) or real_literal(d, t))
+    monkeypatch.setattr(plugin, "_derive_reasoning_openers", lambda r: openers.append(r) or real_openers(r))
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE="qwen3_xml"):  # a template not resolved before
+        token = plugin._REQUEST.set({"prefix": PROMPT + "<think>\n", "finish_reason": None})
+        try:
+            for _ in range(5):
+                rp = ReasoningParser(
+                    "chatparse", True, False, None, tokenizer=tok, tool_call_parser_active=True
+                )
+                assert (rp.detector.think_start_token, rp.detector.think_end_token) == ("<think>", "</think>")
+                assert plugin.ChatparseDetector(tokenizer=tok)._prefix() == PROMPT
+        finally:
+            plugin._REQUEST.reset(token)
+    assert len(literal) == 2 and len(openers) == 1  # opener and closer once; the openers once
+
+
+def test_a_new_requests_context_carries_nothing_of_another_request() -> None:
+    """The hooks rebuild the context on a request's first and last step from its own earlier
+    context only: another request's parse or tools (a context that leaked into this task) never
+    reach this request's detectors."""
+    a, b = (SimpleNamespace(_response_parser_prefix=p) for p in ("A", "B"))
+    serving = SimpleNamespace(
+        tool_call_parser="chatparse", _tool_call_parsing_active=lambda r: True, _effective_tools=lambda r: [r]
+    )
+
+    def no_op(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    token = plugin._REQUEST.set(None)
+    try:
+        plugin._hook_reasoning_stream(no_op, serving, 0, "", {}, {}, a, None)
+        plugin.request_context()["one_parse"] = stale = object()
+        plugin._hook_reasoning_stream(no_op, serving, 0, "", {}, {}, a, "stop")  # a's last step
+        assert plugin.request_context()["one_parse"] is stale and plugin.request_context()["tools"] == [a]
+        plugin._hook_reasoning_stream(no_op, serving, 0, "", {}, {}, b, None)
+        ctx = plugin.request_context()
+        assert ctx["one_parse"] is None and ctx["tools"] == [b] and ctx["prefix"] == "B"
+        plugin.request_context()["one_parse"] = stale
+        plugin._publish_tool_step(
+            a, {"type": "stop"}
+        )  # a step of a (no reasoning parser): b's parse stays b's
+        assert "one_parse" not in plugin.request_context() and plugin.request_context()["prefix"] == "A"
     finally:
         plugin._REQUEST.reset(token)

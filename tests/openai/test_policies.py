@@ -409,3 +409,49 @@ def test_calls_the_core_typed_are_not_coerced_again(monkeypatch: pytest.MonkeyPa
     )
     assert json.loads(message["tool_calls"][0]["function"]["arguments"]) == {"n": 7}
     assert len(seen) == 1
+
+
+def test_one_tool_table_per_parser_and_one_field_plan_per_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parser per request (the engines' plugins): the tools are read into a table once (the
+    core's, shared with the call assembler; it was built twice), and which fields stream as text or
+    make no delta is derived once per template and streaming mode. The plan is what the fields
+    say, for every catalog template."""
+    from chatparse import _parser, catalog
+    from chatparse.openai import _chat
+
+    built: list[object] = []
+    for module in (_parser, _chat):
+        real = module.build_tool_table
+        monkeypatch.setattr(
+            module, "build_tool_table", lambda tools, _real=real: built.append(tools) or _real(tools)
+        )
+    derived: list[str] = []
+    real_key = _chat._text_key
+    monkeypatch.setattr(_chat, "_text_key", lambda name: derived.append(name) or real_key(name))
+    monkeypatch.setattr(_chat, "_PLANS", {})  # no plan from an earlier test
+    template = catalog.load("qwen3")
+    first = 0
+    for _ in range(4):
+        p = ChatParser(template=template, prefix="", tools=_INT_TOOL)
+        assert p._calls.offered is p._parser._tools and p._calls.offered == {"f": {"n": {"type": "integer"}}}
+        first = first or len(derived)
+    assert len(built) == 4
+    assert 0 < first == len(derived)  # the plan was derived for the first parser only
+    ChatParser(template=template, prefix="", tools=[])  # no tools offered: an empty table, not None
+    assert len(built) == 5
+    monkeypatch.undo()
+    for name in catalog.names():
+        t = catalog.load(name)
+        for mode in ("complete", "early"):
+            text, silent = _chat._field_plan(t, mode)
+            assert set(text) == {
+                n
+                for n, f in t.fields.items()
+                if (n == "content" or n in _chat.REASONING_FIELDS) and not f.dirty
+            }
+            assert silent == {
+                n
+                for n, f in t.fields.items()
+                if (n == "tool_calls" and mode != "early")
+                or (n != "tool_calls" and (not (n == "content" or n in _chat.REASONING_FIELDS) or f.dirty))
+            }

@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 An engine creates one parser object per request (and, on vLLM's engine core, one reasoning parser
 per structured-output request). Everything here is either a pure function of its arguments or a
-cache of immutable derived data (compiled templates keyed by the tokenizer object); nothing here
-holds request state, so the plugins work the same in every process an engine starts.
+cache of immutable derived data (compiled templates keyed by the tokenizer object and environment,
+and what a plugin derives from a template once instead of per request, `Resolved.memo`); nothing
+here holds request state, so the plugins work the same in every process an engine starts.
 
 Template resolution (`resolve`), first match wins:
 
@@ -36,6 +37,7 @@ Policies (`Policy.from_env`), chatparse's defaults first, the engine's conventio
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -216,6 +218,8 @@ class Resolved:
     _variants: dict[tuple[bool, bool], Template | None] = field(
         default_factory=dict, repr=False, compare=False
     )
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What a plugin derives from the template once instead of per request (by the plugin's key)."""
 
     @property
     def template(self) -> Template:
@@ -224,12 +228,13 @@ class Resolved:
         assert found is not None
         return found
 
-    @property
+    # Asked per request by every parser the engines create; the spec never changes.
+    @functools.cached_property
     def reasoning_field(self) -> str | None:
         fields = self.spec.get("fields") or {}
         return next((n for n in REASONING_FIELDS if n in fields), None)
 
-    @property
+    @functools.cached_property
     def has_tools(self) -> bool:
         return TOOL_FIELD in (self.spec.get("fields") or {})
 
@@ -373,7 +378,8 @@ def _resolve(tokenizer: Any, model: str | None, env: Mapping[str, str]) -> Resol
     )
 
 
-_CACHE: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], Resolved]] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Resolved]] = weakref.WeakKeyDictionary()
+_CACHE_KEYS = 8  # environments remembered per tokenizer (one in a server; tests and benchmarks switch)
 
 
 _ENV_KEYS_RAW = tuple(os.fsencode(k) for k in _ENV_KEYS) if os.name != "nt" else ()
@@ -387,27 +393,35 @@ def _env_key(env: Mapping[str, str]) -> tuple[Any, ...]:
     per request under load, twice per SGLang request."""
     data = getattr(env, "_data", None) if env is os.environ else None
     if isinstance(data, dict) and _ENV_KEYS_RAW:
-        return tuple(data.get(k) for k in _ENV_KEYS_RAW)
+        return tuple(map(data.get, _ENV_KEYS_RAW))
     return tuple(env.get(k) for k in _ENV_KEYS)
 
 
 def resolve(tokenizer: Any, *, model: str | None = None, env: Mapping[str, str] | None = None) -> Resolved:
     """The template for `tokenizer` (see the module docstring). Raises `IntegrationError`.
 
-    The result is cached per tokenizer object (and environment), so per-request parser
-    construction costs a dictionary lookup.
+    The result is cached per tokenizer object and environment (a few environments each, so a
+    process that switches templates by environment, as tests and benchmarks do, keeps them all),
+    so per-request parser construction costs a dictionary lookup.
     """
     env = os.environ if env is None else env
     key = (model, *_env_key(env))
     try:
-        hit = _CACHE.get(tokenizer)
+        known = _CACHE.get(tokenizer)
     except TypeError:  # not weak-referenceable
-        hit = None
-    if hit is not None and hit[0] == key:
-        return hit[1]
+        known = None
+    if known is not None:
+        hit = known.get(key)
+        if hit is not None:
+            return hit
     resolved = _resolve(tokenizer, model, env)
-    with contextlib.suppress(TypeError):  # not weak-referenceable: no cache
-        _CACHE[tokenizer] = (key, resolved)
+    if known is None:
+        known = {}
+        with contextlib.suppress(TypeError):  # not weak-referenceable: no cache
+            _CACHE[tokenizer] = known
+    if len(known) >= _CACHE_KEYS:
+        known.clear()
+    known[key] = resolved
     return resolved
 
 
@@ -437,6 +451,24 @@ def tool_dicts(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
             out.append(tool)
         elif tool.get("type") == "function" and isinstance(tool.get("name"), str):  # Responses API
             out.append({"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}})
+    return out
+
+
+def parser_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """The request's tools as a parser reads them (`chatparse.tools.build_tool_table`): bare
+    function dicts with the name and the parameters schema only, read from the attributes of the
+    engines' pydantic tools (a request's parser needs nothing else from them, and each further
+    attribute costs a little on every request); other shapes as `tool_dicts` gives them."""
+    out: list[dict[str, Any]] = []
+    for tool in tools or ():
+        fn = None if isinstance(tool, dict) else getattr(tool, "function", None)
+        if fn is not None and not isinstance(fn, dict) and hasattr(tool, "model_dump"):
+            name = getattr(fn, "name", None)
+            params = getattr(fn, "parameters", None)
+            if isinstance(name, str) and (params is None or isinstance(params, dict)):
+                out.append({"name": name, "parameters": params} if params is not None else {"name": name})
+                continue
+        out.extend(tool_dicts((tool,)))
     return out
 
 
@@ -631,6 +663,20 @@ def recover_finish_reason(
 # per-step results
 
 
+def _slot_setter(cls: Any, name: str) -> Any:
+    """`setter(obj, value)` for the instance slot `name` of `cls`: the slot's own descriptor
+    (`object.__setattr__` finds it through the MRO on every call, a third of a step's result)."""
+    for klass in cls.__mro__:
+        d = klass.__dict__.get(name)
+        if d is not None:
+            setter = getattr(d, "__set__", None)
+            if setter is not None:
+                return setter
+            break
+    put = object.__setattr__
+    return lambda obj, value: put(obj, name, value)
+
+
 def prebuilt(cls: Any, sample: Mapping[str, str]) -> Any:
     """A constructor for `cls(**values)` (a pydantic v2 model of the engine) that skips validation,
     for exactly the string fields named in `sample` and string values: the results the plugins
@@ -639,11 +685,11 @@ def prebuilt(cls: Any, sample: Mapping[str, str]) -> Any:
 
     The instance gets what validation would give it: the defaults of a model built from `sample`,
     a fresh empty list for each list default, the given values (in the extra slot for a key the
-    model keeps as an extra), and the same fields-set and private slot. It is checked once here
-    against `cls(**values)` for values other than `sample`'s (equality, `model_dump`,
-    `model_fields_set`); when anything differs (another pydantic, a model with validators that
-    change strings), `cls` itself is returned, so a caller never gets a wrong object, only a
-    slower one.
+    model keeps as an extra), and the same fields-set and private slot, each stored through its
+    slot's descriptor. It is checked once here against `cls(**values)` for values other than
+    `sample`'s (equality, `model_dump`, `model_fields_set`); when anything differs (another
+    pydantic, a model with validators that change strings), `cls` itself is returned, so a caller
+    never gets a wrong object, only a slower one.
     """
     try:
         proto = cls(**sample)
@@ -654,7 +700,10 @@ def prebuilt(cls: Any, sample: Mapping[str, str]) -> Any:
         if proto.__pydantic_private__ is not None or set(sample) - extra_keys - set(base):
             return cls
         new = object.__new__
-        put = object.__setattr__
+        set_dict = _slot_setter(cls, "__dict__")
+        set_fields = _slot_setter(cls, "__pydantic_fields_set__")
+        set_extra = _slot_setter(cls, "__pydantic_extra__")
+        set_private = _slot_setter(cls, "__pydantic_private__")
 
         def build(**values: str) -> Any:
             obj = new(cls)
@@ -672,10 +721,10 @@ def prebuilt(cls: Any, sample: Mapping[str, str]) -> Any:
                 state.update(values)
             for k in lists:
                 state[k] = []
-            put(obj, "__dict__", state)
-            put(obj, "__pydantic_fields_set__", set(values))
-            put(obj, "__pydantic_extra__", more)
-            put(obj, "__pydantic_private__", None)
+            set_dict(obj, state)
+            set_fields(obj, set(values))
+            set_extra(obj, more)
+            set_private(obj, None)
             return obj
 
         other = {k: v + "\u00e9 " for k, v in sample.items()}

@@ -22,7 +22,11 @@ per request and per choice by `OpenAIServingChat`.
 * When both are chatparse and tools are parsed, the reasoning detector parses once with the whole
   template and hands each step's content and calls to the tool-call detector (`_OneParse`), which
   then does not parse at all: SGLang creates the two as separate objects, and parsing twice would
-  double the cost.
+  double the cost. The two find each other once, on the first step, through the request context;
+  from then on SGLang's per-token calls of both detectors are bound straight to the shared parse
+  (`_OneParse.step`, `_OneParse.take`), whose usual step (nothing released: a call being written)
+  returns a shared empty result. Everything derived from the template alone (reasoning markers,
+  prompt openers, field plans, the compiled variants) is derived once, not per request.
 * Otherwise `ChatparseDetector` runs a `chatparse.openai.ChatParser` on that text with the template minus its
   reasoning field (so without `--reasoning-parser chatparse` reasoning markup stays content, as it
   does for SGLang's own parsers). Calls are sent whole when complete (`CHATPARSE_STREAM_TOOL_CALLS`),
@@ -93,10 +97,10 @@ from ._common import (
     finish_output,
     forces_tool_calls,
     no_call_id,
+    parser_tools,
     prebuilt,
     resolve,
     tool_constraint,
-    tool_dicts,
 )
 from ._split import ReasoningSplitter, ToolsOffSplitter
 
@@ -168,10 +172,13 @@ class _OneParse:
 
     SGLang runs the reasoning parser and then the tool-call parser on its normal text, each its own
     object. When both are chatparse, parsing twice would double the cost: this parses once with
-    the whole template and hands the content and call deltas of each step to the tool parser,
-    which receives this step's normal text (the very string object returned here) and uses the
-    handed-over deltas instead of parsing that text. Anything else reaching the tool parser (a
-    different string) is parsed by it as usual.
+    the whole template and leaves each step's content and call deltas in `handoff`, next to the
+    normal text returned for the step, until the tool parser of the same request and choice takes
+    them. That parser finds this object in the request context on its first step
+    (`ctx["one_parse"]`, published by the reasoning detector that made it), checks that the text it
+    received is the very string object returned here, and from then on reads `handoff` directly
+    (`linked`) without parsing. Anything else reaching the tool parser (a different string) is
+    parsed by it as usual.
     """
 
     def __init__(self, resolved: Resolved, prefix: str, tools: Any) -> None:
@@ -179,67 +186,76 @@ class _OneParse:
         self._parser = ChatParser(
             template=resolved.template,
             prefix=prefix,
-            tools=tool_dicts(tools) or None,
+            tools=parser_tools(tools) or None,
             stream_tool_calls=policy.stream_tool_calls,
             unknown_tools=policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
         )
+        self._feed = self._parser.feed
         self.in_reasoning = False
-        self._last: Any = None  # this step's normal text, as handed over
+        self.handoff: tuple[str, list[dict[str, Any]]] | None = None
+        """This step's normal text (the object returned) and its deltas, until the tool parser takes them."""
+        self.linked = False
+        """The tool parser took a hand-off: it parses nothing itself and takes one per step."""
 
     def _split(self, deltas: list[dict[str, Any]], end: bool) -> tuple[str, str]:
-        if not deltas and not end and self._last is not None:
-            ctx = _REQUEST.get()
-            if ctx is not None and ctx.get("handoff") is None:
-                # Nothing released, and the tool parser took the last hand-off: it is in hand-off
-                # mode and releases nothing without one, so there is nothing to publish.
-                return _NOTHING_SPLIT
         reasoning = "".join(d["reasoning_content"] for d in deltas if "reasoning_content" in d)
         rest = [d for d in deltas if "reasoning_content" not in d]
         if rest:
             self.in_reasoning = False
         elif reasoning:
             self.in_reasoning = True
-        ctx = _REQUEST.get()
-        if ctx is None:
+        handoff = self.handoff
+        if end and handoff is not None:
+            handoff[1].extend(rest)  # the final step: the same normal text, more deltas
             return reasoning, ""
-        if end and self._last is not None and ctx.get("handoff") and ctx["handoff"][0] is self._last:
-            ctx["handoff"][1].extend(rest)  # the final step: same normal text, more deltas
-            return reasoning, ""
+        if not rest and self.linked and handoff is None:
+            return reasoning, ""  # nothing for the tool parser, which took the last hand-off
         normal = "".join(d.get("content", "") for d in rest)
-        ctx["handoff"] = (normal, rest)
-        self._last = normal
+        self.handoff = (normal, rest)
         return reasoning, normal
 
-    def feed(self, text: str) -> tuple[str, str]:
-        deltas = self._parser.feed(text)
-        # The per-token steps first, without `_split`'s joins and lists: nothing released, one
-        # reasoning delta, one content delta (what `_split` makes of them, with fewer calls).
+    def step(self, text: str) -> ReasoningResult:
+        """One step's reasoning and normal text as SGLang's result (what the reasoning detector
+        returns when it streams reasoning: once per token, so with no intermediate tuple).
+
+        The common steps first, without `_split`'s joins and lists: nothing released (a call
+        being written, text held: most steps of a turn with calls), one reasoning delta, one
+        content delta."""
+        deltas = self._feed(text)
         if not deltas:
-            if self._last is not None:
-                ctx = _REQUEST.get()
-                if ctx is not None and ctx.get("handoff") is None:
-                    return _NOTHING_SPLIT  # (see `_split`)
+            if self.linked and self.handoff is None:
+                return _NO_TEXT
         elif len(deltas) == 1:
             d = deltas[0]
-            if "reasoning_content" in d:
-                self.in_reasoning = True
-                if self._last is None:
-                    return self._split(deltas, False)
-                ctx = _REQUEST.get()
-                if ctx is not None and ctx.get("handoff") is None:
-                    return d["reasoning_content"], ""
-                return self._split(deltas, False)
             piece = d.get("content")
-            if piece is not None and len(d) == 1:
-                self.in_reasoning = False
-                ctx = _REQUEST.get()
-                if ctx is None:
-                    return "", ""
-                ctx["handoff"] = (piece, deltas)
-                self._last = piece
-                return "", piece
-        return self._split(deltas, False)
+            if piece is not None:
+                if len(d) == 1:
+                    self.in_reasoning = False
+                    self.handoff = (piece, deltas)
+                    return ReasoningResult(piece)
+            elif self.linked and self.handoff is None:
+                piece = d.get("reasoning_content")
+                if piece is not None:
+                    self.in_reasoning = True
+                    return ReasoningResult(None, piece)
+        reasoning, normal = self._split(deltas, False)
+        if not reasoning and not normal:
+            return _NO_TEXT
+        return ReasoningResult(normal, reasoning)
+
+    def feed(self, text: str) -> tuple[str, str]:
+        r = self.step(text)
+        return r.reasoning_text, r.normal_text
+
+    def take(self, new_text: str, tools: Any) -> StreamingParseResult:
+        """The linked tool-call detector's step: this step's hand-off, when `new_text` is the
+        normal text returned for it; nothing otherwise (this parse read the output already)."""
+        handoff = self.handoff
+        if handoff is None or handoff[0] is not new_text:
+            return _NOTHING
+        self.handoff = None
+        return _step_result(handoff[1])
 
     def finish(self) -> tuple[str, str]:
         reason = _finish_type(request_context().get("finish_reason"))
@@ -248,6 +264,23 @@ class _OneParse:
 
 _NO_TEXT = ReasoningResult()
 """The result of a reasoning step that releases nothing, shared (SGLang only reads it)."""
+
+
+def _reasoning_markers(resolved: Resolved, tokenizer: Any) -> tuple[str, str]:
+    """The reasoning field's opener and closer as text: literals, or the added token a pattern
+    delimiter matches (DSML's `^\\s*<think>`); "" where there is none. Once per template and
+    tokenizer (a reasoning detector per request asks; `resolve` gives each tokenizer its own
+    `Resolved`, so its memo is that tokenizer's)."""
+    key = ("sglang.reasoning_markers", id(tokenizer))
+    hit: tuple[str, str] | None = resolved.memo.get(key)
+    if hit is not None:
+        return hit
+    field_name = resolved.reasoning_field
+    f = resolved.template.fields.get(field_name) if field_name else None
+    opener = (delimiter_literal(f.opener, tokenizer) or "") if f is not None else ""
+    closer = (delimiter_literal(f.closer, tokenizer) or "") if f is not None else ""
+    resolved.memo[key] = (opener, closer)
+    return opener, closer
 
 
 class ChatparseReasoningDetector(BaseReasoningFormatDetector):
@@ -263,11 +296,7 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         **_kwargs: Any,
     ) -> None:
         self._resolved: Resolved = resolve(tokenizer, model=None)
-        field_name = self._resolved.reasoning_field
-        f = self._resolved.template.fields.get(field_name) if field_name else None
-        # literals, or the added token a pattern delimiter matches (DSML's `^\s*<think>`)
-        opener = (delimiter_literal(f.opener, tokenizer) or "") if f is not None else ""
-        closer = (delimiter_literal(f.closer, tokenizer) or "") if f is not None else ""
+        opener, closer = _reasoning_markers(self._resolved, tokenizer)
         super().__init__(opener, closer, force_reasoning=force_reasoning, stream_reasoning=stream_reasoning)
         self._opener = opener
         self._verbatim = tool_call_parser_active
@@ -285,7 +314,9 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
     def _new(self) -> ReasoningSplitter | ToolsOffSplitter | _CleanSplit | _OneParse:
         ctx = request_context()
         if self._verbatim and ctx.get("tool_parser") == PARSER_NAME and "tools" in ctx:
-            return _OneParse(self._resolved, self._prefix(), ctx["tools"])
+            one = _OneParse(self._resolved, self._prefix(), ctx["tools"])
+            ctx["one_parse"] = one  # for the tool parser's first step (see `_OneParse`)
+            return one
         if self._verbatim:
             return ReasoningSplitter(self._resolved.template, prefix=self._prefix())
         if self._resolved.has_tools:  # tools off for this turn: calls stay in the content as written
@@ -302,6 +333,12 @@ class ChatparseReasoningDetector(BaseReasoningFormatDetector):
         splitter = self._splitter
         if splitter is None:
             splitter = self._splitter = self._new()
+            if isinstance(splitter, _OneParse) and self.stream_reasoning:
+                # One parse for both parsers, reasoning streamed: every later step of the turn is
+                # the parse's own step. Bound on this (per-request) object, it shadows this method,
+                # so SGLang's per-token call goes straight to it.
+                self.__dict__["parse_streaming_increment"] = splitter.step
+                return splitter.step(new_text)
         reasoning, normal = splitter.feed(new_text)
         if self.stream_reasoning:  # `_release`, inlined: this runs once per token
             if not reasoning and not normal:
@@ -359,10 +396,30 @@ _NOTHING = StreamingParseResult()
 one costs about 2 µs, and most steps of a call release nothing)."""
 
 
+def _step_result(deltas: list[dict[str, Any]]) -> StreamingParseResult:
+    """The tool-call detector's result for one step's deltas."""
+    if not deltas:  # most steps: text held, or a call being written
+        return _NOTHING
+    if len(deltas) == 1:
+        piece = deltas[0].get("content")
+        if piece is not None and len(deltas[0]) == 1:  # a content step: no item lists
+            return cast(StreamingParseResult, _normal_result(normal_text=piece))
+    normal, calls = _items(deltas)
+    return StreamingParseResult(normal_text=normal, calls=calls)
+
+
 def _reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
     """The literal openers of the template's reasoning fields: None when it has no reasoning field;
     `()` when one opens otherwise (a pattern, or no opener), so only a parse of a prompt tells
-    whether the prompt opens reasoning."""
+    whether the prompt opens reasoning. Derived once per template (every request asks)."""
+    memo = resolved.memo
+    if "sglang.reasoning_openers" not in memo:
+        memo["sglang.reasoning_openers"] = _derive_reasoning_openers(resolved)
+    found: tuple[str, ...] | None = memo["sglang.reasoning_openers"]
+    return found
+
+
+def _derive_reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
     fields = resolved.template.fields
     names = [n for n in REASONING_FIELDS if n in fields]
     if not names:
@@ -396,7 +453,6 @@ class ChatparseDetector(BaseFormatDetector):
         self._stream: ChatParser | None = None
         self._done = False
         self._tools_seen: list[Any] | None = None  # FunctionCallParser passes tools to the parse calls only
-        self._handoff_mode = False  # the chatparse reasoning parser hands over each step's deltas
 
     def _prefix(self) -> str:
         """The prompt without the reasoning regions it writes or leaves open (`<think>`, or an
@@ -441,7 +497,7 @@ class ChatparseDetector(BaseFormatDetector):
         return ChatParser(
             template=self._template,
             prefix=self._prefix(),
-            tools=tool_dicts(tools) or None,
+            tools=parser_tools(tools) or None,
             stream_tool_calls=self._policy.stream_tool_calls,
             unknown_tools=self._policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
@@ -477,38 +533,29 @@ class ChatparseDetector(BaseFormatDetector):
 
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
         if self._done:
-            return StreamingParseResult()
-        if self._handoff_mode or self._stream is None:
-            # The chatparse reasoning parser ran before this step and hands over what it released
-            # when `new_text` is the very normal text it returned (see `_OneParse`).
-            ctx = _REQUEST.get()
-            handoff = ctx.get("handoff") if ctx else None
-            if handoff is not None and handoff[0] is new_text and self._stream is None:
-                ctx["handoff"] = None  # type: ignore[index]
-                self._handoff_mode = True
-                deltas = handoff[1]
-            elif self._handoff_mode:
-                return _NOTHING  # the reasoning parser parsed this output already
-            else:
-                self._stream = self._parser(tools)
-                deltas = self._stream.feed(new_text)
-        else:
-            deltas = self._stream.feed(new_text)
-        if not deltas:  # most steps: text held, or a call being written
             return _NOTHING
-        if len(deltas) == 1:
-            piece = deltas[0].get("content")
-            if piece is not None and len(deltas[0]) == 1:  # a content step: no item lists
-                return cast(StreamingParseResult, _normal_result(normal_text=piece))
-        normal, calls = _items(deltas)
-        return StreamingParseResult(normal_text=normal, calls=calls)
+        if self._stream is not None:
+            return _step_result(self._stream.feed(new_text))
+        ctx = _REQUEST.get()
+        one = ctx.get("one_parse") if ctx else None
+        handoff = one.handoff if one is not None else None
+        if one is not None and handoff is not None and handoff[0] is new_text:
+            # The first step of a turn the chatparse reasoning parser parses: take its hand-offs
+            # from now on. Bound on this (per-request) object, `_OneParse.take` shadows this method
+            # until `finish`, so SGLang's per-token call goes straight to it.
+            one.linked = True
+            self.__dict__["parse_streaming_increment"] = one.take
+            return one.take(new_text, tools)
+        self._stream = self._parser(tools)
+        return _step_result(self._stream.feed(new_text))
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
         if self._done:
-            return StreamingParseResult()
+            return _NOTHING
         self._done = True
+        self.__dict__.pop("parse_streaming_increment", None)  # `_OneParse.take`, when linked
         if self._stream is None:  # nothing parsed here (or everything handed over)
-            return StreamingParseResult()
+            return _NOTHING
         _, last, _ = finish_output(
             self._stream, _finish_type(request_context().get("finish_reason")), "sglang"
         )
@@ -647,36 +694,39 @@ def _hook_reasoning_stream(
     parsers: Any,
     content: Any,
     request: Any,
+    finish_reason_type: Any = None,
     *args: Any,
     **kwargs: Any,
 ) -> Any:
     """Publish the prompt, the finish reason (`finish_reason_type` on the final step) and, when the
     chatparse tool parser follows for this request, its name and tools: the reasoning detector then
-    parses once for both (`_OneParse`) and hands each step's content and calls to the tool-call
-    detector through the context. Set for the whole step, not reset: the hand-off is read by
-    `_process_tool_call_stream` right after, in the same task (one request)."""
-    finish = (
-        kwargs.get("finish_reason_type", args[0] if args else None) if kwargs else (args[0] if args else None)
-    )
+    parses once for both (`_OneParse`) and publishes itself for the tool-call detector's first step.
+    Set for the whole step, not reset: it is read by `_process_tool_call_stream` right after, in the
+    same task (one request). Runs on every step of every request, so the steps between the first
+    and the last (the context already this request's) take the shortest path."""
     previous = _REQUEST.get()
-    if previous is None:
-        previous = {}
-    elif finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+    if finish_reason_type is None and previous is not None and previous.get("ongoing") is request:
         # A step like the last one of this request: the context is already what it should be.
-        return original(self, index, delta, parsers, content, request, *args, **kwargs)
+        if args or kwargs:
+            return original(self, index, delta, parsers, content, request, None, *args, **kwargs)
+        return original(self, index, delta, parsers, content, request, None)  # (no argument unpacking)
+    if previous is None or previous.get("request") is not request:
+        previous = {}  # another request's context (or none): nothing of it carries over
     context: dict[str, Any] = {
         "prefix": _prefix_of(request),
-        "finish_reason": finish,
-        "handoff": previous.get("handoff"),
+        "finish_reason": finish_reason_type,
+        "one_parse": previous.get("one_parse"),
         "request": request,
+        # this request, while it is generating: what the steps between the first and the last check
+        "ongoing": request if finish_reason_type is None else None,
     }
     if getattr(self, "tool_call_parser", None) == PARSER_NAME:
-        if previous.get("request") is request and "tools" in previous:
+        if "tools" in previous:
             context["tool_parser"], context["tools"] = PARSER_NAME, previous["tools"]  # once per request
         elif _tool_parsing_active(self, request):
             context["tool_parser"], context["tools"] = PARSER_NAME, self._effective_tools(request)
     _REQUEST.set(context)
-    return original(self, index, delta, parsers, content, request, *args, **kwargs)
+    return original(self, index, delta, parsers, content, request, finish_reason_type, *args, **kwargs)
 
 
 def _tool_parsing_active(serving: Any, request: Any) -> bool:
@@ -689,10 +739,20 @@ def _tool_parsing_active(serving: Any, request: Any) -> bool:
 def _publish_tool_step(request: Any, finish: Any) -> None:
     """What `_process_tool_call_stream`'s hook publishes for one step: the prompt and the finish
     reason (None before the flushing step), over the reasoning step's hand-off and tools."""
-    previous = _REQUEST.get() or {}
-    if finish is None and previous.get("request") is request and previous.get("finish_reason") is None:
+    previous = _REQUEST.get()
+    if finish is None and previous is not None and previous.get("ongoing") is request:
         return  # already this request's context for a step before the last
-    _REQUEST.set({**previous, "prefix": _prefix_of(request), "finish_reason": finish, "request": request})
+    if previous is None or previous.get("request") is not request:
+        previous = {}  # another request's context (or none): nothing of it carries over
+    _REQUEST.set(
+        {
+            **previous,
+            "prefix": _prefix_of(request),
+            "finish_reason": finish,
+            "request": request,
+            "ongoing": request if finish is None else None,
+        }
+    )
 
 
 async def _hook_tool_stream(

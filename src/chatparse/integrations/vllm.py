@@ -88,13 +88,13 @@ from ._common import (
     describe,
     finish_output,
     forces_tool_calls,
+    parser_tools,
     prebuilt,
     recover_finish_reason,
     resolve,
     stop_token_ids,
     tool_choice_mode,
     tool_constraint,
-    tool_dicts,
 )
 from ._split import PassthroughChat, ReasoningSplitter
 
@@ -398,7 +398,7 @@ class ChatparseToolParser(ToolParser):
 
     @functools.cached_property
     def _tool_list(self) -> list[dict[str, Any]]:
-        return tool_dicts(self._raw_tools)
+        return parser_tools(self._raw_tools)
 
     def adjust_request(self, request: Any) -> Any:
         _keep_markers(request)
@@ -673,7 +673,7 @@ class ChatparseParser(Parser):
         self._stream: ChatParser | PassthroughChat | None = None
         self._reasoning_as_content = False
         self._generated = 0
-        self._last_ids: list[int] = []
+        self._last_id: int | None = None  # the last generated token's id (a stop token, or not)
         self._done = False
         self._pending: list[dict[str, Any]] = []  # deltas held for the next single-token step
         self._include = True  # reasoning goes out (decided per request, with the stream)
@@ -774,7 +774,7 @@ class ChatparseParser(Parser):
             )
         template, self._reasoning_as_content = self._template_for(request, enable_auto_tools)
         offered = getattr(request, "tools", None)
-        tools = tool_dicts(offered if offered is not None else self._tools)
+        tools = parser_tools(offered if offered is not None else self._tools)
         return _chat_parser(template, self._prefix, tools, self._policy)
 
     def _finish_reason(self, request: Any, all_ids: Sequence[int], generated: int) -> str:
@@ -835,9 +835,9 @@ class ChatparseParser(Parser):
             stream = self._stream = self._new_stream(request, self._enable_auto_tools)
             self._include = self._include_reasoning(request) or self._reasoning_as_content
         deltas = stream.feed(delta_text) if delta_text else []
-        self._generated += len(delta_token_ids)
         if delta_token_ids:
-            self._last_ids = delta_token_ids[-1:]
+            self._generated += len(delta_token_ids)
+            self._last_id = delta_token_ids[-1]
         if not finished and not self._pending:
             # The common steps: nothing released (text held, a call being written), or one delta.
             if not deltas:
@@ -855,7 +855,8 @@ class ChatparseParser(Parser):
                     return _reasoning_message(text, self._policy)
         if finished:
             self._done = True
-            reason = self._finish_reason(request, self._last_ids, self._generated)
+            last_ids = [self._last_id] if self._last_id is not None else []
+            reason = self._finish_reason(request, last_ids, self._generated)
             _, last, _ = finish_output(stream, reason, "vllm")
             deltas = deltas + last
         include = self._include

@@ -88,6 +88,37 @@ _REASONING_KEYS = ("reasoning_content", "reasoning", "both")
 _SLOW = object()  # `ChatParser._sink`: take the event path
 
 
+def _text_key(name: str) -> bool:
+    """Whether a field's text is streamed as content or reasoning (`ChatParser._stream`)."""
+    return name == "content" or name in REASONING_FIELDS
+
+
+_PLANS: dict[tuple[int, str], tuple[Template, tuple[str, ...], frozenset[str]]] = {}
+_PLANS_MAX = 256
+
+
+def _field_plan(t: Template, stream_tool_calls: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """`(text fields, silent fields)` of `t` for a `ChatParser`: the fields whose clean chunks are
+    content or reasoning text, and those whose chunks make no delta. Derived once per template
+    and streaming mode (a parser per request asks; templates are compiled once and kept)."""
+    key = (id(t), stream_tool_calls)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is t:
+        return hit[1], hit[2]
+    fields = t.fields
+    text = tuple(name for name, f in fields.items() if _text_key(name) and not f.dirty)
+    silent = frozenset(
+        name
+        for name, f in fields.items()
+        if (name == "tool_calls" and stream_tool_calls != "early")
+        or (name != "tool_calls" and (not _text_key(name) or f.dirty))
+    )
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    _PLANS[key] = (t, text, silent)  # the template is kept with its plan: its id stays its own
+    return text, silent
+
+
 class ChatParser:
     """Streams one assistant message as Chat Completions `choices[0].delta` dicts.
 
@@ -136,7 +167,7 @@ class ChatParser:
         self._auto: AutoParser | None = None
         self._parser: ResponseParser | AutoParser
         tool_list = list(tools) if tools is not None else None
-        offered = build_tool_table(tool_list) if tool_list is not None else None
+        offered: dict[str, dict[str, Any]] | None
         if auto and model is None and template is None:
             if unknown_tools != "surface":
                 raise ValueError("auto=True supports unknown_tools='surface' only")
@@ -157,13 +188,20 @@ class ChatParser:
             # The core's close events carry its values uncopied: this layer only reads them (calls
             # and text are rebuilt here) and never returns the core's own message.
             self._parser._copy_values = False
+            # The table the core built from the same tools (one table per parser, not two).
+            offered = (
+                None
+                if tool_list is None
+                else self._parser._tools
+                if tool_list
+                else build_tool_table(tool_list)
+            )
         self._content = TextStream()
         self._reasoning = TextStream()
+        text_names, silent = _field_plan(self._t, stream_tool_calls)
         # Fields whose clean chunks are content or reasoning text (the per-token path of `feed`).
         self._text_fields: dict[str, TextStream] = {
-            name: s
-            for name, f in self._t.fields.items()
-            if (s := self._stream(name)) is not None and not f.dirty
+            name: self._content if name == "content" else self._reasoning for name in text_names
         }
         self._calls = ToolCallAssembler(
             stream=stream_tool_calls,
@@ -174,12 +212,7 @@ class ChatParser:
         )
         self._errors: list[dict[str, Any]] = []
         # Fields whose chunks produce no delta (the per-token path of `feed` skips them).
-        self._silent_fields = frozenset(
-            name
-            for name, f in self._t.fields.items()
-            if (name == "tool_calls" and stream_tool_calls != "early")
-            or (name != "tool_calls" and (self._stream(name) is None or f.dirty))
-        )
+        self._silent_fields = silent
         self._region_pos = 0  # end of the current region's text seen so far
         self._open_field: str | None = None  # the region open in the core (from its events)
         self._sink: Any = _SLOW  # a TextStream, None or _SLOW (see `_set_sink`)
