@@ -127,3 +127,17 @@ def test_a_call_the_prompt_opened_keeps_its_captures(name: str, prefix: str, out
     assert _parser._PREFIX_STATES.get(t), "the prefix state was kept"
     assert messages[0] == messages[1]
     assert messages[1]["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_kept_prefix_states_are_bounded() -> None:
+    # At most `_PREFIX_STATES_MAX` prefixes per template, none longer than `_PREFIX_KEY_MAX`.
+    t = chatparse.load_response_template(CATALOG["qwen3"])
+    _parser._PREFIX_STATES.pop(t, None)
+    anchor = "<|im_start|>assistant\n"
+    for i in range(_parser._PREFIX_STATES_MAX + 10):
+        ResponseParser(t, prefix=f"{anchor}<think>\nstep {i} ")
+        assert len(_parser._PREFIX_STATES[t]) <= _parser._PREFIX_STATES_MAX
+    _parser._PREFIX_STATES.pop(t, None)
+    long = anchor + "<think>\n" + "x " * _parser._PREFIX_KEY_MAX
+    ResponseParser(t, prefix=long)
+    assert not _parser._PREFIX_STATES.get(t)
