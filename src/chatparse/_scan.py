@@ -591,8 +591,13 @@ def _flatten(node: Node) -> list[Node]:
 _MAX_BRANCHES = 16
 
 
-def _branches(items: list[Node], depth: int = 0) -> list[list[Node]] | None:
-    """Split a sequence on its leading alternation / optional group into branch sequences."""
+def _branches(items: list[Node], depth: int = 0, ordered: bool = False) -> list[list[Node]] | None:
+    """Split a sequence on its leading alternation / optional group into branch sequences.
+
+    With `ordered`, in priority order: the sequences the pattern tries at a start, one after the
+    other (a leading alternation's branches in order; a leading greedy optional group taken, then
+    skipped, a lazy one skipped, then taken), or None when a possessive one (which never gives
+    back what it took) leads. None also when too many branches lead."""
     if not items or depth > 4:
         return [items]
     head = _unwrap(items[0])
@@ -600,24 +605,21 @@ def _branches(items: list[Node], depth: int = 0) -> list[list[Node]] | None:
     if head.op is Op.ALT:
         out: list[list[Node]] = []
         for k in head.kids:
-            sub = _branches(_flatten(k) + rest, depth + 1)
+            sub = _branches(_flatten(k) + rest, depth + 1, ordered)
             if sub is None:
                 return None
             out.extend(sub)
             if len(out) > _MAX_BRANCHES:
                 return None
         return out
-    if (
-        head.op is Op.REP
-        and head.args[1] == 1
-        and head.args[0] == 0
-        and _unwrap(head.kids[0]).op not in _rx.ATOMS
-    ):
-        a = _branches(_flatten(head.kids[0]) + rest, depth + 1)
-        b = _branches(rest, depth + 1)
+    if head.op is Op.REP and head.args[:2] == (0, 1) and _unwrap(head.kids[0]).op not in _rx.ATOMS:
+        if ordered and head.args[2] == "possessive":
+            return None
+        a = _branches(_flatten(head.kids[0]) + rest, depth + 1, ordered)
+        b = _branches(rest, depth + 1, ordered)
         if a is None or b is None or len(a) + len(b) > _MAX_BRANCHES:
             return None
-        return a + b
+        return b + a if ordered and head.args[2] == "lazy" else a + b
     return [items]
 
 
@@ -939,36 +941,6 @@ class Delimiter:
         return PatternCursor(self, state)
 
 
-def _ordered_branches(items: list[Node], depth: int = 0) -> list[list[Node]] | None:
-    """`_branches` in priority order: the sequences the pattern tries at a start, one after the
-    other (a leading alternation's branches in order; a leading greedy optional group taken, then
-    skipped, a lazy one skipped, then taken), or None when a possessive one (which never gives
-    back what it took) or too many branches lead."""
-    if not items or depth > 4:
-        return [items]
-    head = _unwrap(items[0])
-    rest = items[1:]
-    if head.op is Op.ALT:
-        out: list[list[Node]] = []
-        for k in head.kids:
-            sub = _ordered_branches(_flatten(k) + rest, depth + 1)
-            if sub is None:
-                return None
-            out.extend(sub)
-            if len(out) > _MAX_BRANCHES:
-                return None
-        return out
-    if head.op is Op.REP and head.args[:2] == (0, 1) and _unwrap(head.kids[0]).op not in _rx.ATOMS:
-        if head.args[2] == "possessive":
-            return None
-        a = _ordered_branches(_flatten(head.kids[0]) + rest, depth + 1)
-        b = _ordered_branches(rest, depth + 1)
-        if a is None or b is None or len(a) + len(b) > _MAX_BRANCHES:
-            return None
-        return a + b if head.args[2] == "greedy" else b + a
-    return [items]
-
-
 class _Branch:
     """One branch of a delimiter's leading alternation (in priority order): its `Chain` or None,
     the literals it starts with after its leading run (None: not only literals), and that run's
@@ -987,7 +959,7 @@ def _branch_chains(tree: Node, chain: Chain | None) -> list[_Branch] | None:
     branches of its leading alternation when at least one of them is a chain; else None."""
     if chain is not None:
         return [_Branch(chain, chain.leads, chain.loop)]
-    branches = _ordered_branches(_flatten(tree))
+    branches = _branches(_flatten(tree), ordered=True)
     if branches is None or len(branches) < 2:
         return None
     out = []

@@ -295,6 +295,25 @@ _TEMPLATE = {
 
 
 @settings(max_examples=300, deadline=None)
+def _stream_like_one_shot(text: str, t: Any, sizes: list[int]) -> dict:
+    """Feed `text` in chunks of the cycled `sizes`: the message, and the regions' spans and text
+    (which show what a hold released), equal the one-shot parse's. Returns the message."""
+    want = chatparse.parse_response(text, t, prefix="")
+    _, want_events = _oneshot.parse_events(text, t, "", None)
+    p = chatparse.ResponseParser(t, prefix="")
+    events = list(p.initial_events)
+    i = k = 0
+    while i < len(text):
+        step = sizes[k % len(sizes)]
+        events += p.feed(text[i : i + step])
+        i += step
+        k += 1
+    message, last = p.finalize()
+    assert message == want, text
+    assert _shape(events + last) == _shape(want_events), text
+    return message
+
+
 @given(
     parts=st.lists(
         st.sampled_from(
@@ -329,19 +348,7 @@ def test_chain_delimiters_stream_like_one_shot(parts: list[str], sizes: list[int
     """The message, and the regions' spans and text (which show what a hold released: the content
     value is stripped), equal the one-shot parse's for every chunking."""
     text = "".join(parts)
-    want = chatparse.parse_response(text, _TEMPLATE, prefix="")
-    _, want_events = _oneshot.parse_events(text, _TEMPLATE, "", None)
-    p = chatparse.ResponseParser(_TEMPLATE, prefix="")
-    events = list(p.initial_events)
-    i = k = 0
-    while i < len(text):
-        step = sizes[k % len(sizes)]
-        events += p.feed(text[i : i + step])
-        i += step
-        k += 1
-    message, last = p.finalize()
-    assert message == want, text
-    assert _shape(events + last) == _shape(want_events), text
+    _stream_like_one_shot(text, _TEMPLATE, sizes)
 
 
 def _shape(events: list[Any]) -> tuple[list[tuple], dict[str, str]]:
@@ -506,20 +513,8 @@ def test_kimi_closer_text_inside_strings_streams_like_one_shot(inner: list[str],
     arg = "".join(inner)
     call = f'<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{{"a": "{arg}"}}<|tool_call_end|>'
     text = "<|tool_calls_section_begin|>" + call * 2 + "<|tool_calls_section_end|>"
-    want = chatparse.parse_response(text, t, prefix="")
-    _, want_events = _oneshot.parse_events(text, t, "", None)
-    p = chatparse.ResponseParser(t, prefix="")
-    events = list(p.initial_events)
-    i = k = 0
-    while i < len(text):
-        step = sizes[k % len(sizes)]
-        events += p.feed(text[i : i + step])
-        i += step
-        k += 1
-    message, last = p.finalize()
-    assert message == want, text
+    message = _stream_like_one_shot(text, t, sizes)
     assert [c["function"]["arguments"] for c in message["tool_calls"]] == [{"a": arg.replace('\\"', '"')}] * 2
-    assert _shape(events + last) == _shape(want_events), text
 
 
 def test_a_run_kept_live_is_walked_over_its_new_text_only() -> None:
