@@ -387,7 +387,7 @@ class _CursorSeek(_Seek):
 
     def _read_end(self, buf: str, s: int) -> int:
         """One past the last position a `regex` attempt at `s` can read (see `_attempt_reads`):
-        `_reach`, computed by one match of `reach_pattern(reads)` (every step a group end)."""
+        one match of `reach_pattern(reads)` (every step a group end)."""
         far = max([e for _, e in self.reach_rx.match(buf, s).regs])  # type: ignore[union-attr]
         n = len(buf)
         return (far if far < n else n) + 1
@@ -764,9 +764,11 @@ def _reads_of(choices: list[list[Node]], flags: int) -> list[list[tuple[Any, int
 
 
 def reach_pattern(reads: list[list[tuple[Any, int]]]) -> Any:
-    """`_reach` as one compiled pattern, whose match at `s` always succeeds and whose furthest
-    group end is `_reach(buf, s, reads)` (clamped to the text): each choice, and each lookahead's
-    read, is a group inside a lookahead at `s`; a run is possessive (`(?:C)*+`, its maximal run), a
+    """How far an attempt at `s` with steps `reads` can read, as one compiled pattern, whose match
+    at `s` always succeeds and whose furthest group end is that position (clamped to the text):
+    per choice, where its steps end (a run to the end of its maximal run, a bounded step by its
+    width), and each lookahead's read. Each choice, and each lookahead's read, is a group inside a
+    lookahead at `s`; a run is possessive (`(?:C)*+`, its maximal run), a
     bounded step takes what is there of its width (`.{0,w}+`). A bounded step counted as its full
     width still gives an upper bound: a run's end never decreases with its start."""
 
@@ -787,29 +789,6 @@ def reach_pattern(reads: list[list[tuple[Any, int]]]) -> Any:
         return "".join(parts)
 
     return regex.compile(source(reads), regex.DOTALL)
-
-
-def _reach(buf: str, s: int, reads: list[list[tuple[Any, int]]]) -> int:
-    """The furthest position (exclusive) an attempt at `s` with steps `reads` can read (the
-    definition; `_CursorSeek` computes it with `reach_pattern`)."""
-    n = len(buf)
-    far = s
-    for steps in reads:
-        p = s
-        for run, w in steps:
-            if type(run) is list:  # a lookahead with runs: its body's reads from here
-                e = _reach(buf, p, run)
-                if e > far:
-                    far = e
-            elif run is not None:
-                p = run.match(buf, p).end() if p < n else p
-            elif w >= 0:
-                p += w
-            elif p - w > far:
-                far = p - w  # a lookahead body reads on without moving the position
-        if p > far:
-            far = p
-    return far
 
 
 def _kind(d: Any) -> int:
@@ -1080,26 +1059,26 @@ class _Again:
         #: the opener's match comes from its own seeker (`first` at the position: linear by the
         #: seeker's proof, as every query of `run` is), not from `open_at`
         self.seeker = kind not in _AGAIN_KINDS
+        joinable = d.module_re is not None and d.module_re.flags == _BASE_FLAGS
+        if not self.seeker and joinable and all(_joinable(o) for o in other_ds):
+            lookahead = "|".join(f"(?:{o.source})" for o in other_ds)
+            opener = f"(?:{d.source})"
+            pattern = f"(?!{lookahead}){opener}" if lookahead else opener
+            self.literals = None
+            self.match: Any = _rx.match_only(pattern, regex.DOTALL).match
+            runs = {r.pattern: r for x in (d, *other_ds) if x.prog.tree is not None for r in _leading_runs(x)}
+            self.runs = list(runs.values())
+            self.names = list(d.module_re.groupindex)
+            self.others: list[Any] = []
+            self.joined = len(other_ds)  #: how many other delimiters the opener's match tests
+            return
         self.literals = d.strategy.literals if kind == _LITERAL else None
         own = kind != _LITERAL and not self.seeker  # `open_at` runs the compiled pattern
         self.match = d.match_re.match if own else None  # (`_rx.match_only`)
         self.runs = _leading_runs(d) if own else []
         self.names = list(d.module_re.groupindex) if own else []
         self.others = others
-        self.joined = 0  #: how many other delimiters the opener's match tests (its lookahead)
-        joinable = d.module_re is not None and d.module_re.flags == _BASE_FLAGS
-        if not self.seeker and joinable and all(_joinable(o) for o in other_ds):
-            lookahead = "|".join(f"(?:{o.source})" for o in other_ds)
-            opener = f"(?:{d.source})"
-            self.match = _rx.match_only(
-                f"(?!{lookahead}){opener}" if lookahead else opener, regex.DOTALL
-            ).match
-            self.literals = None
-            runs = {r.pattern: r for x in (d, *other_ds) if x.prog.tree is not None for r in _leading_runs(x)}
-            self.runs = list(runs.values())
-            self.names = list(d.module_re.groupindex)
-            self.others = []
-            self.joined = len(other_ds)
+        self.joined = 0
 
     def open_at(self, buf: str, pos: int, run_end: list[int]) -> _Found | None:
         """The opener's match at `pos` when it is non-empty, else None. Its leading runs are
@@ -1118,7 +1097,7 @@ class _Again:
             e = run.match(buf, pos).end()
             if e > run_end[0]:
                 run_end[0] = e
-        m = self.match(buf, pos)  # type: ignore[misc]
+        m = self.match(buf, pos)
         if m is None or m.end() <= pos:
             return None
         return _Found(m, self.names, m.end())
@@ -1217,11 +1196,7 @@ def _call_loop(
             if s == end == zw:
                 return True, pos, caps, zw, first_error
         if quote:
-            # `_QuoteGuard(pos).inside(buf, s)`, its parity case inline
-            if buf.find("\\", pos, s) < 0:
-                if buf.count('"', pos, s) & 1:
-                    return True, pos, caps, zw, first_error
-            elif _QuoteGuard(pos).inside(buf, s):
+            if _outside_end(buf, pos, s) != s:  # (`_QuoteGuard(pos).inside(buf, s)`)
                 return True, pos, caps, zw, first_error
         elif strings and StringGuard(pos, f.string_guard, f.string_quotes, False).inside(buf, s):
             return True, pos, caps, zw, first_error
@@ -1397,17 +1372,20 @@ class _QuoteGuard:
         self.i = start  # a position outside every string of the body
 
     def inside(self, buf: str, p: int) -> bool:
-        i = self.i if self.i <= p else self.start
-        if buf.find("\\", i, p) < 0:
-            # no escapes: the quotes pair up in order, so `p` is inside a string exactly when an
-            # odd number of them lies before it, the last one opening that string (two C calls;
-            # the possessive match below is ~2 us on a small call object)
-            e = buf.rfind('"', i, p) if buf.count('"', i, p) & 1 else p
-        else:
-            m = _OUTSIDE_STRINGS.match(buf, i, p)
-            e = m.end() if m is not None else i
-        self.i = e
+        e = self.i = _outside_end(buf, self.i if self.i <= p else self.start, p)
         return e != p
+
+
+def _outside_end(buf: str, i: int, p: int) -> int:
+    """From `i`, outside every `"..."` string, how far the text up to `p` stays outside strings:
+    `p` when `p` is outside, else where the string holding `p` opens."""
+    if buf.find("\\", i, p) < 0:
+        # no escapes: the quotes pair up in order, so `p` is inside a string exactly when an
+        # odd number of them lies before it, the last one opening that string (C calls; the
+        # possessive match below is ~2 us on a small call object)
+        return buf.rfind('"', i, p) if buf.count('"', i, p) & 1 else p
+    m = _OUTSIDE_STRINGS.match(buf, i, p)
+    return m.end() if m is not None else i
 
 
 def _decide(
