@@ -123,7 +123,7 @@ from typing import Any
 
 import regex
 
-from . import _rx
+from . import _parser, _rx  # (`_parser` imports this module: its names are read at call time)
 from ._rx import Node
 from ._scan import (
     AnchorSearch,
@@ -143,6 +143,7 @@ from ._scan import (
     _unwrap,
 )
 from ._template import Template
+from .errors import RequiredFieldsMissing
 from .tools import coerce_tool_calls
 
 __all__ = ["Bail", "FastWatch", "parse", "parse_events", "plan_for", "run", "stream_end"]
@@ -226,7 +227,7 @@ class _LiteralSeek(_Seek):
     __slots__ = ("literals", "_found")
 
     def __init__(self, literals: list[str]) -> None:
-        super().__init__()
+        _Seek.__init__(self)  # (a direct call: no `super` object per seeker)
         self.literals = literals  # longest first
         # per literal: (searched from, leftmost occurrence or -1), so that each literal's searches
         # never overlap either
@@ -246,7 +247,7 @@ class _SearchSeek(_Seek):
     __slots__ = ("rx", "names")
 
     def __init__(self, rx: Any, names: list[str]) -> None:
-        super().__init__()
+        _Seek.__init__(self)
         self.rx = rx
         self.names = names
 
@@ -294,7 +295,7 @@ class _LeadRunSeek(_SearchSeek):
     __slots__ = ("leads", "back", "_found")
 
     def __init__(self, rx: Any, names: list[str], leads: list[str], back: Any) -> None:
-        super().__init__(rx, names)
+        _SearchSeek.__init__(self, rx, names)
         self.leads = leads
         self.back = back
         # per lead: (searched from, leftmost occurrence or -1), so that each lead's searches never
@@ -328,7 +329,7 @@ class _LoopSeek(_SearchSeek):
     __slots__ = ("finder",)
 
     def __init__(self, rx: Any, names: list[str], strategy: Any, loop: Any) -> None:
-        super().__init__(rx, names)
+        _SearchSeek.__init__(self, rx, names)
         self.finder = strategy.finder()
         self.loop = loop  # `_any_loop(strategy)`, decided with the plan
 
@@ -370,7 +371,7 @@ class _CursorSeek(_Seek):
     def __init__(
         self, d: Any, reads: list[list[tuple[Any, int]]] | None = None, reach_rx: Any = None
     ) -> None:
-        super().__init__()
+        _Seek.__init__(self)
         self.d = d
         self.prog = d.scan_prog
         self.finder = d.strategy.finder()
@@ -1674,9 +1675,7 @@ def parse_events(
 
 def _start(text: Any, response_template: Any, prefix: str | None, tools: Any) -> tuple[Any, str]:
     """A `ResponseParser` for a one-shot parse (values uncopied) and the text, checked to be a str."""
-    from ._parser import ResponseParser
-
-    parser = ResponseParser(response_template, prefix=prefix, tools=tools)
+    parser = _parser.ResponseParser(response_template, prefix=prefix, tools=tools)
     if type(text) is not str:
         if not isinstance(text, str):
             raise TypeError(f"parse_response() takes a str, got {type(text).__name__}")
@@ -1696,8 +1695,6 @@ def stream_end(parser: Any, text: str) -> list[Any]:
 def parse(text: str, response_template: Any, prefix: str | None, tools: Any) -> dict:
     """`parse_response`: the message, or the exception the streaming parse's events give (the
     first malformed region's error, then `RequiredFieldsMissing` with the events)."""
-    from .errors import RequiredFieldsMissing
-
     parser, text = _start(text, response_template, prefix, tools)
     for e in parser.initial_events:
         if e["type"] == "region_malformed":

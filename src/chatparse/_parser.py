@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from . import _oneshot
 from ._content import copy_value, process_field
 from ._events import Event
 from ._scan import Commit, Hold, Scanner, StringGuard, WatchList
@@ -392,7 +393,7 @@ class ResponseParser:
 
     def _value(self, f: Field, body: str) -> Any:
         value = process_field(body, f, self._captures)
-        if self._tools:
+        if self._tools and type(value) is not str:  # (a text value holds no call to coerce)
             value = coerce_tool_calls(value, self._tools)
         out = self._output
         name = f.name
@@ -445,6 +446,4 @@ def parse_response(
     ...                                      "content": {"close": "<|im_end|>"}}}, prefix="")
     {'thinking': 'hm', 'content': 'Hi'}
     """
-    from ._oneshot import parse
-
-    return parse(text, response_template, prefix, tools)
+    return _oneshot.parse(text, response_template, prefix, tools)

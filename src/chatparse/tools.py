@@ -52,6 +52,8 @@ def schema_types(schema: Any) -> tuple[str, ...]:
     if not isinstance(schema, dict):
         return ()
     declared = schema.get("type")
+    if type(declared) is str and not ("anyOf" in schema or "oneOf" in schema or "nullable" in schema):
+        return (declared,)  # the usual `{"type": T, ...}` (a parse asks once per parameter)
     found = [declared] if isinstance(declared, str) else []
     if isinstance(declared, list):
         found.extend(t for t in declared if isinstance(t, str))
@@ -309,11 +311,11 @@ class ToolTable(dict):
         returns its text unchanged, so the call is not made, and the parameter is left out)."""
         got = self._types.get(name)
         if got is None:
-            got = self._types[name] = {
-                k: types
-                for k, types in ((k, schema_types(v)) for k, v in self[name].items())
-                if _CASTING.intersection(types)
-            }
+            got = self._types[name] = {}
+            for k, v in self[name].items():
+                types = schema_types(v)
+                if not _CASTING.isdisjoint(types):
+                    got[k] = types
         return got
 
 
