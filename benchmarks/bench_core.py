@@ -60,6 +60,7 @@ CASES = (
     "nesting",
     "layers",
     "calls",
+    "message",
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -1003,6 +1004,10 @@ def _sglang_detectors() -> dict[str, Any] | None:
         from llm_router_utils.sglang.srt.function_call.qwen25_detector import Qwen25Detector
     except ImportError:
         return None
+    try:
+        from llm_router_utils.sglang.srt.parser.reasoning_parser import ReasoningParser as reasoning
+    except ImportError:  # (an older package without the reasoning parsers)
+        reasoning = None
     logging.getLogger("llm_router_utils").setLevel(logging.ERROR)
     return {
         "tools": [Tool(**t) for t in _CALL_TOOLS],
@@ -1010,6 +1015,7 @@ def _sglang_detectors() -> dict[str, Any] | None:
         "qwen3_xml": Qwen3CoderDetector,
         "kimi_k2": KimiK2Detector,
         "deepseek_v3": DeepSeekV3Detector,
+        "reasoning": reasoning,
     }
 
 
@@ -1085,6 +1091,79 @@ def case_calls(ours: Impl, args: argparse.Namespace, report: Report) -> None:
     table(headers, rows)
 
 
+def _message_text(family: str) -> str:
+    """A typical turn of `family`: reasoning where the family writes it, a sentence, two calls."""
+    think = "<think>\nThe user wants the weather in two cities. I will call the tool twice.\n</think>\n\n"
+    say = "Let me check both cities."
+    calls = _calls_text(family, 2)
+    if family in ("qwen3", "qwen3_xml"):
+        return think + say + "\n" + calls
+    return say + calls
+
+
+def case_message(ours: Impl, args: argparse.Namespace, report: Report) -> None:
+    """One typical turn one-shot (reasoning, a sentence, two calls): the per-message cost of
+    `parse_response` and `parse_message` against transformers 5.24.0 and SGLang's one-shot detectors
+    (its reasoning parser first where the family reasons). Informational: no target (issue 9's
+    one-shot target is the 400-call case); what a dataset or a non-streaming server pays per row."""
+    import chatparse
+    from chatparse.openai import parse_message
+
+    sg = _sglang_detectors()
+    n = 100 if args.quick else 400
+    rows = []
+    for family in ("qwen3", "qwen3_xml", "kimi_k2", "deepseek_v3"):
+        spec = _catalog(family)
+        tpl = chatparse.load_response_template(spec)
+        text = _message_text(family)
+        prefix = spec.get("start_anchor", "") if family.startswith("qwen3") else ""
+        got = parse_message(text, template=tpl, prefix=prefix, tools=_CALL_TOOLS)
+        assert len(got.get("tool_calls") or []) == 2, (family, got)
+
+        def core(tpl: Any = tpl, text: str = text, prefix: str = prefix) -> None:
+            for _ in range(n):
+                chatparse.parse_response(text, tpl, prefix=prefix, tools=_CALL_TOOLS)
+
+        def message(tpl: Any = tpl, text: str = text, prefix: str = prefix) -> None:
+            for _ in range(n):
+                parse_message(text, template=tpl, prefix=prefix, tools=_CALL_TOOLS)
+
+        ref_tpl = REF.template(spec)
+
+        def reference(ref_tpl: Any = ref_tpl, text: str = text, prefix: str = prefix) -> None:
+            for _ in range(n):
+                ref_parse_response(text, ref_tpl, prefix=prefix)
+
+        t_core = timed(core, repeat=5) / n
+        t_msg = timed(message, repeat=5) / n
+        t_ref = timed(reference, repeat=3) / n
+        row = [family, f"{t_core * 1e6:.1f}", f"{t_msg * 1e6:.1f}", f"{t_ref * 1e6:.1f}"]
+        if sg is not None:
+            cls, tools, reasoning = sg[family], sg["tools"], sg["reasoning"]
+            reasons = family in ("qwen3", "qwen3_xml") and reasoning is not None
+
+            def sglang(
+                cls: Any = cls,
+                tools: Any = tools,
+                text: str = text,
+                reasoner: Any = reasoning if reasons else None,
+            ) -> None:
+                for _ in range(n):
+                    normal = reasoner("qwen3").parse_non_stream(text)[1] if reasoner is not None else text
+                    cls().detect_and_parse(normal, tools)
+
+            t_sg = timed(sglang, repeat=5) / n
+            row += [f"{t_sg * 1e6:.1f}", f"{t_sg / t_msg:.2f}x"]
+        rows.append(row)
+    print(
+        "\n[message] one typical turn one-shot (reasoning, a sentence, two calls), us per message, with tools="
+    )
+    headers = ["family", "parse_response", "parse_message", "transformers"]
+    if sg is not None:
+        headers += ["SGLang one-shot", "SGLang / parse_message"]
+    table(headers, rows)
+
+
 # --------------------------------------------------------------------------------------------------
 
 
@@ -1138,6 +1217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "nesting": case_nesting,
         "layers": case_layers,
         "calls": case_calls,
+        "message": case_message,
     }
     for name in CASES:
         if args.only and name not in args.only:
