@@ -18,11 +18,13 @@ same one. Hence streamed == one-shot for every chunking.
 
 The prefix (the prompt's tail after the last anchor) is processed when the parser is made, once
 per request in a server. When that pass routes the whole prefix (nothing held: no match can still
-start in it) and closes no region, the state it leaves is the position, the current region, its
-captures and the events, and nothing in the scanner: a scanner made afresh at that position
-decides what the old one would (the scanner is remade after every commit anyway; its finders are
-caches). That state is kept per template and prefix (`_PREFIX_STATES`), so a prompt that ends in
-`<think>\n` costs a lookup instead of a pass of the streaming matcher (~17 us).
+start in it) and every region it closes has a text value (a str: no tool coercion, so the same for
+every parser's tools), the state it leaves is the position, the current region, its captures, the
+output and the events, and nothing in the scanner: a scanner made afresh at that position decides
+what the old one would (the scanner is remade after every commit anyway; its finders are caches).
+That state is kept per template and prefix (`_PREFIX_STATES`), so a prompt that ends in
+`<think>\n`, or closes its own reasoning (`<think></think>`, Gemma 4's empty thought channel),
+costs a lookup instead of a pass of the streaming matcher (~17-27 us).
 """
 
 from __future__ import annotations
@@ -56,8 +58,23 @@ _PREFIX_STATES_MAX = 64
 
 
 def _copy_events(events: list[Any]) -> list[Any]:
-    """Copies of a prefix pass's events (`region_open`, `region_chunk`), each parser its own."""
+    """Copies of a prefix pass's events (`region_open`, `region_chunk`, `region_close` of a text
+    value: a str, shared safely), each parser its own."""
     return [{**e, "captures": dict(e["captures"])} if "captures" in e else dict(e) for e in events]
+
+
+def _keepable(events: list[Any]) -> bool:
+    """Whether a prefix pass with these events leaves a state every parser of the template can
+    share: no malformed region, and every closed region a text value (the same whatever tools
+    a parser has: coercion never applies to a str; and immutable, so never copied)."""
+    for e in events:
+        kind = e["type"]
+        if kind == "region_close":
+            if type(e["value"]) is not str:
+                return False
+        elif kind != "region_open" and kind != "region_chunk":
+            return False
+    return True
 
 
 def _is_empty(v: Any) -> bool:
@@ -124,7 +141,9 @@ class ResponseParser:
         states = _PREFIX_STATES.get(self._t)
         state = states.get(truncated) if states is not None else None
         if state is not None:
-            pos, current, opened, body_start, captures, zw, dirty, events = state
+            pos, current, opened, body_start, captures, zw, dirty, events, output = state
+            if output is not None:
+                self._output = copy_value(output)
             self._buf = truncated
             self._pos = pos
             self._current = current
@@ -141,7 +160,7 @@ class ResponseParser:
             self._pos == len(truncated)
             and len(truncated) <= _PREFIX_KEY_MAX
             and not self._malformed
-            and all(e["type"] in ("region_open", "region_chunk") for e in self.initial_events)
+            and _keepable(self.initial_events)
         ):
             if states is None:
                 states = _PREFIX_STATES.setdefault(self._t, {})
@@ -156,6 +175,10 @@ class ResponseParser:
                 self._zw,
                 self._dirty,
                 _copy_events(self.initial_events),
+                # the output when a region closed (else the template's defaults: made afresh)
+                copy_value(self._output)
+                if any(e["type"] == "region_close" for e in self.initial_events)
+                else None,
             )
             # the next feed makes its scanner afresh at the same position, as a restored parser's
             self._scanner = None

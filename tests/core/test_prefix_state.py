@@ -90,14 +90,40 @@ def test_a_reasoning_prompt_is_processed_once_per_template(
     assert second.feed(out) == first.feed(out)
 
 
-def test_a_prefix_that_holds_or_closes_is_not_kept() -> None:
-    # A prefix ending where a delimiter may still start (held), or one that closes a region (a
+def test_a_prefix_that_holds_or_closes_a_call_is_not_kept() -> None:
+    # A prefix ending where a delimiter may still start (held), or one that closes a call (a
     # value computed with this parser's tools), is processed for every parser.
     t = chatparse.load_response_template(CATALOG["qwen3"])
     _parser._PREFIX_STATES.pop(t, None)
     ResponseParser(t, prefix="<|im_start|>assistant\n<think>\nhm</thi")
-    ResponseParser(t, prefix="<|im_start|>assistant\n<think>\nhm</think>ok")
+    call = '<|im_start|>assistant\n<tool_call>\n{"name": "f", "arguments": {"a": "1"}}\n</tool_call>\n'
+    ResponseParser(t, prefix=call)
     assert not _parser._PREFIX_STATES.get(t)
+
+
+@pytest.mark.parametrize(
+    "name, prefix, out",
+    [
+        ("qwen3", "<|im_start|>assistant\n<think>\nhm</think>ok", " more<|im_end|>"),
+        ("gemma4", "<|turn>model\n<|channel>thought\n<channel|>", "Hi<turn|>"),
+        ("glm", "<|assistant|>\n<think></think>", "Hi"),
+    ],
+)
+def test_a_prefix_that_closes_its_reasoning_is_kept(name: str, prefix: str, out: str) -> None:
+    # A closed region with a text value is the same for every parser: the state is kept with the
+    # output, and a restored parser gives the prefix pass's events, message and values, its own.
+    t = chatparse.load_response_template(CATALOG[name])
+    _parser._PREFIX_STATES.pop(t, None)
+    tools = [{"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}}]
+    first = ResponseParser(t, prefix=prefix, tools=tools)
+    assert any(e["type"] == "region_close" for e in first.initial_events), first.initial_events
+    assert len(_parser._PREFIX_STATES.get(t) or {}) == 1
+    second = ResponseParser(t, prefix=prefix)
+    assert second.initial_events == first.initial_events
+    assert second.initial_events is not first.initial_events
+    assert second._output == first._output and second._output is not first._output
+    assert second.feed(out) == first.feed(out)
+    assert second.finalize() == first.finalize()
 
 
 @pytest.mark.parametrize(
