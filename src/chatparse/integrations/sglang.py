@@ -24,8 +24,10 @@ per request and per choice by `OpenAIServingChat`.
   then does not parse at all: SGLang creates the two as separate objects, and parsing twice would
   double the cost. The two find each other once, on the first step, through the request context;
   from then on SGLang's per-token calls of both detectors are bound straight to the shared parse
-  (`_OneParse.step`, `_OneParse.take`), whose usual step (nothing released: a call being written)
-  returns a shared empty result. Everything derived from the template alone (reasoning markers,
+  (`_OneParse.step`, `_OneParse.take`). The step calls the core's per-token `_feed` itself and
+  hands `ChatParser` only an answer that can change something there (`ChatParser._answer`): the
+  usual step (nothing released, or a chunk of a call being written) goes core, then a shared empty
+  result, with no `ChatParser` frame. Everything derived from the template alone (reasoning markers,
   prompt openers, field plans, the compiled variants) is derived once, not per request.
 * Otherwise `ChatparseDetector` runs a `chatparse.openai.ChatParser` on that text with the template minus its
   reasoning field (so without `--reasoning-parser chatparse` reasoning markup stays content, as it
@@ -191,7 +193,10 @@ class _OneParse:
             unknown_tools=policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
         )
-        self._feed = self._parser.feed
+        # The step calls the core itself and hands ChatParser only an answer that can change
+        # something there (`ChatParser._answer`): most steps of a turn with calls change nothing.
+        self._core = self._parser._core_feed
+        self._answer = self._parser._answer
         self.in_reasoning = False
         self.handoff: tuple[str, list[dict[str, Any]]] | None = None
         """This step's normal text (the object returned) and its deltas, until the tool parser takes them."""
@@ -222,7 +227,12 @@ class _OneParse:
         The common steps first, without `_split`'s joins and lists: nothing released (a call
         being written, text held: most steps of a turn with calls), one reasoning delta, one
         content delta."""
-        deltas = self._feed(text)
+        r = self._core(text)
+        if (not r or (r.__class__ is str and self._parser._sink is None)) and (
+            self.linked and self.handoff is None
+        ):
+            return _NO_TEXT  # the core released nothing, or a chunk that makes no delta
+        deltas = self._answer(r)
         if not deltas:
             if self.linked and self.handoff is None:
                 return _NO_TEXT
