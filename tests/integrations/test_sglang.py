@@ -764,6 +764,50 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
     assert inner["split"] - middle["split"] == len(mixed) < 3
 
 
+def test_tool_parser_parsing_alone_steps_the_core_and_skips_chatparser_on_quiet_steps(
+    tok: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chatparse tool-call detector after another reasoning parser (it parses the turn itself),
+    one character per step: `ChatParser.feed` runs on its first step only; from then on SGLang's
+    call goes straight to the parse's own step, which hands `ChatParser` only the core's answers
+    that change something there (fewer than half the steps: a call is being written). The result
+    is the pipeline's usual one."""
+    from chatparse.openai import ChatParser
+
+    counts = {"feed": 0, "answer": 0}
+    real_feed, real_answer = ChatParser.feed, ChatParser._answer
+
+    def feed(self: Any, text: str) -> Any:
+        counts["feed"] += 1
+        return real_feed(self, text)
+
+    def answer(self: Any, r: Any) -> Any:
+        counts["answer"] += 1
+        return real_answer(self, r)
+
+    monkeypatch.setattr(ChatParser, "feed", feed)
+    monkeypatch.setattr(ChatParser, "_answer", answer)
+    seen: list[Any] = []
+    real_step = plugin._tool_steps
+
+    def tool_steps(parser: Any) -> Any:
+        step = real_step(parser)
+        seen.append(step)
+        return step
+
+    monkeypatch.setattr(plugin, "_tool_steps", tool_steps)
+    msg = pipeline(tok, OUTPUT, chunk=1, reasoning="qwen3")
+    # (SGLang's qwen3 reasoning parser keeps the newlines around the reasoning)
+    assert msg["reasoning"].strip() == "The user wants the weather." and msg["content"] == "Let me check."
+    assert [(c["name"], json.loads(c["arguments"])) for c in msg["calls"]] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    steps = len(OUTPUT)  # the pipeline calls the tool-call parser on every step
+    assert len(seen) == 1 and counts["feed"] == 1
+    # `_answer` only where something can change in ChatParser (plus `feed`'s own first step)
+    assert 0 < counts["answer"] < steps // 4, counts
+
+
 def test_per_request_derivations_are_made_once(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reasoning detector and a tool-call detector per request: the reasoning markers and the
     literal reasoning openers the prompt probe needs are derived once per template, not per

@@ -34,6 +34,8 @@ per request and per choice by `OpenAIServingChat`.
   does for SGLang's own parsers). Calls are sent whole when complete (`CHATPARSE_STREAM_TOOL_CALLS`),
   with stable indices in call order; unknown tools are surfaced (`CHATPARSE_UNKNOWN_TOOLS=drop` is
   SGLang's convention); a malformed or cut-off call is never returned. SGLang mints the call ids.
+  After its first step, SGLang's per-token call goes straight to the parse's own step
+  (`_tool_steps`), which, like `_OneParse.step`, skips `ChatParser` on a step that changes nothing.
 
 The seam where the request is visible
 -------------------------------------
@@ -418,6 +420,22 @@ def _step_result(deltas: list[dict[str, Any]]) -> StreamingParseResult:
     return StreamingParseResult(normal_text=normal, calls=calls)
 
 
+def _tool_steps(parser: ChatParser) -> Callable[[str, Any], StreamingParseResult]:
+    """The tool-call detector's step after its first (`parse_streaming_increment`): the core's
+    per-token answer, handed to `parser` only when it can change something there (as
+    `_OneParse.step` does); most steps of a call being written return the shared empty result
+    after the core alone. The first step went through `ChatParser.feed` (the prefix's deltas)."""
+    core, answer = parser._core_feed, parser._answer
+
+    def step(new_text: str, tools: Any) -> StreamingParseResult:
+        r = core(new_text)
+        if not r or (r.__class__ is str and parser._sink is None):
+            return _NOTHING
+        return _step_result(answer(r))
+
+    return step
+
+
 def _reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
     """The literal openers of the template's reasoning fields: None when it has no reasoning field;
     `()` when one opens otherwise (a pattern, or no opener), so only a parse of a prompt tells
@@ -556,14 +574,19 @@ class ChatparseDetector(BaseFormatDetector):
             one.linked = True
             self.__dict__["parse_streaming_increment"] = one.take
             return one.take(new_text, tools)
-        self._stream = self._parser(tools)
-        return _step_result(self._stream.feed(new_text))
+        stream = self._stream = self._parser(tools)
+        result = _step_result(stream.feed(new_text))
+        # This detector parses the turn itself: SGLang's per-token call goes straight to the
+        # parse's own step from now on (bound on this per-request object, until `finish`).
+        self.__dict__["parse_streaming_increment"] = _tool_steps(stream)
+        return result
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
         if self._done:
             return _NOTHING
         self._done = True
-        self.__dict__.pop("parse_streaming_increment", None)  # `_OneParse.take`, when linked
+        # `_OneParse.take` when linked, `_tool_steps` when parsing: the class's method again
+        self.__dict__.pop("parse_streaming_increment", None)
         if self._stream is None:  # nothing parsed here (or everything handed over)
             return _NOTHING
         _, last, _ = finish_output(
