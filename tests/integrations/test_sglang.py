@@ -662,7 +662,8 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
     """Both parsers chatparse, one token per step, as the server drives them (hooks included): the
     hooks publish a context on the first and the last step only; the tool-call detector reads it on
     its first step (to link to the reasoning parser's parse) and never again; the reasoning detector
-    steps its parse directly (no `_OneParse.feed`, no `_split` on a step that releases nothing)."""
+    steps its parse directly (no `_OneParse.feed`, no `_split` on a step that releases nothing,
+    no `ChatParser` call on a step whose core answer changes nothing there)."""
     counted = CountingContext(plugin._REQUEST)
     monkeypatch.setattr(plugin, "_REQUEST", counted)
     calls = {"feed": 0, "split": 0}
@@ -687,6 +688,8 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
 
     steps = [OUTPUT[i : i + 1] for i in range(len(OUTPUT))]
     kinds: list[Any] = []  # each step's deltas from the parse (from the second step)
+    handed: list[bool] = []  # whether the step handed the core's answer to ChatParser
+    quiet: list[bool] = []  # whether the core's answer was nothing, or a chunk making no delta
     token = counted.real.set(None)
     seen = {"reasoning": "", "content": "", "calls": []}
     try:
@@ -710,16 +713,24 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
                     "chatparse", True, False, None, tokenizer=tok, tool_call_parser_active=True
                 )
             r, normal = rp.parse_stream_chunk(text)
-            if n == 0:  # the parse now exists: see what each step's feed releases
+            if n == 0:  # the parse now exists: see what each step's core answer releases
                 one = rp.detector._splitter
-                feed = one._feed
+                core, answer = one._core, one._answer
 
-                def released(piece: str, _feed: Any = feed) -> Any:
-                    deltas = _feed(piece)
-                    kinds.append(deltas)
+                def answered(r: Any, _answer: Any = answer) -> Any:
+                    deltas = _answer(r)
+                    kinds[-1] = deltas
+                    handed[-1] = True
                     return deltas
 
-                one._feed = released
+                def stepped_core(piece: str, _core: Any = core, _chat: Any = one._parser) -> Any:
+                    r = _core(piece)
+                    kinds.append([])  # unless the answer goes to ChatParser
+                    handed.append(False)
+                    quiet.append(not r or (type(r) is str and _chat._sink is None))
+                    return r
+
+                one._core, one._answer = stepped_core, answered
             if last:
                 r2, n2 = rp.parse_stream_end()
                 r, normal = r + r2, normal + n2 if n2 else normal
@@ -747,7 +758,54 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
     # `_split` (joins, lists) only where a step released a call or several deltas; a step that
     # released nothing, or one reasoning or content delta, returns without it.
     assert len(stepped) == between and sum(1 for d in stepped if not d) > between // 2
+    # A step whose core answer changes nothing in ChatParser (most steps: a call being written,
+    # text held) does not call it; every other step hands it the answer.
+    assert handed[before:] == [not q for q in quiet[before:]] and sum(quiet[before:]) > between // 2
     assert inner["split"] - middle["split"] == len(mixed) < 3
+
+
+def test_tool_parser_parsing_alone_steps_the_core_and_skips_chatparser_on_quiet_steps(
+    tok: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chatparse tool-call detector after another reasoning parser (it parses the turn itself),
+    one character per step: `ChatParser.feed` runs on its first step only; from then on SGLang's
+    call goes straight to the parse's own step, which hands `ChatParser` only the core's answers
+    that change something there (fewer than half the steps: a call is being written). The result
+    is the pipeline's usual one."""
+    from chatparse.openai import ChatParser
+
+    counts = {"feed": 0, "answer": 0}
+    real_feed, real_answer = ChatParser.feed, ChatParser._answer
+
+    def feed(self: Any, text: str) -> Any:
+        counts["feed"] += 1
+        return real_feed(self, text)
+
+    def answer(self: Any, r: Any) -> Any:
+        counts["answer"] += 1
+        return real_answer(self, r)
+
+    monkeypatch.setattr(ChatParser, "feed", feed)
+    monkeypatch.setattr(ChatParser, "_answer", answer)
+    seen: list[Any] = []
+    real_step = plugin._tool_steps
+
+    def tool_steps(parser: Any) -> Any:
+        step = real_step(parser)
+        seen.append(step)
+        return step
+
+    monkeypatch.setattr(plugin, "_tool_steps", tool_steps)
+    msg = pipeline(tok, OUTPUT, chunk=1, reasoning="qwen3")
+    # (SGLang's qwen3 reasoning parser keeps the newlines around the reasoning)
+    assert msg["reasoning"].strip() == "The user wants the weather." and msg["content"] == "Let me check."
+    assert [(c["name"], json.loads(c["arguments"])) for c in msg["calls"]] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    steps = len(OUTPUT)  # the pipeline calls the tool-call parser on every step
+    assert len(seen) == 1 and counts["feed"] == 1
+    # `_answer` only where something can change in ChatParser (plus `feed`'s own first step)
+    assert 0 < counts["answer"] < steps // 4, counts
 
 
 def test_per_request_derivations_are_made_once(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,14 +24,18 @@ per request and per choice by `OpenAIServingChat`.
   then does not parse at all: SGLang creates the two as separate objects, and parsing twice would
   double the cost. The two find each other once, on the first step, through the request context;
   from then on SGLang's per-token calls of both detectors are bound straight to the shared parse
-  (`_OneParse.step`, `_OneParse.take`), whose usual step (nothing released: a call being written)
-  returns a shared empty result. Everything derived from the template alone (reasoning markers,
+  (`_OneParse.step`, `_OneParse.take`). The step calls the core's per-token `_feed` itself and
+  hands `ChatParser` only an answer that can change something there (`ChatParser._answer`): the
+  usual step (nothing released, or a chunk of a call being written) goes core, then a shared empty
+  result, with no `ChatParser` frame. Everything derived from the template alone (reasoning markers,
   prompt openers, field plans, the compiled variants) is derived once, not per request.
 * Otherwise `ChatparseDetector` runs a `chatparse.openai.ChatParser` on that text with the template minus its
   reasoning field (so without `--reasoning-parser chatparse` reasoning markup stays content, as it
   does for SGLang's own parsers). Calls are sent whole when complete (`CHATPARSE_STREAM_TOOL_CALLS`),
   with stable indices in call order; unknown tools are surfaced (`CHATPARSE_UNKNOWN_TOOLS=drop` is
   SGLang's convention); a malformed or cut-off call is never returned. SGLang mints the call ids.
+  After its first step, SGLang's per-token call goes straight to the parse's own step
+  (`_tool_steps`), which, like `_OneParse.step`, skips `ChatParser` on a step that changes nothing.
 
 The seam where the request is visible
 -------------------------------------
@@ -191,7 +195,10 @@ class _OneParse:
             unknown_tools=policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
         )
-        self._feed = self._parser.feed
+        # The step calls the core itself and hands ChatParser only an answer that can change
+        # something there (`ChatParser._answer`): most steps of a turn with calls change nothing.
+        self._core = self._parser._core_feed
+        self._answer = self._parser._answer
         self.in_reasoning = False
         self.handoff: tuple[str, list[dict[str, Any]]] | None = None
         """This step's normal text (the object returned) and its deltas, until the tool parser takes them."""
@@ -222,7 +229,12 @@ class _OneParse:
         The common steps first, without `_split`'s joins and lists: nothing released (a call
         being written, text held: most steps of a turn with calls), one reasoning delta, one
         content delta."""
-        deltas = self._feed(text)
+        r = self._core(text)
+        if (not r or (r.__class__ is str and self._parser._sink is None)) and (
+            self.linked and self.handoff is None
+        ):
+            return _NO_TEXT  # the core released nothing, or a chunk that makes no delta
+        deltas = self._answer(r)
         if not deltas:
             if self.linked and self.handoff is None:
                 return _NO_TEXT
@@ -408,6 +420,22 @@ def _step_result(deltas: list[dict[str, Any]]) -> StreamingParseResult:
     return StreamingParseResult(normal_text=normal, calls=calls)
 
 
+def _tool_steps(parser: ChatParser) -> Callable[[str, Any], StreamingParseResult]:
+    """The tool-call detector's step after its first (`parse_streaming_increment`): the core's
+    per-token answer, handed to `parser` only when it can change something there (as
+    `_OneParse.step` does); most steps of a call being written return the shared empty result
+    after the core alone. The first step went through `ChatParser.feed` (the prefix's deltas)."""
+    core, answer = parser._core_feed, parser._answer
+
+    def step(new_text: str, tools: Any) -> StreamingParseResult:
+        r = core(new_text)
+        if not r or (r.__class__ is str and parser._sink is None):
+            return _NOTHING
+        return _step_result(answer(r))
+
+    return step
+
+
 def _reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
     """The literal openers of the template's reasoning fields: None when it has no reasoning field;
     `()` when one opens otherwise (a pattern, or no opener), so only a parse of a prompt tells
@@ -546,14 +574,19 @@ class ChatparseDetector(BaseFormatDetector):
             one.linked = True
             self.__dict__["parse_streaming_increment"] = one.take
             return one.take(new_text, tools)
-        self._stream = self._parser(tools)
-        return _step_result(self._stream.feed(new_text))
+        stream = self._stream = self._parser(tools)
+        result = _step_result(stream.feed(new_text))
+        # This detector parses the turn itself: SGLang's per-token call goes straight to the
+        # parse's own step from now on (bound on this per-request object, until `finish`).
+        self.__dict__["parse_streaming_increment"] = _tool_steps(stream)
+        return result
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
         if self._done:
             return _NOTHING
         self._done = True
-        self.__dict__.pop("parse_streaming_increment", None)  # `_OneParse.take`, when linked
+        # `_OneParse.take` when linked, `_tool_steps` when parsing: the class's method again
+        self.__dict__.pop("parse_streaming_increment", None)
         if self._stream is None:  # nothing parsed here (or everything handed over)
             return _NOTHING
         _, last, _ = finish_output(

@@ -55,7 +55,10 @@ Theory of operation: the parser (the core `ResponseParser`, or `AutoParser` in a
 region events; `_process` routes each to a `TextStream` (content, reasoning) or the
 `ToolCallAssembler` (calls), which commit only what can never be taken back. A feed whose only
 event is a clean chunk of the open region comes back from the parser as bare text (`_feed`) and
-goes straight to that region's `TextStream` (`_set_sink`): the per-token path, no event dict.
+goes straight to that region's `TextStream` (`_set_sink`): the per-token path, no event dict; a
+chunk of a region whose chunks make no delta (`_sink` None: a call body sent at its close) changes
+nothing here at all, so an adapter that steps the core itself (`_core_feed`, the SGLang plugin)
+skips this layer for it and for a feed without events, and hands every other answer to `_answer`.
 What the layer re-derives from the parser's buffer is limited to two things the events do not
 carry: a cut-off call opener at `finish(finish_reason="length")` (from the core's `cut_off`) and
 prefix text the core holds and never re-emits (the refill, see `__init__`).
@@ -213,9 +216,13 @@ class ChatParser:
         self._errors: list[dict[str, Any]] = []
         # Fields whose chunks produce no delta (the per-token path of `feed` skips them).
         self._silent_fields = silent
-        self._region_pos = 0  # end of the current region's text seen so far
+        # End of the current region's text seen so far, exact while it is below `_emit_from` (the
+        # refill); once past it, the per-token path stops moving it (only the refill reads it).
+        self._region_pos = 0
         self._open_field: str | None = None  # the region open in the core (from its events)
         self._sink: Any = _SLOW  # a TextStream, None or _SLOW (see `_set_sink`)
+        # The core's per-token `_feed`, bound once (see `_answer`).
+        self._core_feed: Callable[[str], Any] = self._parser._feed
         self._finished = False
         self._emit_from = 0
         self._pending = self._process(self._parser.initial_events, truncated_drops=False)
@@ -233,41 +240,14 @@ class ChatParser:
         """Append model output; return the deltas it completes (possibly none)."""
         if self._finished:
             raise RuntimeError("ChatParser already finished")
-        r = self._parser._feed(text)
-        if isinstance(r, str):
+        r = self._core_feed(text)
+        if r.__class__ is str:
             sink = self._sink
+            if sink is None:
+                return []  # a call body while calls are sent complete, or an unmapped field
             if sink is not _SLOW:
-                # The per-token path: a clean chunk of the open region, which `_process` saw open.
-                self._region_pos += len(r)
-                if sink is None:
-                    return []  # a call body while calls are sent complete, or an unmapped field
-                piece = sink.piece(r)
-                if piece is not None:
-                    if not piece:
-                        return []
-                    if sink is self._content:
-                        return [{"content": piece}]
-                    return [dict.fromkeys(self._reasoning_keys, piece)]
-                pieces: list[str] = []
-                sink.chunk(r, pieces)
-                if not pieces:
-                    return []
-                deltas: list[dict[str, Any]] = []
-                self._text_deltas("content" if sink is self._content else "reasoning_content", pieces, deltas)
-                return deltas
-            name = self._open_field
-            assert name is not None
-            events: list[Any] = [
-                {"type": "region_chunk", "field": name, "text": r, "dirty": self._t.fields[name].dirty}
-            ]
-        elif not r and not self._pending:
-            return []  # the core holds everything: nothing changed here
-        else:
-            events = r
-        deltas = self._pending + self._process(events, truncated_drops=False)
-        self._pending = []
-        self._set_sink()
-        return deltas
+                return self._to_sink(sink, r)
+        return self._answer(r)
 
     def finish(self, finish_reason: str = "stop") -> tuple[dict[str, Any], list[dict[str, Any]], str]:
         """End the stream: `(message, last deltas, finish_reason)`.
@@ -347,6 +327,51 @@ class ChatParser:
             self._sink = None
         else:
             self._sink = self._text_fields.get(name, _SLOW)
+
+    def _answer(self, r: str | list[Any]) -> list[dict[str, Any]]:
+        """The deltas of one answer of the core's per-token `_feed` (`feed` after the core).
+
+        Adapters that step the core themselves (`_core_feed`) hand its answer here, except a
+        chunk while `_sink` is None (it changes nothing in this layer) or no events at all
+        (nothing changed) once the first feed is behind them."""
+        if isinstance(r, str):
+            sink = self._sink
+            if sink is None:
+                return []
+            if sink is not _SLOW:
+                return self._to_sink(sink, r)
+            name = self._open_field
+            assert name is not None
+            events: list[Any] = [
+                {"type": "region_chunk", "field": name, "text": r, "dirty": self._t.fields[name].dirty}
+            ]
+        elif not r and not self._pending:
+            return []  # the core holds everything: nothing changed here
+        else:
+            events = r
+        deltas = self._pending + self._process(events, truncated_drops=False)
+        self._pending = []
+        self._set_sink()
+        return deltas
+
+    def _to_sink(self, sink: TextStream, r: str) -> list[dict[str, Any]]:
+        """The per-token path: a clean chunk of the open region, which `_process` saw open, to its
+        `TextStream`. (`_region_pos` is not moved: the sink is set only once it reached
+        `_emit_from`, and past it nothing reads the position before the next region opens.)"""
+        piece = sink.piece(r)
+        if piece is not None:
+            if not piece:
+                return []
+            if sink is self._content:
+                return [{"content": piece}]
+            return [dict.fromkeys(self._reasoning_keys, piece)]
+        pieces: list[str] = []
+        sink.chunk(r, pieces)
+        if not pieces:
+            return []
+        deltas: list[dict[str, Any]] = []
+        self._text_deltas("content" if sink is self._content else "reasoning_content", pieces, deltas)
+        return deltas
 
     def _stream(self, name: str) -> TextStream | None:
         if name == "content":
