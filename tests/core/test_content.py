@@ -661,6 +661,8 @@ FIELD_CASES: list[tuple[str, dict[str, Any], Any, bool]] = [
         False,
     ),
     ("xml-inline", {"tag_pattern": "<(?:(?P<key>\\w+)|!)>(?P<value>[^<]*)"}, None, False),
+    # a value group that can stay out of a match (None there, not ""): the `finditer` scan
+    ("xml-inline", {"tag_pattern": "<(?P<key>\\w+)>(?P<value>[^<]+)?"}, None, False),
 ]
 
 
@@ -720,7 +722,24 @@ _XML_BODIES = [
     "no tag",
     "<a>1<b>2<!>3<a>4",
     "<a>1<b>2",
+    "<parameter=a>\n\n</parameter>\n<parameter=b>\n</parameter>",
+    "<a><b>2<c>",
 ]
+
+
+def test_always_set_groups() -> None:
+    # `_plain_xml_inline` scans with `findall` (its "" for a group that took no part would read as
+    # an empty value) only when both groups take part in every match.
+    from chatparse._content import _always_set
+
+    names = ("key", "value")
+    assert _always_set("<(?P<key>a)>(?:(?P<value>b))", names)
+    assert _always_set("<(?>(?P<key>a+))>(?P<value>.*?)(?:x|\\Z)", names)
+    assert not _always_set("(?:<(?P<key>a)>|x)(?P<value>b)", names)
+    assert not _always_set("<(?P<key>a)>(?P<value>b)?", names)
+    assert not _always_set("<(?P<key>a)>(?:(?P<value>b))*", names)
+    assert not _always_set("<(?P<key>a)>(?=(?P<value>b))", names)
+    assert not _always_set("<(?P<key>a)>", names)
 
 
 @pytest.mark.parametrize("case", [c for c in FIELD_CASES if c[0] == "xml-inline"])
