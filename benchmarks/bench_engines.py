@@ -85,6 +85,10 @@ def sglang_turn(tool: str, reasoning: str | None) -> Callable[[R.Setup, list[str
             _effective_tools=lambda request: tools,
         )
         request = SimpleNamespace(_response_parser_prefix=su.prefix)
+        # The server's per-request dicts the hook is handed (its reasoning parsers, its content
+        # so far): they exist per request in the server, not per step.
+        parsers: dict[Any, Any] = {}
+        content: dict[Any, Any] = {}
         token = _REQUEST.set(None)
         try:
             t0 = CLOCK()
@@ -96,7 +100,7 @@ def sglang_turn(tool: str, reasoning: str | None) -> Callable[[R.Setup, list[str
                 if reasoning:
                     if hooked:  # the serving hook of `_process_reasoning_stream`, around nothing
                         _hook_reasoning_stream(
-                            no_op, serving, 0, "", {}, {}, request, "stop" if finish else None
+                            no_op, serving, 0, "", parsers, content, request, "stop" if finish else None
                         )
                     if rp is None:
                         rp = ReasoningParser(
