@@ -25,6 +25,8 @@ from transformers.utils.chat_parsing.response_parser import _coerce, _schema_typ
 from chatparse.tools import build_tool_table, coerce, coerce_tool_calls, schema_types
 from tests.core.equality import same
 
+from ..support.build import pure_only
+
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 TEMPLATE = {"start_anchor": "S", "fields": {"content": {}}}
@@ -762,6 +764,7 @@ def test_docstring_examples() -> None:
     assert doctest.testmod(chatparse.tools).failed == 0
 
 
+@pure_only
 def test_text_of_parameters_that_cannot_cast_is_not_coerced(monkeypatch: pytest.MonkeyPatch) -> None:
     # `coerce` keeps the text of `string` and unknown types: coercing a call does not ask it for
     # them (one call per string argument was most of the coercion's cost on call-dense output).
