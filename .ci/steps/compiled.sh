@@ -22,7 +22,8 @@ echo "compiled step: build and install took $((SECONDS - start)) s"
 # Really compiled: each core module is an extension module, and imported from the venv, not src/.
 "$PY" -I -c '
 import importlib, sys
-mods = ["_oneshot", "_rx", "_scan", "_parser", "_content", "tools", "openai._chat", "openai._calls", "openai._text"]
+mods = ["_oneshot", "_rx", "_scan", "_parser", "_content", "tools", "openai._chat", "openai._calls", "openai._text",
+        "detect._auto"]
 files = [importlib.import_module("chatparse." + m).__file__ for m in mods]
 bad = [f for f in files if not f.endswith(".so") or "site-packages" not in f]
 print("compiled modules:", len(files) - len(bad), "of", len(files))

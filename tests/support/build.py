@@ -10,6 +10,11 @@ in both builds.
 
 from __future__ import annotations
 
+import ast
+import doctest
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from chatparse import _scan
@@ -23,3 +28,22 @@ pure_only = pytest.mark.skipif(
     reason="counts operations by patching chatparse internals, which compiled (mypyc) code calls "
     "natively; runs in the pure-Python build",
 )
+
+
+def docstring_examples(mod: Any) -> doctest.TestResults:
+    """Run the docstring examples of module `mod` (`doctest.testmod`). For a compiled module, whose
+    native functions doctest cannot find, they are read from the module's source (installed beside
+    it) and run in the compiled module's names."""
+    if mod.__file__ is None or mod.__file__.endswith(".py"):
+        return doctest.testmod(mod)
+    src = Path(mod.__file__).with_name(mod.__name__.rsplit(".", 1)[-1] + ".py")
+    tree = ast.parse(src.read_text(encoding="utf-8"))
+    runner = doctest.DocTestRunner()
+    parser = doctest.DocTestParser()
+    for node in [tree, *ast.walk(tree)]:
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc and ">>>" in doc:
+                name = getattr(node, "name", mod.__name__)
+                runner.run(parser.get_doctest(doc, dict(vars(mod)), name, str(src), 0))
+    return runner.summarize(verbose=False)
