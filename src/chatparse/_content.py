@@ -647,7 +647,7 @@ STREAMABLE_PARSERS = frozenset({"text", "int", "float", "bool"})
 """Parsers whose streamed chunks are pieces of the final value (modulo whitespace): `dirty=False`."""
 
 
-def is_dirty(content: str, content_args: dict[str, Any]) -> bool:
+def is_dirty(content: str, content_args: Any) -> bool:
     """Whether chunks streamed for a field with this parser differ from its final value.
 
     True for structured parsers (their value exists only at close) and for `text` with a non-empty
@@ -663,7 +663,7 @@ def is_dirty(content: str, content_args: dict[str, Any]) -> bool:
     return False
 
 
-def parse_content(text: str, name: str, args: dict[str, Any]) -> Any:
+def parse_content(text: str, name: Any, args: Any) -> Any:
     """Run the content parser `name` with `args` (a field's `content_args`) over `text`.
 
     >>> parse_content(' {"a": 1} ', "json", {})
@@ -703,11 +703,22 @@ def _lookup(path: str, scope: dict[str, Any]) -> Any:
     return value
 
 
-def _apply(transform: Any, scope: dict[str, Any], placed: list[tuple[str, ...]]) -> Any:
+#: How deeply `apply_transform` and `validate_transform_strings` descend before "nested too deeply"
+#: (a loaded template's transforms nest at most `_template.MAX_NESTING` levels). An explicit bound
+#: rather than Python's recursion limit: compiled (mypyc) code does not count its native calls
+#: against that limit, and both builds must give the same answer.
+_MAX_TRANSFORM_DEPTH = 256
+
+
+def _apply(transform: Any, scope: dict[str, Any], placed: list[tuple[str, ...]], depth: int) -> Any:
     if isinstance(transform, dict):
-        return {k: _apply(v, scope, placed) for k, v in transform.items()}
+        if depth >= _MAX_TRANSFORM_DEPTH:
+            raise RecursionError
+        return {k: _apply(v, scope, placed, depth + 1) for k, v in transform.items()}
     if isinstance(transform, list):
-        return [_apply(v, scope, placed) for v in transform]
+        if depth >= _MAX_TRANSFORM_DEPTH:
+            raise RecursionError
+        return [_apply(v, scope, placed, depth + 1) for v in transform]
     if not isinstance(transform, str):
         return transform
     whole = _PLACEHOLDER.fullmatch(transform)
@@ -737,19 +748,17 @@ def apply_transform(transform: Any, scope: dict[str, Any]) -> Any:
     path that cannot be followed.
     """
     try:
-        return _apply(transform, scope, [])
+        return _apply(transform, scope, [], 0)
     except RecursionError:
         raise ValueError("transform is nested too deeply") from None
 
 
-def _validate(scope: str, transform: Any) -> None:
-    if isinstance(transform, dict):
-        for v in transform.values():
-            _validate(scope, v)
-        return
-    if isinstance(transform, list):
-        for v in transform:
-            _validate(scope, v)
+def _validate(scope: str, transform: Any, depth: int) -> None:
+    if isinstance(transform, (dict, list)):
+        if depth >= _MAX_TRANSFORM_DEPTH:
+            raise RecursionError
+        for v in transform.values() if isinstance(transform, dict) else transform:
+            _validate(scope, v, depth + 1)
         return
     if not isinstance(transform, str):
         return
@@ -767,7 +776,7 @@ def validate_transform_strings(scope: str, transform: Any) -> None:
     `scope` prefixes the error message, e.g. `"Field 'tool_calls'"`.
     """
     try:
-        _validate(scope, transform)
+        _validate(scope, transform, 0)
     except RecursionError:
         raise ValueError(f"{scope}: transform is nested too deeply") from None
 

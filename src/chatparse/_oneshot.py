@@ -833,14 +833,13 @@ def _kind(d: Any) -> int:
 # or `forced_linear`) keeps outside every run another attempt crosses. Linear, as `_LoopSeek`,
 # without a Python finder.
 
-_RUN_PATTERNS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-
 
 def run_pattern(d: Any) -> Any:
     """The compiled `(?:\\G|(?<!C))(?:PATTERN)` of a pattern delimiter `C* REST` whose REST
-    cannot start with a C character, or None (other shapes, or a source that does not compose)."""
-    if d in _RUN_PATTERNS:
-        return _RUN_PATTERNS[d]
+    cannot start with a C character, or None (other shapes, or a source that does not compose).
+    Kept on the delimiter (`Delimiter.run_rx`)."""
+    if d.run_rx is not False:
+        return d.run_rx
     got = None
     rx = d.module_re
     items = _flatten(d.prog.tree) if d.prog.tree is not None else []
@@ -859,7 +858,7 @@ def run_pattern(d: Any) -> Any:
             got = None
         if got is not None and got.groupindex != rx.groupindex:  # pragma: no cover
             got = None
-    _RUN_PATTERNS[d] = got
+    d.run_rx = got
     return got
 
 
@@ -1259,7 +1258,8 @@ def _call_loop(
         if pos >= n:
             return False, pos, {}, zw, first_error
         if own:
-            found = again.open_at(buf, pos, run_end)
+            # a `_Found`, or below the opener's seeker itself: both answer `captures(buf)`
+            found: Any = again.open_at(buf, pos, run_end)
             if found is None:
                 return False, pos, {}, zw, first_error
             found_end = found.end

@@ -915,6 +915,9 @@ class Delimiter:
         # never change which path matches): the committed match then has its slots at once.
         cap = self.prog.capture
         self.scan_prog = cap if cap is not None and not _look_captures(cap) else self.prog
+        #: `_oneshot.run_pattern`'s answer, computed on first use (`False`: not yet). An attribute,
+        #: not a weak-keyed cache: the compiled build's classes take no weak references.
+        self.run_rx: Any = False
 
     @property
     def loop_test(self) -> _rx.CharTest | None:

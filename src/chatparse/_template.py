@@ -76,6 +76,12 @@ class Template:
     #: Whether the start-anchor search runs with a time limit (a pattern not proven cheap).
     anchor_guarded: bool = True
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A template pickles as the spec it was compiled from (`datasets` workers,
+        # multiprocessing) and is compiled again on load: its compiled parts are private, and in
+        # the compiled build (`mypyc`) they are native objects that do not pickle.
+        return (load_response_template, (self.spec,))
+
     def regex_guards(self) -> list[tuple[str, str, bool]]:
         """Every `regex` module pattern this template runs over text, as `(where, pattern,
         guarded)`: `guarded` when the call has a time limit because `_rx.backtrack_bound` could

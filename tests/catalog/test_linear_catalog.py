@@ -18,6 +18,7 @@ import chatparse
 from chatparse import _oneshot, catalog
 
 from ..core.test_linear import counting, work
+from ..support.build import pure_only
 from .test_bug_classes import call_span, case_for
 
 SLACK = 2.4
@@ -71,6 +72,7 @@ def _has_cursor_seeker(name: str) -> bool:
 WITH_CURSOR = [n for n in WITH_CALL if _has_cursor_seeker(n)]
 
 
+@pure_only
 @pytest.mark.parametrize("name", WITH_CURSOR)
 def test_many_calls_one_shot_runs_the_cursor_seekers(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # The one-shot case above measures the cursor seekers of these templates (the shapes no C-search

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 import chatparse
 from chatparse import _rx, _scan, catalog
 
+from ..support.build import skip_if_compiled
 from .test_linear import CALLS, TEMPLATES, _field_sample, count_calls, stream_chars
 
 N_CALLS = 10
@@ -50,6 +51,7 @@ CALL_TEMPLATES = sorted(name for name, t in TEMPLATES.items() if _calls_text(t, 
 
 @contextmanager
 def _counting() -> Iterator[collections.Counter]:
+    skip_if_compiled()
     counts: collections.Counter = collections.Counter()
     patched = []
     for owner, name in (

@@ -34,6 +34,8 @@ from chatparse._content import (
 )
 from tests.core.equality import same
 
+from ..support.build import docstring_examples
+
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 QUICK = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -1159,9 +1161,8 @@ def test_only_documented_exceptions_escape(name: str, text: str, args: dict[str,
 
 
 def test_docstring_examples() -> None:
-    import doctest
-
-    assert doctest.testmod(_content).failed == 0
+    result = docstring_examples(_content)
+    assert result.attempted > 0 and result.failed == 0
 
 
 # --------------------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ from chatparse._rx import Node, Op
 from chatparse.detect import RECOGNIZERS
 from chatparse.detect._union import union_template
 
+from ..support.build import pure_only, skip_if_compiled
+
 INKLING_UNBOUNDED = {
     "start_anchor": "<|message_model|>",
     "fields": {
@@ -82,6 +84,7 @@ _COUNTED: list[tuple[Any, str]] = [
 @contextmanager
 def count_calls(*targets: tuple[Any, str]) -> Iterator[collections.Counter]:
     """Count the calls of each `(owner, method name)` by the method's name, then put them back."""
+    skip_if_compiled()
     counts: collections.Counter = collections.Counter()
     originals = [(owner, name, vars(owner)[name]) for owner, name in targets]
 
@@ -111,6 +114,7 @@ def stream_chars(template: Any, text: str) -> dict:
 
 @contextmanager
 def counting() -> Iterator[collections.Counter]:
+    skip_if_compiled()
     counts: collections.Counter = collections.Counter()
     patched: list[tuple[Any, str, Callable]] = []
 
@@ -472,6 +476,7 @@ def test_every_watch_list_has_a_prefilter(template: str) -> None:
     assert not missing, f"{template}: watch lists without a prefilter: {missing}"
 
 
+@pure_only
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
 def test_prose_is_decided_by_the_prefilter(template: str) -> None:
     """Per-token speed (issue 9: no family far above the median): 4,000 characters of prose in

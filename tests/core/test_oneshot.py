@@ -25,6 +25,7 @@ import chatparse
 from chatparse import _oneshot, _rx, catalog
 from chatparse.errors import RequiredFieldsMissing
 
+from ..support.build import pure_only
 from . import strategies as cst
 from .test_linear import TEMPLATES, N, counting, sample, shapes
 
@@ -297,6 +298,7 @@ def test_again_step_agrees_with_the_seekers(text: str) -> None:
     assert_same(text, t)
 
 
+@pure_only
 @pytest.mark.parametrize("family", ["qwen3", "qwen3_xml", "kimi_k2", "deepseek_v3"])
 def test_call_loop_takes_a_call_dense_text(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # `parse_response` of 50 calls: after the first call, closers and openers come from the call
@@ -650,6 +652,7 @@ def test_lead_run_seek_searches_each_lead_once_over_the_text() -> None:
     assert large <= 2.3 * small, (small, large)
 
 
+@pure_only
 def test_prose_without_the_delimiter_takes_no_pattern_search() -> None:
     # qwen3's `\s*<tool_call>` over long reasoning prose: `str.find` for the lead, no `regex`
     # search stepping through every character (that made 2 KB rows 1.6x slower than before).
@@ -772,6 +775,7 @@ def test_cursor_seek_finds_the_leftmost_match_across_queries(data: st.DataObject
             q = max(sk.end, s + 1)
 
 
+@pure_only
 def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.MonkeyPatch) -> None:
     # Its name-run opener and lookbehind-led closer used to send the whole template to the
     # streaming machine at the end of the text: now no bail, no `stream_end`, no
@@ -797,6 +801,7 @@ def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.M
     assert len(searches) >= 120  # the cursor seekers answered: an opener and a closer per call
 
 
+@pure_only
 @pytest.mark.parametrize(
     "make",
     [
@@ -818,6 +823,7 @@ def test_hostile_name_run_openers_are_linear_one_shot(make: Callable[[int], str]
     assert _oneshot.BAILS[0] == bails
 
 
+@pure_only
 def test_cursor_seek_searches_never_go_back(monkeypatch: pytest.MonkeyPatch) -> None:
     # The linear bound of `_CursorSeek` rests on this: one seeker's searches start at strictly
     # increasing positions over a parse (a query at or before a remembered answer is answered from
@@ -913,6 +919,7 @@ def test_attempt_reads_take_lookarounds_with_runs() -> None:
         assert _oneshot._attempt_reads(t) is None, source
 
 
+@pure_only
 @pytest.mark.parametrize(
     "text",
     [

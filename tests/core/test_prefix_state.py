@@ -17,6 +17,7 @@ import chatparse
 from chatparse import _parser, catalog
 from chatparse._parser import ResponseParser
 
+from ..support.build import pure_only
 from . import strategies as cst
 
 CATALOG = {name: catalog.get(name) for name in catalog.names()}
@@ -56,6 +57,7 @@ def test_a_restored_prefix_state_parses_as_the_prefix_pass(name: str, data: st.D
     assert restored == fresh
 
 
+@pure_only
 @pytest.mark.parametrize(
     "name, prefix",
     [

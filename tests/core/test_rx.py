@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 import chatparse
 from chatparse import _rx, _scan
 
+from ..support.build import pure_only
+
 ALPHABET = "ab<>/ \n"
 
 
@@ -277,6 +279,7 @@ def test_memos_shared_across_starts_keep_results_exact(p: str, text: str, eos: b
             assert _result(prog, r, text, start, False) == _ref(p, text + "ab<", start), (p, text, start)
 
 
+@pure_only
 def test_a_live_attempt_inside_a_literal_resumes_without_work(monkeypatch: Any) -> None:
     """A long literal streamed in tokens (`<｜tool▁call▁begin｜>function...`): each resume that the
     new text still only begins is answered live at once (no interpreter set-up: no memo lookup),

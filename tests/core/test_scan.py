@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from chatparse import _rx, _scan
 from chatparse._scan import Commit, Hold, Watch, WatchList
 
+from ..support.build import pure_only
+
 SHAPES = {
     _scan.LiteralSearch: None,  # literal lists: see test_literal_cursor
     _scan.PrefixSearch: [
@@ -320,6 +322,7 @@ def test_prefilter_trie_patterns_agree_with_plain_searches(leads: list[str], tex
     assert (head.start() if head else None) == (tails[0] if tails else None)
 
 
+@pure_only
 def test_auto_mode_prose_is_decided_by_the_prefilter() -> None:
     """Prose through the union template of auto mode (29 delimiters, leads starting with `<`, `[`,
     `f`, `t`): no feed asks the cursors, and each feed runs at most two C searches."""

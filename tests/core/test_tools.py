@@ -25,6 +25,8 @@ from transformers.utils.chat_parsing.response_parser import _coerce, _schema_typ
 from chatparse.tools import build_tool_table, coerce, coerce_tool_calls, schema_types
 from tests.core.equality import same
 
+from ..support.build import docstring_examples, pure_only
+
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 TEMPLATE = {"start_anchor": "S", "fields": {"content": {}}}
@@ -755,13 +757,13 @@ def test_coerce_tool_calls_empty_table_is_identity() -> None:
 
 
 def test_docstring_examples() -> None:
-    import doctest
-
     import chatparse.tools
 
-    assert doctest.testmod(chatparse.tools).failed == 0
+    result = docstring_examples(chatparse.tools)
+    assert result.attempted > 0 and result.failed == 0
 
 
+@pure_only
 def test_text_of_parameters_that_cannot_cast_is_not_coerced(monkeypatch: pytest.MonkeyPatch) -> None:
     # `coerce` keeps the text of `string` and unknown types: coercing a call does not ask it for
     # them (one call per string argument was most of the coercion's cost on call-dense output).

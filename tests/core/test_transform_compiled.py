@@ -53,7 +53,7 @@ def _containers(value: Any, out: list[int]) -> list[int]:
 @settings(max_examples=400, deadline=None)
 @given(_TRANSFORMS, _SCOPES)
 def test_compiled_transforms_equal_the_walk(transform: Any, scope: dict[str, Any]) -> None:
-    want = _outcome(lambda t, s: _apply(t, s, []), transform, scope)
+    want = _outcome(lambda t, s: _apply(t, s, [], 0), transform, scope)
     got = _outcome(apply_transform, transform, scope)
     assert got == want
     if got[0] == "ok":

@@ -7,12 +7,14 @@ import importlib
 
 import pytest
 
+from ..support.build import docstring_examples
+
 MODULES = ["chatparse.detect", "chatparse.detect._auto"]
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_docstring_examples(module: str) -> None:
-    result = doctest.testmod(importlib.import_module(module))
+    result = docstring_examples(importlib.import_module(module))
     assert result.failed == 0 and result.attempted > 0
 
 

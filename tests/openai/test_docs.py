@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import doctest
 import importlib
 
 import pytest
+
+from ..support.build import docstring_examples
 
 MODULES = [
     "chatparse.openai",
@@ -20,5 +21,5 @@ MODULES = [
 
 @pytest.mark.parametrize("module", MODULES)
 def test_docstring_examples(module: str) -> None:
-    result = doctest.testmod(importlib.import_module(module))
+    result = docstring_examples(importlib.import_module(module))
     assert result.failed == 0

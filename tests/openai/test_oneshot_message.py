@@ -16,6 +16,7 @@ from chatparse import catalog
 from chatparse.openai import ChatParser, parse_message
 
 from ..core import strategies as cst
+from ..support.build import pure_only
 
 CATALOG = {name: catalog.get(name) for name in catalog.names()}
 TOOLS = [
@@ -96,6 +97,7 @@ def test_length_takes_the_streaming_path() -> None:
     assert fast == _streaming(text, spec, "", None, "length")
 
 
+@pure_only
 def test_calls_the_core_typed_are_coerced_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # The core types `{"function": {"name", "arguments": {...}}}` calls with the request's tools;
     # the assembler coerces only what the core could not type (a passed-through `parameters`

@@ -9,6 +9,7 @@ import pytest
 
 from chatparse.openai import ChatParser, calls_from_value, merge_deltas, parse_message, to_responses_output
 
+from ..support.build import pure_only
 from .helpers import FAMILIES, counter_ids, merged, public, stream
 
 WEATHER = [
@@ -372,6 +373,7 @@ _INT_TOOL = [
 ]
 
 
+@pure_only
 def test_calls_the_core_typed_are_not_coerced_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The core types `function.arguments` with the same tools: the assembler takes its values as
     they are (it coerced every call a second time, ~3 us a call), yet still types a call object the
@@ -411,6 +413,7 @@ def test_calls_the_core_typed_are_not_coerced_again(monkeypatch: pytest.MonkeyPa
     assert len(seen) == 1
 
 
+@pure_only
 def test_one_tool_table_per_parser_and_one_field_plan_per_template(monkeypatch: pytest.MonkeyPatch) -> None:
     """A parser per request (the engines' plugins): the tools are read into a table once (the
     core's, shared with the call assembler; it was built twice), and which fields stream as text or
