@@ -31,7 +31,7 @@ the rest held; otherwise the best match at E by key is committed.
 
 A watch list whose every delimiter has literal or single-class leads also has a `Prefilter`: one
 C-speed search of the new text for any lead (literal leads as a stdlib `re` trie, cut to 32
-characters; an `AfterSearch` character from one position back), one for a buffer tail inside a
+characters; an `AfterSearch` literal or character from its length back), one for a buffer tail inside a
 literal lead, plus the trailing run of a leading loop class (the whitespace before
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
 this is the per-token fast path. A tail that begins a long literal lead is then followed with
@@ -360,6 +360,38 @@ class _LoopFinder(Finder):
         return (m.end() if m is not None else s) + 1
 
 
+class _SuffixFinder(Finder):
+    """Positions right after an occurrence of a literal `lit` (a lookbehind's text ends with it:
+    `/>` for `(?<=<x name="[^"]{1,8}"\\s{0,2}/>)`), searched from `len(lit)` positions before `q`.
+    Remembers the occurrence found, or how far none was (an occurrence may straddle that end)."""
+
+    __slots__ = ("lit", "_lo", "_hit", "_n0")
+
+    def __init__(self, lit: str) -> None:
+        self.lit = lit
+        self._lo = 0  # the last search started here and found `_hit` (-1: none before `_n0`)
+        self._hit = -1
+        self._n0 = 0
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        size = len(self.lit)
+        lo = q - size if q > size else 0
+        hit = self._hit
+        if self._lo <= lo <= hit:
+            i = hit
+        else:
+            start = lo
+            if hit < 0 and self._lo <= lo:
+                again = self._n0 - size + 1
+                if again > start:
+                    start = again
+            i = buf.find(self.lit, start)
+            self._lo, self._hit, self._n0 = lo, i, len(buf)
+        if i < 0:
+            return _none(len(buf), eos)
+        return i + size  # == len(buf): none yet (a match at the end is never taken)
+
+
 class _AfterFinder(Finder):
     """Positions right after a trigger character (searched from one position before `q`)."""
 
@@ -512,18 +544,23 @@ class AnchorSearch(Strategy):
 
 class AfterSearch(Strategy):
     """A branch led by a lookbehind (`(?<=...invoke name="x"/>)`, `(?<=;)\\s*(?=\\{)`): candidates
-    are the positions right after one of the characters that the lookbehind's text can end with."""
+    are the positions right after the literal that the lookbehind's text always ends with (`/>`),
+    or else right after one of the characters it can end with. `after` holds that literal or those
+    characters: the watch list's prefilter searches them `len` positions back (`Prefilter.back`)."""
 
-    def __init__(self, chars: set[str]) -> None:
+    def __init__(self, chars: set[str], suffix: str = "") -> None:
         self.chars = chars
+        self.suffix = suffix = suffix[-_LEAD_MAX:]  # (what the prefilter searches; a suffix too)
         self.leads = []
         self.classes = []
         self.loops = []
-        self.after = sorted(chars)
+        self.after = [suffix] if len(suffix) > 1 else sorted(chars)
         self._single = next(iter(chars)) if len(chars) == 1 else None
         self._re = regex.compile("|".join(regex.escape(c) for c in sorted(chars)))
 
     def finder(self) -> Finder:
+        if len(self.suffix) > 1:
+            return _SuffixFinder(self.suffix)
         return _AfterFinder(_TriggerFinder(self._single, None if self._single is not None else self._re))
 
 
@@ -701,6 +738,18 @@ def _last_chars(items: list[Node]) -> set[str] | None:
     return None  # nullable
 
 
+def _last_literal(items: list[Node]) -> str:
+    """The literal text that every match of the sequence `items` ends with (its trailing literal
+    nodes; possibly empty)."""
+    out = ""
+    for node in reversed(items):
+        node = _unwrap(node)
+        if node.op is not Op.LIT:
+            break
+        out = node.args[0] + out
+    return out
+
+
 def _last_node(node: Node, out: set[str]) -> bool | None:
     """Add the node's possible last characters; True when it is nullable, None when unknown."""
     node = _unwrap(node)
@@ -815,9 +864,10 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
     if head.op is Op.ASSERT and head.args[0] == "bos":
         return AnchorSearch()
     if head.op is Op.LOOK and not head.args[0] and not head.args[1]:
-        chars = _last_chars(_flatten(head.kids[0]))
+        body = _flatten(head.kids[0])
+        chars = _last_chars(body)
         if chars:
-            return AfterSearch(chars)
+            return AfterSearch(chars, _last_literal(body))
     leads = [x for x in _leads(items) if x]
     if leads and len(leads) == len(_leads(items)):
         if len(leads) == 1:
@@ -1631,9 +1681,9 @@ class Prefilter:
                 loops[(loop.src, loop.flags)] = loop
         # Leads are cut to `_LEAD_MAX` characters: a prefix of a lead is a lead too (quick rejection
         # only needs "no lead occurs", and a buffer tail inside a long lead contains its cut lead).
-        # A character right after which a zero-width match may start is a one-character lead
-        # searched from one position before the first undecided one (`back`).
-        self.back = 1 if after else 0
+        # A literal (or character) right after which a zero-width match may start is a lead
+        # searched from its length before the first undecided position (`back`).
+        self.back = max((len(x) for x in after), default=0)
         self.literals = sorted({x[:_LEAD_MAX] for x in literals + after}, key=len, reverse=True)
         # The earliest start of a tail of the buffer that is a prefix of a literal lead: one search
         # of a trie-shaped pattern anchored at the end (`\Z`).
@@ -2228,8 +2278,8 @@ class Scanner:
         n = len(buf)
         q = self.q
         self._tail_at = -1
-        # A one-character `after` lead found at the last searched position makes the position
-        # right after it (then the end of the buffer, never a candidate) one now: search it again.
+        # An `after` lead that ended at the last searched position makes the position right after
+        # it (then the end of the buffer, never a candidate) one now: search it again.
         start = self._searched - pre.maxlen + 1 - pre.back
         lo = q - pre.back if q else 0
         if start < lo:

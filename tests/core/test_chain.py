@@ -463,6 +463,31 @@ def test_qwen3_xml_calls_run_no_matcher_attempt() -> None:
     assert many["_scan"] == few["_scan"] <= 4, (few, many)
 
 
+DSML_CALL = (
+    '<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Paris'
+    '</｜DSML｜parameter>\n<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n'
+    "</｜DSML｜invoke>\n"
+)
+
+
+def _dsml_text(n: int) -> str:
+    return "Sure.\n\n<｜DSML｜function_calls>\n" + DSML_CALL * n + "</｜DSML｜function_calls>"
+
+
+def test_dsml_call_bodies_try_only_positions_after_a_self_closing_marker() -> None:
+    """DeepSeek DSML's call closer `</｜DSML｜ ?invoke>|(?<=<｜DSML｜ ?invoke name="[^"]{1,256}"\\s{0,8}/>)`:
+    the lookbehind's text always ends with `/>`, so only the positions right after a `/>` are
+    candidates, not those after every `>` of the parameter tags. One character per feed, a call
+    with two parameters: 1 cursor scan and 1 matcher attempt in its body (before: 10 and 6); the
+    region around the calls scans once a call."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    closer = t.fields["tool_calls"].watch.entries[0].delimiter
+    assert [p.after for p in closer.strategy.parts] == [[], ["/>"]]
+    few, many = _per_call("deepseek_dsml", _dsml_text)
+    assert (many["_scan"] - few["_scan"]) / 20 <= 2, (few, many)
+    assert (many["run"] - few["run"]) / 20 <= 2, (few, many)
+
+
 def test_a_body_character_that_begins_no_closer_takes_the_per_token_path() -> None:
     """In a call body whose watch list has one literal lead and no leading loop (qwen3_xml's
     `</function>`), a feed with `<` but not the lead (`<parameter=`, `</parameter>`) is decided by

@@ -154,12 +154,27 @@ def test_trigger_search_tries_only_trigger_characters() -> None:
 def test_after_search_tries_only_positions_after_its_characters() -> None:
     # The self-closing DSML call (`<invoke name="x"/>`): a zero-width closer right after `/>`.
     d = _delim(r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)')
-    assert isinstance(d.strategy, _scan.AfterSearch) and d.strategy.after == [">"]
+    # Its text always ends with `/>`: only the positions right after a `/>` are tried.
+    assert isinstance(d.strategy, _scan.AfterSearch) and d.strategy.after == ["/>"]
     text = '<x name="f"/>'
     assert d.cursor({}).advance(text + "y", True, 99, -1) == (_scan.MATCH, len(text), len(text))
     assert _count_steps(d, "abc " * 500) == 0  # no `>`: no attempt
     body = '<p name="a">v</p>' * 100
-    assert _count_steps(d, body + "z") <= 200  # one attempt per `>` at most
+    assert _count_steps(d, body + "z") == 0  # `>` but never `/>` (one attempt per `>` before)
+    assert _count_steps(d, '<p name="a"/>v' * 100 + "z") <= 100  # one attempt per `/>` at most
+    # A lookbehind that can end with several characters keeps the character trigger.
+    assert _delim(r"(?<=a|b;)").strategy.after == [";", "a"]
+
+
+def test_suffix_finder_finds_a_suffix_split_across_feeds() -> None:
+    """An `after` literal may arrive in pieces: the remembered "none up to here" still searches
+    the characters before that end that could begin it."""
+    f = _scan._SuffixFinder("/>")
+    assert f.next("ab/", 0, False) == 3  # none yet
+    assert f.next("ab/>", 3, False) == 4  # `/>` ends at the end: none yet (never at the end)
+    assert f.next("ab/>c", 3, False) == 4
+    assert f.next("ab/>c", 5, True) == 6  # none after 5, end of stream
+    assert f.next("x/>y/>z", 0, False) == 3 and f.next("x/>y/>z", 4, False) == 6
 
 
 @pytest.mark.parametrize(
