@@ -57,9 +57,14 @@ it), such as `\\s*```\\s*<｜tool▁call▁end｜>`; optional groups led by a li
 group can start with at the same place (`(?:<tool_call>\\s*)?<function=`); optional literals that the
 next run takes whole (`(?:functions\\.)?[^:<\\s]+`, left out: they change the captures only); perhaps
 ending in an optional tail `(?:C{lo,hi}(?=L1|L2))?` whose literals `C` rejects the first character
-of, as in Kimi K2's call closer) has one way to match at a start: each run takes its whole maximal
-run, each group is taken exactly when its lead is there. A delimiter that is a chain, or a leading
-alternation whose every branch is one (Kimi K2's call opener), has walks (`Delimiter.walks`): its
+of, as in Kimi K2's call closer, or in an unbounded greedy run, as GLM's call opener
+`\\s*<tool_call>\\s*(?P<name>[^<\\s]+)`) has one way to match at a start: each run takes its whole
+maximal run, each group is taken exactly when its lead is there. A delimiter that is a chain, or a
+leading alternation whose every branch is one (Kimi K2's call opener), or a leading run before an
+alternation spread over its branches, with the alternations of literals and optional literals in
+them spelled out, when every sequence that makes is a chain (`_spread_run`: the content closers
+`\\s*(?:<|im_end|>|...)`, DSML's `\\s*(?:</?｜DSML｜ ?(?:function_calls|...)>|...)` as 18 chains,
+whose whole literals are then its search leads), has walks (`Delimiter.walks`): its
 cursor (`ChainCursor`) decides a candidate by walking the branches in priority order (`startswith`,
 one C run match per run) instead of a matcher attempt, stops the walk where the text ends and
 resumes it there (a walk that the new text leaves stopped in the same literal, run or tail is kept
@@ -74,7 +79,9 @@ DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside
 branch with that lead is not a chain (qwen3_xml's call closer
 `</function>\\s*</tool_call>|</function>(?=...)|(?<=...)</function>(?!...)`), the chains before it
 are walked and only their failing leaves the place to the cursors (the matcher). Another lead goes
-to the cursors.
+to the cursors. A watch list with a `^` lead (DSML's `^\\s*<think>`) has no such walks, nor the
+per-token path of `decide`, while position 0 is undecided; a scanner turns both on once it has
+released it (`Scanner._wake`).
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -956,10 +963,20 @@ class Delimiter:
         # a chain): scanned by a `ChainCursor`, without the matcher (`walks`: what it walks).
         tree = self.prog.tree if literals is None else None
         self.chain = chain_of(tree) if tree is not None else None
-        self.branches = _branch_chains(tree, self.chain) if tree is not None else None
+        spread = _spread_run(_flatten(tree)) if tree is not None else None
+        self.branches = spread or (_branch_chains(tree, self.chain) if tree is not None else None)
         self.walks: list[list[Any]] | None = None
         if self.branches is not None and all(b.chain is not None for b in self.branches):
             self.walks = [b.chain.full for b in self.branches]  # type: ignore[union-attr]
+            s = self.strategy
+            if spread and isinstance(s, LoopSearch) and all(_same_loop(b.loop, s.loop) for b in spread):
+                # `C* (?:...)` spread over its branches (`_spread_run`): every match is the run and
+                # one of the branches' leads (whole literals), more precise than the leads read
+                # off the pattern (`\\s*(?:</?x ?(?:a|b)>|...)`: `<x`, `</x`...), so the region's
+                # prefilter reports the lead of one branch and the scanner walks it.
+                leads = list(dict.fromkeys(x for b in self.branches for x in b.leads or ()))
+                rest: Strategy = PrefixSearch(leads[0]) if len(leads) == 1 else PrefixSetSearch(leads)
+                self.strategy = LoopSearch(s.loop, rest, s.unbounded)
         self.group_names = dict(self.prog.names)
         # Scanning runs the program with captures when no group sits inside a lookahead (captures
         # never change which path matches): the committed match then has its slots at once.
@@ -1021,6 +1038,80 @@ def _branch_chains(tree: Node, chain: Chain | None) -> list[_Branch] | None:
         st = _sequence_strategy(items)
         out.append(_Branch(None, st.leads, st.loop if isinstance(st, LoopSearch) else None))
     return out if any(b.chain is not None for b in out) else None
+
+
+_MAX_SPREAD = 32
+
+
+def _spell_out(items: list[Node], cap: int) -> list[list[Node]] | None:
+    """The sequence with every alternation of literals and every optional literal in it spelled
+    out, in the order the pattern tries them (`<(?:a|b)c>?` -> `<ac>`, `<ac`, `<bc>`, `<bc`): the
+    branches' leads are then whole literals. None when more than `cap` would come out. (Valid
+    when every sequence that comes out is a chain: see `_spread_run`.)"""
+    out: list[list[Node]] = [[]]
+    for node in items:
+        u = _unwrap(node)
+        alts: list[list[Node]] | None = None
+        if u.op is Op.ALT and all(_is_literal_seq(_flatten(k)) for k in u.kids):
+            alts = [_flatten(k) for k in u.kids]
+        elif (
+            u.op is Op.REP
+            and u.args[:2] == (0, 1)
+            and u.args[2] in ("greedy", "lazy")
+            and _is_literal_seq(_flatten(u.kids[0]))
+        ):
+            seq = _flatten(u.kids[0])
+            alts = [seq, []] if u.args[2] == "greedy" else [[], seq]
+        if alts is None:
+            out = [x + [node] for x in out]
+            continue
+        if len(out) * len(alts) > cap:
+            return None
+        out = [x + a for x in out for a in alts]
+    return out
+
+
+def _spread_run(items: list[Node]) -> list[_Branch] | None:
+    """A leading unbounded run before an alternation (or optional group), `\\s*(?:</s>|<end>)`, as
+    the chains `\\s*</s>`, `\\s*<end>` in the alternation's priority order, alternations of
+    literals and optional literals in them spelled out (`_spell_out`: `\\s*<x ?y>` is `\\s*<x y>`,
+    `\\s*<xy>`), when that makes two or more sequences and every one of them is a chain; else
+    None. The pattern tries its branches at the run's end and only then gives
+    characters of the run back; a chain's run is forced (what follows the run starts with a
+    character its class rejects), so a shorter run fails every branch. Within a branch every run
+    and group is forced too, and decided by the text alone (a run takes its maximal run, a group
+    is taken when its lead is there), so every match the pattern can find at a start takes the
+    same choices outside the spelled-out parts, and the pattern tries those in the order of the
+    sequences: walked one after the other, they match where and as the pattern does."""
+    if len(items) < 2:
+        return None
+    head = _unwrap(items[0])
+    if not (
+        head.op is Op.REP
+        and head.args[0] == 0
+        and head.args[1] is None
+        and head.args[2] in _RUN_MODES
+        and _unwrap(head.kids[0]).op in _rx.ATOMS
+    ):
+        return None
+    rest = _branches(items[1:], ordered=True)
+    if rest is None:
+        return None
+    spread: list[list[Node]] = []
+    for branch in rest:
+        more = _spell_out(branch, _MAX_SPREAD - len(spread))
+        if more is None:
+            return None
+        spread.extend(more)
+    if len(spread) < 2:
+        return None  # (one chain, or none: `chain_of` decides)
+    out = []
+    for branch in spread:
+        c = _chain_of_nodes([items[0], *branch])
+        if c is None or c.loop is None:
+            return None
+        out.append(_Branch(c, c.leads, c.loop))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -2008,9 +2099,15 @@ def _chain_of_nodes(nodes: list[Node]) -> Chain | None:
     if nullable or not all(type(x) is str for x in firsts):
         return None  # a match must begin with a literal after the leading run
     # The last item is a literal (a run or a group right before the end or the tail would leave
-    # where the match ends open), so `_forced` sees a literal after every run and group.
+    # where the match ends open), so `_forced` sees a literal after every run and group; or an
+    # unbounded greedy run of at least one character (`\\s*<tool_call>\\s*(?P<name>[^<\\s]+)`),
+    # which takes its whole maximal run: what comes before it is forced with the run's class after.
     head = [(loop, 0, None)] if loop is not None else []
-    if type(items[-1]) is not str or not _forced(head + items, [], True):
+    last = items[-1]
+    if type(last) is tuple and tail is None and _greedy_end(nodes[-1]):
+        if len(items) < 2 or not _forced(head + items[:-1], [last[0]], False):
+            return None
+    elif type(last) is not str or not _forced(head + items, [], True):
         return None
     elements: list[Any] = []
     full: list[Any] = []
@@ -2022,12 +2119,25 @@ def _chain_of_nodes(nodes: list[Node]) -> Chain | None:
     return Chain(loop, elements, list(dict.fromkeys(firsts)), full)
 
 
+def _greedy_end(node: Node) -> bool:
+    """Whether the node is `C+` (or `C{n,}`, n >= 1), greedy or possessive: as a chain's last item
+    it ends the match at the end of its maximal run."""
+    node = _unwrap(node)
+    return (
+        node.op is Op.REP
+        and node.args[0] >= 1
+        and node.args[1] is None
+        and node.args[2] in ("greedy", "possessive")
+        and _unwrap(node.kids[0]).op in _rx.ATOMS
+    )
+
+
 def _same_loop(a: _rx.CharTest | None, b: _rx.CharTest | None) -> bool:
     return a is b or (a is not None and b is not None and (a.src, a.flags) == (b.src, b.flags))
 
 
 def _chain_leads(
-    entries: list[Watch], pre: Prefilter | None
+    entries: list[Watch], pre: Prefilter | None, late: bool = False
 ) -> dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] | None:
     """For `Scanner._chain_decide`: the leads, as the prefilter's search reports them (cut to
     `_LEAD_MAX`), that only walks can decide: `{cut lead: (entry index, leading run's class, the
@@ -2041,8 +2151,9 @@ def _chain_leads(
     order. The walks are the chains of those branches up to the first that is not one;
     `exhaustive` when all are (their failing decides that nothing matches there: otherwise the
     cursors decide). None when no lead qualifies (or the list has class, `after` or `^` leads,
-    which the prefilter does not find as literals)."""
-    if pre is None or pre.classes or pre.back or pre.at0:
+    which the prefilter does not find as literals; `^` leads only until the first position is
+    released: with `late`, as if they were not there)."""
+    if pre is None or pre.classes or pre.back or (pre.at0 and not late):
         return None
     leads: list[tuple[int, str]] = []
     for j, w in enumerate(entries):
@@ -2072,12 +2183,7 @@ def _chain_leads(
                     continue
                 # Its branches that may match where it is found (a lead of each begins the other:
                 # `<a>` and `<a>b` in `<a>|<a>b`), in their priority order.
-                own = [
-                    x
-                    for x in branches
-                    if x.leads is None
-                    or any(y[:_LEAD_MAX].startswith(cut) or cut.startswith(y[:_LEAD_MAX]) for y in x.leads)
-                ]
+                own = _compatible_branches(branches, cut)
                 if any(x.leads is None or not _same_loop(x.loop, b.loop) for x in own):
                     continue
                 walks: list[list[Any]] = []
@@ -2088,15 +2194,32 @@ def _chain_leads(
                 if walks:
                     got = (j, b.loop, walks, len(walks) == len(own))
                     for k, y in leads:
-                        if k == j and (y.startswith(cut) or cut.startswith(y)):
+                        # (A shorter lead the prefilter may report instead maps to these walks only
+                        # when the same branches are all that can match where it is found.)
+                        if (
+                            k == j
+                            and (y.startswith(cut) or cut.startswith(y))
+                            and y not in out
+                            and (y == cut or _compatible_branches(branches, y) == own)
+                        ):
                             out[y] = got
     return out or None
+
+
+def _compatible_branches(branches: list[_Branch], lead: str) -> list[_Branch]:
+    """The branches whose match may start where the text begins with the (cut) lead."""
+    return [
+        x
+        for x in branches
+        if x.leads is None
+        or any(y[:_LEAD_MAX].startswith(lead) or lead.startswith(y[:_LEAD_MAX]) for y in x.leads)
+    ]
 
 
 class WatchList:
     """The delimiters watched in one kind of region, with their combined quick-rejection data."""
 
-    __slots__ = ("entries", "prefilter", "lit", "chains")
+    __slots__ = ("entries", "prefilter", "lit", "chains", "late_chains")
 
     def __init__(self, entries: list[Watch]) -> None:
         self.entries = entries
@@ -2112,6 +2235,10 @@ class WatchList:
         # Chains whose lead, as the prefilter finds it, can begin no other delimiter's match there
         # (`Scanner._chain_decide`): by the lead the prefilter finds, `{cut lead: (index, walk)}`.
         self.chains = _chain_leads(entries, self.prefilter)
+        # Once the first position is released, a delimiter that can match only there (`^`) is out
+        # of the race: the chains as if it were not watched (`Scanner._wake`).
+        pre = self.prefilter
+        self.late_chains = _chain_leads(entries, pre, True) if pre is not None and pre.at0 else self.chains
 
     def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
         return Scanner(self, q, states, guard)
@@ -2147,6 +2274,7 @@ class Scanner:
         "_catt",
         "_cwalks",
         "_lead1",
+        "_late",
     )
 
     _cwalks: tuple[int, Any, list[list[Any]], bool]
@@ -2169,8 +2297,12 @@ class Scanner:
         self.lit = watch.lit if guard is None else None
         self._searched = q  # the prefilter searched buf[q:_searched] and found no lead
         pre = self._pre
+        # A `^` lead keeps the per-token path and the chain walks off while the first position is
+        # undecided (`q == 0`): `_wake` turns them on once it is released.
+        at0 = pre is not None and pre.at0 and q == 0
+        self._late = watch if at0 and self.lit is None else None
         # The inlined per-token path of `decide`: one lead character, no `^` to care about.
-        self._char = pre.char if pre is not None and self.lit is None and not pre.at0 else None
+        self._char = pre.char if pre is not None and self.lit is None and not at0 else None
         self._maxlen = pre.maxlen - 1 if pre is not None else 0
         if self.lit is not None:
             self._maxlen = len(self.lit)
@@ -2200,7 +2332,7 @@ class Scanner:
         self._tail_lead = ""  # and the lead it begins
         # Under a JSON string guard too, when no value close competes and no leading loop can
         # run up to a lead (Kimi K2's call closer): a walk's start is checked outside strings.
-        self.chains = watch.chains
+        self.chains = watch.chains if at0 or pre is None else watch.late_chains
         if guard is not None and self.chains is not None:
             gp = watch.prefilter
             if guard.value_close or gp is None or gp.loops or gp.at0:
@@ -2214,6 +2346,18 @@ class Scanner:
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
         self._pend_idx: list[int] = []  # the indices of those cursors
+
+    def _wake(self, watch: WatchList) -> None:
+        """The first position is released (`q > 0`): a `^` lead can no longer match, so the
+        per-token path and the chain walks decide as for a watch list without it (unguarded)."""
+        self._late = None
+        pre = self._pre
+        assert pre is not None
+        self._char = pre.char
+        self._lead1 = (
+            pre.literals[0] if pre.char is not None and len(pre.literals) == 1 and not pre.loops else None
+        )
+        self.chains = watch.late_chains
 
     @property
     def cursors(self) -> list[Cursor]:
@@ -2451,6 +2595,9 @@ class Scanner:
                         if commit is not None:
                             return commit
         elif not eos:
+            late = self._late
+            if late is not None and q:
+                self._wake(late)  # (for the next feeds: this one goes on as it began)
             pre = self._pre
             if pre is not None and q < len(buf) and (q or not pre.at0):
                 h2 = self._prefiltered(buf, pre)

@@ -42,6 +42,10 @@ CHAINS = [
     # an optional tail: the closer of Kimi K2's calls, with a small bound
     r"<\|e\|>(?:[^<]{0,3}(?=<\|b\|>|<\|s\|>))?",
     r"</f>(?:\s*(?=<t>))?",
+    # a greedy unbounded run last (GLM's call opener): the match ends where the run does
+    r"\s*<t>\s*(?P<name>[^<\s]+)",
+    r"<a>[a-z]+",
+    r"<a>x{2,}",
 ]
 # Walked beyond plain chains: optional groups, an optional literal the next run takes whole, runs
 # of disjoint classes in a row, leading alternations of chains.
@@ -59,6 +63,16 @@ WALKED = [
     r"\s*<t>|<t>x",
     r"(?:ab)?a",  # a leading optional group tried taken, then skipped
     r"(?:ab)??a",  # (lazy: skipped, then taken)
+    r"\s*(?:<a>|<b>)",  # a leading run before an alternation: spread over its branches
+    r"\s*(?:<\|e\|>|</t>|<a>b)",
+    r"\s*(?:<a>|</b>)?<c>",  # (before an optional group: taken, then skipped)
+    r"[^<]*(?:<a>|<a>b)",
+    # (alternations of literals and optional literals in them spelled out: DSML's content closer)
+    r"\s*(?:<\|?x ?(?:ab|c|fe)>|<s>|<\|t)",
+    r"\s*<x ?(?P<n>[^\s<]+)",
+    r"\s*(?:<a|<ab)c?",  # (the first branch that matches wins: `<a` before `<abc`)
+    r"\s*<a(?:b)?",
+    r"\s*<a(?:b)??",  # (lazy: skipped first)
 ]
 # A leading alternation with branches that are not chains: only the owned lead's walks run, and
 # their failing leaves the place to the cursors (qwen3_xml's call closer, shortened).
@@ -66,7 +80,8 @@ FALLBACK = [
     r"</f>(?P<ws>\s*)</t>|</f>(?=\s{0,4}(?:<f=|<t>))|(?<=</p>\s{0,4}|<f=[^>\n]{1,8}>\s{0,4})</f>(?!\s*</t>)",
 ]
 NOT_CHAINS = [
-    r"\s*(?:<a>|<b>)",  # an alternation after the start
+    r"\s*(?:<a>|\sb)",  # an alternation after a leading run that one branch's run would take
+    r"\s*(?:<a>|<b>[^<]*)",  # (a branch that is no chain)
     r"<a>(?:<b)?<bc>",  # the group's lead begins what follows it
     r"<a>\s*[^<]+<b>",  # runs of classes that share characters
     r"<a>(?:x)?+x+<b>",  # a possessive optional literal keeps it from the run
@@ -74,6 +89,9 @@ NOT_CHAINS = [
     r"<a>(?:b)?",  # a group at the end
     r"(?:ab)?+a",  # a possessive group never gives back what it took: no branches to walk
     r"<a>\s*",  # a run at the end
+    r"<a>[a-z]+?",  # (lazy: the match ends after one character)
+    r"<a>[a-z]{1,4}",  # (bounded: the run may stop before a character of its class)
+    r"<a>\s+[^<]+",  # (the run before it shares characters with it)
     r"[^<]*\s*<a>",  # two runs in a row
     r"\s+<a>",  # a leading run that must be non-empty
     r"\s{0,4}<x>",  # a bounded leading run
@@ -484,8 +502,76 @@ def test_dsml_call_bodies_try_only_positions_after_a_self_closing_marker() -> No
     closer = t.fields["tool_calls"].watch.entries[0].delimiter
     assert [p.after for p in closer.strategy.parts] == [[], ["/>"]]
     few, many = _per_call("deepseek_dsml", _dsml_text)
-    assert (many["_scan"] - few["_scan"]) / 20 <= 2, (few, many)
-    assert (many["run"] - few["run"]) / 20 <= 2, (few, many)
+    assert (many["_scan"] - few["_scan"]) / 20 <= 1, (few, many)
+    assert (many["run"] - few["run"]) / 20 <= 1, (few, many)
+
+
+def test_dsml_content_closer_and_call_opener_are_walked_once_the_anchor_is_out() -> None:
+    """DSML's content closer `\\s*(?:</?｜DSML｜ ?(?:function_calls|tool_calls|calls)>|...)` is 18
+    chains once its leading run is spread and its optional literals and inner alternation spelled
+    out, and its search leads are those whole literals; the call opener `\\s*<｜DSML｜ ?invoke ...`
+    is two chains. Their region also watches `^\\s*<think>`, which keeps the scanner's walks off
+    only until the first position is released (`Scanner._wake`). One character per feed, a call:
+    the only cursor scan and matcher attempt left are the body closer's, at `</｜DSML｜invoke>`
+    (before: 2 each)."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    closer = t.watch.entries[-1].delimiter
+    assert closer.walks is not None and len(closer.walks) == 18
+    assert isinstance(closer.strategy, _scan.LoopSearch)
+    assert "<｜DSML｜function_calls>" in closer.strategy.leads and "<｜DSML｜" not in closer.strategy.leads
+    assert t.watch.chains is None  # (`^` may still match at 0)
+    assert t.watch.late_chains is not None and "<｜DSML｜invoke name=\"" in t.watch.late_chains
+    few, many = _per_call("deepseek_dsml", _dsml_text)
+    assert many["_scan"] - few["_scan"] == many["run"] - few["run"] == 20, (few, many)
+
+
+@pytest.mark.parametrize("text", ["<think>a</think>b<x>", " \n<think>a<x>", "a<x>b<y>", "<x><think><y>", "  "])
+def test_a_watch_list_with_an_anchor_wakes_its_walks_after_the_first_position(text: str) -> None:
+    """`^\\s*<think>` beside chains: the scanner made at 0 walks nothing until 0 is released, then
+    walks; streamed like one-shot at every split."""
+    tpl = {
+        "start_anchor": "A",
+        "fields": {
+            "reasoning_content": {"open_pattern": r"^\s*<think>", "close": "</think>"},
+            "tool_calls": {"open_pattern": r"\s*<x ?>", "close": "<y>", "repeats": True},
+            "content": {"close_pattern": r"\s*(?:<\|e\|>|</?y ?>)"},
+        },
+    }
+    t = chatparse.load_response_template(tpl)
+    assert t.watch.chains is None and t.watch.late_chains is not None
+    sc = t.watch.scanner(0, {})
+    assert sc.chains is None and sc._char is None
+    sc.decide("ab", False)
+    sc.decide("abc", False)
+    assert sc.chains is t.watch.late_chains and sc._char == "<"
+    assert t.watch.scanner(1, {}).chains is t.watch.late_chains
+    _stream_like_one_shot(text, t, [1, 2, 3])
+    for cut in range(len(text) + 1):
+        _stream_like_one_shot(text, t, [cut or 1, 99])
+
+
+GLM_CALL = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+
+
+def test_content_closers_and_glm_call_opener_are_walked() -> None:
+    """A content closer `\\s*(?:<|im_end|>|...|</tool_call>)` is the chains `\\s*<|im_end|>`, ...
+    (the leading run spread over the alternation), and GLM's call opener
+    `\\s*<tool_call>\\s*(?P<name>[^<\\s]+)` a chain ending in a greedy run: the scanner walks
+    them at their leads, with no cursor. One character per feed: GLM 1 cursor scan and 1 matcher
+    attempt a call, both for the body's lookbehind-led closer (before: 2 and 4); qwen3_xml's stream
+    closed by `<|im_end|>` runs no attempt at all (before: 1)."""
+    for family in ("qwen3_xml", "deepseek_v3", "glm", "qwen3"):
+        t = chatparse.load_response_template(catalog.get(family))
+        closer = t.watch.entries[-1]
+        assert closer.field == "content" and closer.delimiter.walks is not None, family
+        assert len(closer.delimiter.walks) > 1, family
+    glm = chatparse.load_response_template(catalog.get("glm"))
+    assert glm.fields["tool_calls"].opener is not None and glm.fields["tool_calls"].opener.chain is not None
+    few, many = _per_call("glm", lambda n: "Let me check.\n" + GLM_CALL * n + "<|user|>")
+    assert (many["_scan"] - few["_scan"]) / 20 <= 1, (few, many)
+    assert (many["run"] - few["run"]) / 20 <= 1, (few, many)
+    few, many = _per_call("qwen3_xml", lambda n: "Sure.\n" + QWEN3_XML_CALL * n + "<|im_end|>")
+    assert few["run"] == many["run"] == 0, (few, many)
 
 
 def test_a_body_character_that_begins_no_closer_takes_the_per_token_path() -> None:
