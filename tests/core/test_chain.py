@@ -520,12 +520,14 @@ def test_dsml_content_closer_and_call_opener_are_walked_once_the_anchor_is_out()
     assert isinstance(closer.strategy, _scan.LoopSearch)
     assert "<｜DSML｜function_calls>" in closer.strategy.leads and "<｜DSML｜" not in closer.strategy.leads
     assert t.watch.chains is None  # (`^` may still match at 0)
-    assert t.watch.late_chains is not None and "<｜DSML｜invoke name=\"" in t.watch.late_chains
+    assert t.watch.late_chains is not None and '<｜DSML｜invoke name="' in t.watch.late_chains
     few, many = _per_call("deepseek_dsml", _dsml_text)
     assert many["_scan"] - few["_scan"] == many["run"] - few["run"] == 20, (few, many)
 
 
-@pytest.mark.parametrize("text", ["<think>a</think>b<x>", " \n<think>a<x>", "a<x>b<y>", "<x><think><y>", "  "])
+@pytest.mark.parametrize(
+    "text", ["<think>a</think>b<x>", " \n<think>a<x>", "a<x>b<y>", "<x><think><y>", "  "]
+)
 def test_a_watch_list_with_an_anchor_wakes_its_walks_after_the_first_position(text: str) -> None:
     """`^\\s*<think>` beside chains: the scanner made at 0 walks nothing until 0 is released, then
     walks; streamed like one-shot at every split."""
