@@ -31,13 +31,17 @@ the rest held; otherwise the best match at E by key is committed.
 
 A watch list whose every delimiter has literal or single-class leads also has a `Prefilter`: one
 C-speed search of the new text for any lead (literal leads as a stdlib `re` trie, cut to 32
-characters; an `AfterSearch` literal or character from its length back), one for a buffer tail inside a
-literal lead, plus the trailing run of a leading loop class (the whitespace before
+characters; an `AfterSearch` literal or character from its length back), one for a buffer tail
+inside a literal lead, plus the trailing run of a leading loop class (the whitespace before
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
-this is the per-token fast path. A tail that begins a long literal lead is then followed with
-`startswith` on later feeds, not searched for again. In a region with a JSON string guard the
-prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run);
-without a leading loop or a value close, a feed with no lead character takes the same inlined path.
+this is the per-token fast path, inlined in `decide` for a feed with none of the (one or two)
+characters the leads begin with. A tail that begins a long literal lead is then followed with
+`startswith` on later feeds, not searched for again, and while it begins another lead (a marker
+streamed in pieces: `<｜DSML｜` then `function`) with one anchored match of each trie. In a region
+with a JSON string guard the prefilter decides only the feeds with nothing to hold (no lead, no
+tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
+inlined path (with a value close, while the body's value is still open). A region with no text
+yet is decided at once, also at the end of the stream (no match is taken at the very end).
 An unguarded watch list of one literal lead and no leading loop (qwen3_xml's call bodies, watching
 `</function>`) also decides there a feed with the lead's first character but not the lead
 (`<parameter=`): a hold at a tail that begins the lead, or nothing held.
@@ -81,7 +85,8 @@ branch with that lead is not a chain (qwen3_xml's call closer
 are walked and only their failing leaves the place to the cursors (the matcher). Another lead goes
 to the cursors. A watch list with a `^` lead (DSML's `^\\s*<think>`) has no such walks, nor the
 per-token path of `decide`, while position 0 is undecided; a scanner turns both on once it has
-released it (`Scanner._wake`).
+released it (`Scanner._wake`), or, when every such delimiter is `^` and a chain, once their walks
+from 0 have failed (`Scanner._anchor_walk`: position 0 is decided without cursors).
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -963,6 +968,13 @@ class Delimiter:
         # a chain): scanned by a `ChainCursor`, without the matcher (`walks`: what it walks).
         tree = self.prog.tree if literals is None else None
         self.chain = chain_of(tree) if tree is not None else None
+        # `^` and then a chain (`^\\s*<think>`): its walk from position 0 (`WatchList.anchors`)
+        self.anchored: list[Any] | None = None
+        items = _flatten(tree) if tree is not None else []
+        head = _unwrap(items[0]) if items else None
+        if head is not None and head.op is Op.ASSERT and head.args[0] == "bos" and len(items) > 1:
+            c = _chain_of_nodes(items[1:])
+            self.anchored = c.full if c is not None else None
         spread = _spread_run(_flatten(tree)) if tree is not None else None
         self.branches = spread or (_branch_chains(tree, self.chain) if tree is not None else None)
         self.walks: list[list[Any]] | None = None
@@ -1781,7 +1793,7 @@ class Prefilter:
         self.head_re = re.compile(_trie_pattern(self.literals, True) + r"\Z" if self.literals else "(?!)")
         self.classes = list(dict.fromkeys(classes))
         self.maxlen = max((len(x) for x in self.literals), default=1)
-        firsts = {x[0] for x in self.literals}
+        firsts = self.firsts = {x[0] for x in self.literals}
         # One character that starts every lead, when there is one (most templates: "<").
         self.char = next(iter(firsts)) if len(firsts) == 1 and not self.classes and not self.back else None
         # One C search for any lead: a trie of the literals in `re` when there are no class leads.
@@ -2219,7 +2231,7 @@ def _compatible_branches(branches: list[_Branch], lead: str) -> list[_Branch]:
 class WatchList:
     """The delimiters watched in one kind of region, with their combined quick-rejection data."""
 
-    __slots__ = ("entries", "prefilter", "lit", "chains", "late_chains")
+    __slots__ = ("entries", "prefilter", "lit", "chains", "late_chains", "anchors")
 
     def __init__(self, entries: list[Watch]) -> None:
         self.entries = entries
@@ -2239,6 +2251,19 @@ class WatchList:
         # of the race: the chains as if it were not watched (`Scanner._wake`).
         pre = self.prefilter
         self.late_chains = _chain_leads(entries, pre, True) if pre is not None and pre.at0 else self.chains
+        # When every delimiter that can match only at 0 is `^` and a chain: their walks from 0
+        # (`Scanner._anchor_walk`), which decide whether position 0 is out without cursors.
+        self.anchors: list[list[Any]] | None = None
+        if pre is not None and pre.at0:
+            walks: list[list[Any]] = []
+            for w in entries:
+                st = w.delimiter.strategy
+                if st.at0:
+                    if not isinstance(st, AnchorSearch) or w.delimiter.anchored is None:
+                        walks = []
+                        break
+                    walks.append(w.delimiter.anchored)
+            self.anchors = walks or None
 
     def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
         return Scanner(self, q, states, guard)
@@ -2266,6 +2291,10 @@ class Scanner:
         "pending",
         "_pend_idx",
         "_char",
+        "_char2",
+        "_vguard",
+        "_gloops",
+        "_back",
         "_maxlen",
         "_loop_any",
         "_tail_at",
@@ -2275,6 +2304,7 @@ class Scanner:
         "_cwalks",
         "_lead1",
         "_late",
+        "_awalks",
     )
 
     _cwalks: tuple[int, Any, list[list[Any]], bool]
@@ -2301,30 +2331,41 @@ class Scanner:
         # undecided (`q == 0`): `_wake` turns them on once it is released.
         at0 = pre is not None and pre.at0 and q == 0
         self._late = watch if at0 and self.lit is None else None
-        # The inlined per-token path of `decide`: one lead character, no `^` to care about.
-        self._char = pre.char if pre is not None and self.lit is None and not at0 else None
+        self._awalks: list[list[Any]] | None = None  # `_anchor_walk`'s walks: elements, k, p, r
+        # The inlined per-token path of `decide`: one or two lead characters, no `^` to care about.
+        self._char: str | None = None
+        self._char2: str | None = None
+        self._back = 0
         self._maxlen = pre.maxlen - 1 if pre is not None else 0
+        if pre is not None and self.lit is None and not at0:
+            self._per_token(pre)
         if self.lit is not None:
             self._maxlen = len(self.lit)
         self._loop_any = pre.loop_any if pre is not None else None
+        self._gloops = False  # guarded, with a leading loop: a trailing loop character goes on
         gpre = self._gpre
-        if (
-            gpre is not None
-            and guard is not None
-            and not guard.value_close
-            and not gpre.loops
-            and not gpre.at0
-        ):
-            # Under a string guard with no leading loop (Kimi's JSON call bodies), a feed with no
-            # lead character releases everything as well (the guarded prefilter's answer there):
-            # the same inlined path.
-            self._char = gpre.char
+        self._vguard: StringGuard | None = None
+        if gpre is not None and guard is not None and not gpre.at0:
+            # Under a string guard (Kimi's JSON call bodies), a feed with no lead character
+            # releases everything as well (the guarded prefilter's answer there): the same inlined
+            # path. With `close_after_value` (gpt-oss), only while the body's value is still open
+            # (`_vguard`); with a leading loop (Llama's `\\s*;(?=\\s*\\{)`), only when the last
+            # character is not the loop's (`_gloops`: else the guarded path, as before).
             self._maxlen = gpre.maxlen - 1
+            self._per_token(gpre)
+            self._loop_any = gpre.loop_any
+            self._gloops = bool(gpre.loops)
+            if guard.value_close:
+                self._vguard = guard
         # One literal lead and no leading loop, unguarded: the per-token path also decides a feed
         # with the lead's first character but not the lead (see `decide`).
-        self._lead1 = (
+        self._lead1: str | None = (
             pre.literals[0]
-            if self._char is not None and pre is not None and len(pre.literals) == 1 and not pre.loops
+            if self._char is not None
+            and pre is not None
+            and pre.char is not None
+            and len(pre.literals) == 1
+            and not pre.loops
             else None
         )
         self._tails: list[_RunTail] = []
@@ -2347,13 +2388,55 @@ class Scanner:
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
         self._pend_idx: list[int] = []  # the indices of those cursors
 
+    def _anchor_walk(self, buf: str, watch: WatchList) -> Hold | None:
+        """While position 0 is undecided (before end of stream): walk the `^` delimiters' chains
+        from 0 (resumed where the text ended). All failing: 0 is out for them, `_wake` now and the
+        caller decides as for a watch list without them (None). One still walking: hold at 0, as
+        the cursors would (a longer match may start there). One matching: None, the cursors
+        decide."""
+        walks = self._awalks
+        if walks is None:
+            assert watch.anchors is not None
+            walks = self._awalks = [[elements, 0, 0, -1] for elements in watch.anchors]
+        live = False
+        for a in walks:
+            if a[1] < 0:
+                if a[1] == -2:
+                    return None  # (matched)
+                continue
+            status, k, p, r = _walk(a[0], buf, a[1], a[2], a[3], False)
+            if status == MATCH:
+                a[1] = -2
+                return None
+            if status == LIVE:
+                a[1], a[2], a[3] = k, p, r
+                live = True
+            else:
+                a[1] = -1
+        if live:
+            return self._hold_at(0)
+        self._wake(watch)
+        return None
+
+    def _per_token(self, pre: Prefilter) -> None:
+        """Set up the inlined per-token path for a prefilter: its lead character, or the two
+        (`</x>` and an `after` literal `/>`: DSML's call bodies; `;` and `<|eot_id|>`: Llama's),
+        searched from `_maxlen` before the last searched end and `_back` before `q` (an `after`
+        literal that ends there)."""
+        self._char = pre.char
+        if pre.char is None and not pre.classes and 1 <= len(pre.firsts) <= 2:
+            self._char, *more = sorted(pre.firsts)
+            self._char2 = more[0] if more else None
+            self._back = pre.back
+            self._maxlen = pre.maxlen - 1 + pre.back
+
     def _wake(self, watch: WatchList) -> None:
         """The first position is released (`q > 0`): a `^` lead can no longer match, so the
         per-token path and the chain walks decide as for a watch list without it (unguarded)."""
         self._late = None
         pre = self._pre
         assert pre is not None
-        self._char = pre.char
+        self._per_token(pre)
         self._lead1 = (
             pre.literals[0] if pre.char is not None and len(pre.literals) == 1 and not pre.loops else None
         )
@@ -2411,7 +2494,7 @@ class Scanner:
                 hit = la(last)
             if not hit:
                 return n
-            if n >= 2 and self.q < n - 1 and la.cache.get(buf[n - 2]) is False:
+            if n >= 2 and self.q < n - 1 and not la(buf[n - 2]):
                 return n - 1
         return self._trailing(buf, pre)
 
@@ -2445,7 +2528,7 @@ class Scanner:
                 r = run_start(loop, buf, q, j)
                 if r < h:
                     h = r
-            if pre.char is not None and pre is self._pre:
+            if not pre.classes and len(pre.firsts) <= 2 and pre is self._pre:
                 tail = buf[j:]
                 for lead in pre.literals:
                     if lead.startswith(tail):
@@ -2469,10 +2552,25 @@ class Scanner:
             if n - j < len(lead) and lead.startswith(buf[j:]):
                 self._searched = n
                 return self._hold  # still at `q`, where that tail (or the loop run before it) starts
+            # Or it now begins another lead (`<｜DSML｜` + `function` leaves `<｜DSML｜ function_calls>`
+            # for `<｜DSML｜function_calls>`): the same holds when no lead holds another after its
+            # first character, and none is complete at the tail's start. Two C matches.
+            pre = self._pre
+            if pre is None:
+                pre = self._gpre
+            if (
+                pre is not None
+                and not pre.inner
+                and pre.head_re.match(buf, j) is not None
+                and pre.search_re.match(buf, j) is None
+            ):
+                self._searched = n
+                return self._hold
             self._tail_at = -1
-        elif not eos and self.q >= len(buf):
-            # No text in the region yet (a region that opened at the end of the buffer): before
-            # the end of the stream no match is taken at the very end, so nothing is decided.
+        elif self.q >= len(buf) and (not eos or self.guard is None):
+            # No text in the region yet (a region that opened at the end of the buffer): no match
+            # is taken at the very end, so nothing is decided before the end of the stream, nor
+            # at it (without a guard's zero-width close: nothing for the cursors to scan).
             return self._hold_at(self.q)
         catt = self._catt
         if catt is not None and not eos and self.live is None:
@@ -2500,26 +2598,35 @@ class Scanner:
             q = self.q
             n = len(buf)
             start = self._searched - self._maxlen
-            if n > q and buf.find(char, start if start > q else q) < 0:
-                self._searched = n
+            lo = start if start > q else q - self._back
+            if lo < 0:
+                lo = 0  # (`str.find` counts a negative start from the end)
+            if (
+                n > q
+                and buf.find(char, lo) < 0
+                and ((c2 := self._char2) is None or buf.find(c2, lo) < 0)
+                and ((vg := self._vguard) is None or vg.value_close_at(buf, False) is None)
+            ):
                 la = self._loop_any
+                hit: bool | None = False
                 if la is not None:
                     last = buf[n - 1]
                     hit = la.cache.get(last)
                     if hit is None:
                         hit = la(last)
+                if not hit or not self._gloops:
+                    self._searched = n
                     if hit:
                         # Hold the trailing run of a leading loop class; usually just the last
                         # character ("word "), found without a call.
-                        prev = buf[n - 2] if n >= 2 else ""
-                        if prev and q < n - 1 and la.cache.get(prev) is False:
-                            n -= 1
+                        if q == n - 1 or not la(buf[n - 2]):  # type: ignore[misc]
+                            n -= 1  # (the new character alone, or a run clipped at `q`)
                         else:
                             n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
-                self.q = n
-                h = self._hold
-                h.at = n
-                return h
+                    self.q = n
+                    h = self._hold
+                    h.at = n
+                    return h
             one = self._lead1
             if one is not None and n > q:
                 # A watch list with one literal lead and no leading loop (a call body's closer,
@@ -2540,6 +2647,11 @@ class Scanner:
                     h = self._hold
                     h.at = n
                     return h
+        late = self._late
+        if late is not None and late.anchors is not None and not eos and self.live is None:
+            held = self._anchor_walk(buf, late)
+            if held is not None:
+                return held
         if self.chains is not None and not eos and self.live is None:
             chained = self._chain_decide(buf)
             if chained is not None:
@@ -2812,6 +2924,21 @@ def run_start(loop: _rx.CharTest, buf: str, lo: int, hi: int) -> int:
     """Start (>= lo) of the run of `loop` characters that ends at `hi`: one reverse C match."""
     if hi <= lo or not loop(buf[hi - 1]):
         return hi
+    # A short run ("word \n") is read back a character at a time: the reverse match costs about
+    # a microsecond however short the run.
+    cache = loop.cache
+    i = hi - 1
+    stop = hi - 8 if hi - 8 > lo else lo
+    while i > stop:
+        hit = cache.get(buf[i - 1])
+        if hit is None:
+            hit = loop(buf[i - 1])
+        if not hit:
+            return i
+        i -= 1
+    if i == lo:
+        return lo
+    hi = i
     got = _REV_RUN.get(id(loop))
     if got is None or got[0] is not loop:
         got = _REV_RUN[id(loop)] = (loop, regex.compile(f"(?:{loop.src})*", loop.flags | regex.REVERSE))

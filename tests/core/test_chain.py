@@ -409,6 +409,56 @@ def test_deepseek_calls_run_no_matcher_attempt() -> None:
     assert many["_scan"] == few["_scan"] <= 4, (few, many)
 
 
+def test_the_end_of_a_stream_after_a_delimiter_scans_nothing() -> None:
+    """A stream that ends right after a committed delimiter leaves a region with no text: the end
+    of the stream decides it without asking the cursors (before: one cursor scan per request)."""
+    t = chatparse.load_response_template(catalog.get("deepseek_v3"))
+    text = "Sure.<｜tool▁calls▁begin｜>" + DEEPSEEK_CALL + "<｜tool▁calls▁end｜>"
+    p = chatparse.ResponseParser(t, prefix="")
+    p.feed(text)
+    with count_calls((_scan.Scanner, "_scan")) as counts:
+        message, _ = p.finalize()
+    assert len(message["tool_calls"]) == 1 and counts["_scan"] == 0
+    assert message == chatparse.parse_response(text, t, prefix="")
+
+
+def test_a_value_closed_body_takes_the_per_token_path_while_its_value_is_open() -> None:
+    """gpt-oss's call bodies close after their JSON value (`close_after_value`) or at `<|call|>`:
+    while the value is open, a feed with no `<` releases everything by `decide`'s inlined path
+    (after the guard's value check), without the prefilter. One character per feed: the prefilter
+    passes do not grow with the arguments (before: one per feed)."""
+    t = chatparse.load_response_template(catalog.get("gpt_oss"))
+    counts = []
+    for words in (10, 60):
+        args = '{"q": "' + "word " * words + '", "n": 3}'
+        text = "<|channel|>commentary to=functions.f <|constrain|>json<|message|>" + args + "<|call|>"
+        with count_calls((_scan.Scanner, "_prefiltered")) as c:
+            message = stream_chars(t, text)
+        assert message == chatparse.parse_response(text, t, prefix="")
+        assert message["tool_calls"][0]["function"]["arguments"] == {"q": "word " * words, "n": 3}
+        counts.append(c["_prefiltered"])
+    assert counts[1] == counts[0] <= 12, counts
+
+
+def test_a_guarded_body_with_a_leading_loop_takes_the_per_token_path() -> None:
+    """Llama 3's JSON call bodies close at `\\s*;(?=\\s*\\{)`, `<|eom_id|>` or `<|eot_id|>` (two lead
+    characters and a leading loop) after their value: a feed with neither `;` nor `<` that does
+    not end in whitespace releases everything by `decide`'s inlined path, without the prefilter.
+    One character per feed: the prefilter passes do not grow with the arguments (before: one
+    per feed)."""
+    t = chatparse.load_response_template(catalog.get("llama3_json"))
+    counts = []
+    for words in (10, 60):
+        args = '{"name": "f", "parameters": {"q": "' + "word-" * words + '"}}'
+        text = "<|python_tag|>" + args + "<|eom_id|>"
+        with count_calls((_scan.Scanner, "_prefiltered")) as c:
+            message = stream_chars(t, text)
+        assert message == chatparse.parse_response(text, t, prefix="")
+        assert message["tool_calls"][0]["function"]["arguments"] == {"q": "word-" * words}
+        counts.append(c["_prefiltered"])
+    assert counts[1] == counts[0] <= 12, counts
+
+
 def test_a_lead_shared_with_another_delimiter_is_left_to_the_cursors() -> None:
     """A chain's lead that another lead of the region begins (`<|b|>` and `<|b|>fn<|s|>`), or that a
     leading loop could run over, is not taken by the scanner's walk."""
@@ -506,6 +556,47 @@ def test_dsml_call_bodies_try_only_positions_after_a_self_closing_marker() -> No
     assert (many["run"] - few["run"]) / 20 <= 1, (few, many)
 
 
+def test_dsml_call_body_feeds_without_a_lead_character_take_the_per_token_path() -> None:
+    """The call body's leads begin with two characters, `<` (`</｜DSML｜invoke>`) and `/` (the `after`
+    literal `/>`): a feed with neither is decided by `decide`'s inlined path, not the prefilter.
+    One character per feed, a call: 43 prefilter passes (before: 151)."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    sc = t.fields["tool_calls"].watch.scanner(0, {})
+    assert (sc._char, sc._char2, sc._back) == ("/", "<", 2)
+    counts = []
+    for n in (5, 25):
+        with count_calls((_scan.Scanner, "_prefiltered")) as c:
+            message = stream_chars(t, _dsml_text(n))
+        assert len(message["tool_calls"]) == n
+        counts.append(c["_prefiltered"])
+    assert (counts[1] - counts[0]) / 20 <= 45, counts
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['a<x n="f"/>b<x n="g">c/d>/</x>e', '<x n="f"/>/><x n="g">/</x>', '<x n="f">a/</x>/>', "/>/"],
+)
+def test_an_after_literal_and_a_lead_with_two_first_characters_stream_like_one_shot(text: str) -> None:
+    """The per-token path with two lead characters and an `after` literal (a DSML-like body):
+    equal to the one-shot parse at every split."""
+    tpl = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r'<x n="[^"]+"/?>',
+                "close_pattern": r'</x>|(?<=<x n="[^"]{1,8}"/>)',
+                "repeats": True,
+            },
+            "content": {},
+        },
+    }
+    t = chatparse.load_response_template(tpl)
+    _stream_like_one_shot(text, t, [1])
+    _stream_like_one_shot(text, t, [2, 1, 3])
+    for cut in range(len(text) + 1):
+        _stream_like_one_shot(text, t, [cut or 1, 99])
+
+
 def test_dsml_content_closer_and_call_opener_are_walked_once_the_anchor_is_out() -> None:
     """DSML's content closer `\\s*(?:</?｜DSML｜ ?(?:function_calls|tool_calls|calls)>|...)` is 18
     chains once its leading run is spread and its optional literals and inner alternation spelled
@@ -525,12 +616,76 @@ def test_dsml_content_closer_and_call_opener_are_walked_once_the_anchor_is_out()
     assert many["_scan"] - few["_scan"] == many["run"] - few["run"] == 20, (few, many)
 
 
+def test_dsml_markers_streamed_in_pieces_are_held_without_the_prefilter() -> None:
+    """A held tail that begins a lead stays held while it begins any lead (`<｜DSML｜` + `function`
+    begins `<｜DSML｜function_calls>`, not the `<｜DSML｜ function_calls>` the tail first began):
+    two C matches, no prefilter pass (also in call bodies, whose leads begin with two
+    characters); and the message's first feeds decide position 0 by the anchor's walk, with no
+    cursor scan. SGLang-like DSML pieces, a call with one parameter: 7 prefilter passes and 1
+    cursor scan (16 and 1 before this change, 15 and 8 at the round's start); 5 calls and the end
+    of the stream: 6 scans (7 before)."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    pieces = ["Sure", ".", "\n\n", "<｜DSML｜", "function", "_calls", ">", "\n"]
+    call = [
+        "<｜DSML｜",
+        "invoke",
+        ' name="',
+        "get",
+        '_weather">',
+        "\n",
+        "<｜DSML｜",
+        "parameter",
+        ' name="city"',
+    ]
+    call += [
+        ' string="true">',
+        "Paris",
+        "</｜DSML｜",
+        "parameter",
+        ">",
+        "\n",
+        "</｜DSML｜",
+        "invoke",
+        ">",
+        "\n",
+    ]
+    counts = []
+    for n in (5, 25):
+        feeds = pieces + call * n + ["</｜DSML｜", "function", "_calls", ">"]
+        want = chatparse.parse_response("".join(feeds), t, prefix="")
+        with count_calls(
+            (_scan.Scanner, "_prefiltered"), (_scan.Scanner, "_scan"), (_rx.Attempt, "run")
+        ) as c:
+            p = chatparse.ResponseParser(t, prefix="")
+            for f in feeds:
+                p.feed(f)
+            assert p.finalize()[0] == want
+        counts.append(c)
+    few, many = counts
+    assert few["_scan"] <= 5 + 1, few  # (one a call, one at the end of the stream)
+    assert (many["_prefiltered"] - few["_prefiltered"]) / 20 <= 7, (few, many)
+    assert (many["_scan"] - few["_scan"]) / 20 <= 1, (few, many)
+
+
 @pytest.mark.parametrize(
-    "text", ["<think>a</think>b<x>", " \n<think>a<x>", "a<x>b<y>", "<x><think><y>", "  "]
+    "text",
+    [
+        "<think>a</think>b<x>",
+        " \n<think>a<x>",
+        "a<x>b<y>",
+        "<x><think><y>",
+        "  ",
+        " \n<th",
+        "\n\n<thinx<x>",
+        " <|e|>",
+        "\n<x >a<y>",
+        "<thi",
+    ],
 )
 def test_a_watch_list_with_an_anchor_wakes_its_walks_after_the_first_position(text: str) -> None:
-    """`^\\s*<think>` beside chains: the scanner made at 0 walks nothing until 0 is released, then
-    walks; streamed like one-shot at every split."""
+    """`^\\s*<think>` beside chains: the scanner made at 0 walks nothing until 0 is out, then
+    walks; whether 0 is out is decided by the anchor's own walk from 0 (`Scanner._anchor_walk`)
+    without cursors; streamed like one-shot at every split."""
     tpl = {
         "start_anchor": "A",
         "fields": {
@@ -540,7 +695,7 @@ def test_a_watch_list_with_an_anchor_wakes_its_walks_after_the_first_position(te
         },
     }
     t = chatparse.load_response_template(tpl)
-    assert t.watch.chains is None and t.watch.late_chains is not None
+    assert t.watch.chains is None and t.watch.late_chains is not None and t.watch.anchors is not None
     sc = t.watch.scanner(0, {})
     assert sc.chains is None and sc._char is None
     sc.decide("ab", False)

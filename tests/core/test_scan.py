@@ -145,6 +145,19 @@ def test_prefix_set_search_is_one_finder_for_all_prefixes() -> None:
     assert f.next("xx <|sep|>", 0, True) == 3
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=" \nab", max_size=30), lo=st.integers(0, 30), hi=st.integers(0, 30))
+def test_run_start_is_the_start_of_the_run_before_hi(text: str, lo: int, hi: int) -> None:
+    """`run_start` (a short run read back a character at a time, a longer one by a reverse match)
+    is the first position >= lo from which every character up to `hi` is in the class."""
+    hi = min(hi, len(text))
+    loop = _rx.CharTest(r"(?:\s)", 0)
+    want = hi
+    while want > lo and text[want - 1] in " \n":
+        want -= 1
+    assert _scan.run_start(loop, text, lo, hi) == want
+
+
 def test_trigger_search_tries_only_trigger_characters() -> None:
     d = _delim(r"\w;")
     assert d.cursor({}).advance("ab 12; x", True, 9, -1) == (_scan.MATCH, 4, 6)
@@ -362,6 +375,10 @@ def test_auto_mode_prose_is_decided_by_the_prefilter() -> None:
         def search(self, *a):  # type: ignore[no-untyped-def]
             counts["search"] += 1
             return self.rx.search(*a)
+
+        def match(self, *a):  # type: ignore[no-untyped-def]
+            counts["search"] += 1  # (a held tail checked again: a C match counts as a search)
+            return self.rx.match(*a)
 
     _scan.Scanner._scan = counted  # type: ignore[method-assign]
     pre.search_re, pre.head_re = Counting(search), Counting(head)
