@@ -63,12 +63,16 @@ next run takes whole (`(?:functions\\.)?[^:<\\s]+`, left out: they change the ca
 ending in an optional tail `(?:C{lo,hi}(?=L1|L2))?` whose literals `C` rejects the first character
 of, as in Kimi K2's call closer, or in an unbounded greedy run, as GLM's call opener
 `\\s*<tool_call>\\s*(?P<name>[^<\\s]+)`) has one way to match at a start: each run takes its whole
-maximal run, each group is taken exactly when its lead is there. A delimiter that is a chain, or a
+maximal run, each group is taken exactly when its lead is there; a chain may be led by a
+lookbehind (qwen3's `(?<=^\\s{0,16}...)<think>`), decided where a walk starts by one `regex` match
+(`_Behind`). A delimiter that is a chain, or a
 leading alternation whose every branch is one (Kimi K2's call opener), or a leading run before an
 alternation spread over its branches, with the alternations of literals and optional literals in
 them spelled out, when every sequence that makes is a chain (`_spread_run`: the content closers
 `\\s*(?:<|im_end|>|...)`, DSML's `\\s*(?:</?｜DSML｜ ?(?:function_calls|...)>|...)` as 18 chains,
-whose whole literals are then its search leads), has walks (`Delimiter.walks`): its
+whose whole literals are then its search leads), or a pattern whose spelled-out sequences are
+all chains without a leading run (`_spelled`: Gemma 4's `<\\|channel>(?:thought\\n?)?`), has walks
+(`Delimiter.walks`): its
 cursor (`ChainCursor`) decides a candidate by walking the branches in priority order (`startswith`,
 one C run match per run) instead of a matcher attempt, stops the walk where the text ends and
 resumes it there (a walk that the new text leaves stopped in the same literal, run or tail is kept
@@ -82,8 +86,10 @@ them itself (`Scanner._chain_decide`), with no cursor (a call body's closer, the
 DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside strings). Where a
 branch with that lead is not a chain (qwen3_xml's call closer
 `</function>\\s*</tool_call>|</function>(?=...)|(?<=...)</function>(?!...)`), the chains before it
-are walked and only their failing leaves the place to the cursors (the matcher). Another lead goes
-to the cursors. A watch list with a `^` lead (DSML's `^\\s*<think>`) has no such walks, nor the
+are walked and only their failing leaves the place to the cursors (the matcher). A literal list
+takes part as a chain of each of its literals, longest first (its cursor stays a `LiteralCursor`):
+call closers under a JSON string guard, literal reasoning openers. Another lead goes to the
+cursors. A watch list with a `^` lead (DSML's `^\\s*<think>`) has no such walks, nor the
 per-token path of `decide`, while position 0 is undecided; a scanner turns both on once it has
 released it (`Scanner._wake`), or, when every such delimiter is `^` and a chain, once their walks
 from 0 have failed (`Scanner._anchor_walk`: position 0 is decided without cursors).
@@ -977,6 +983,24 @@ class Delimiter:
             self.anchored = c.full if c is not None else None
         spread = _spread_run(_flatten(tree)) if tree is not None else None
         self.branches = spread or (_branch_chains(tree, self.chain) if tree is not None else None)
+        spelled = None
+        if (
+            tree is not None
+            and self.chain is None
+            and (self.branches is None or any(b.chain is None for b in self.branches))
+        ):
+            spelled = _spelled(items)
+            if spelled is not None:
+                self.branches = spelled
+                if isinstance(self.strategy, (PrefixSearch, PrefixSetSearch)):
+                    # (as for a spread run below: the spelled-out leads are whole literals)
+                    leads = list(dict.fromkeys(x for b in spelled for x in b.leads or ()))
+                    self.strategy = PrefixSearch(leads[0]) if len(leads) == 1 else PrefixSetSearch(leads)
+        if self._sorted is not None:
+            # A literal list: each literal is a chain of itself, in the order its cursor prefers
+            # them at one position (longest first), so the scanner's walks (`_chain_decide`)
+            # take its leads too. (Its cursor stays a `LiteralCursor`.)
+            self.branches = [_Branch(Chain(None, [x], [x], [x]), [x], None) for x in self._sorted]
         self.walks: list[list[Any]] | None = None
         if self.branches is not None and all(b.chain is not None for b in self.branches):
             self.walks = [b.chain.full for b in self.branches]  # type: ignore[union-attr]
@@ -1055,31 +1079,64 @@ def _branch_chains(tree: Node, chain: Chain | None) -> list[_Branch] | None:
 _MAX_SPREAD = 32
 
 
-def _spell_out(items: list[Node], cap: int) -> list[list[Node]] | None:
+def _spell_out(items: list[Node], cap: int, inner: bool = False) -> list[list[Node]] | None:
     """The sequence with every alternation of literals and every optional literal in it spelled
-    out, in the order the pattern tries them (`<(?:a|b)c>?` -> `<ac>`, `<ac`, `<bc>`, `<bc`): the
-    branches' leads are then whole literals. None when more than `cap` would come out. (Valid
-    when every sequence that comes out is a chain: see `_spread_run`.)"""
+    out, nested ones too, in the order the pattern tries them (`<(?:a|b)c>?` -> `<ac>`, `<ac`,
+    `<bc>`, `<bc`; `<x>(?:ab?)?` -> `<x>ab`, `<x>a`, `<x>`): the branches' leads are then whole
+    literals. None when more than `cap` would come out (or, `inner`, when something else than
+    literals is inside). (Valid when every sequence that comes out is a chain: see `_spread_run`.)"""
     out: list[list[Node]] = [[]]
     for node in items:
         u = _unwrap(node)
         alts: list[list[Node]] | None = None
-        if u.op is Op.ALT and all(_is_literal_seq(_flatten(k)) for k in u.kids):
-            alts = [_flatten(k) for k in u.kids]
-        elif (
-            u.op is Op.REP
-            and u.args[:2] == (0, 1)
-            and u.args[2] in ("greedy", "lazy")
-            and _is_literal_seq(_flatten(u.kids[0]))
-        ):
-            seq = _flatten(u.kids[0])
-            alts = [seq, []] if u.args[2] == "greedy" else [[], seq]
+        if u.op is Op.LIT:
+            out = [x + [node] for x in out]
+            continue
+        if u.op is Op.ALT:
+            alts = []
+            for k in u.kids:
+                sub = _spell_out(_flatten(k), cap, True)
+                if sub is None:
+                    alts = None
+                    break
+                alts.extend(sub)
+        elif u.op is Op.REP and u.args[:2] == (0, 1) and u.args[2] in ("greedy", "lazy"):
+            sub = _spell_out(_flatten(u.kids[0]), cap, True)
+            if sub is not None:
+                alts = [*sub, []] if u.args[2] == "greedy" else [[], *sub]
         if alts is None:
+            if inner:
+                return None
             out = [x + [node] for x in out]
             continue
         if len(out) * len(alts) > cap:
             return None
         out = [x + a for x in out for a in alts]
+    return out
+
+
+def _spelled(items: list[Node]) -> list[_Branch] | None:
+    """A pattern that is no chain as it is but whose spelled-out sequences (`_spell_out`, after
+    the leading alternation is split) are all chains with no leading run (Gemma 4's
+    `<|channel>(?:thought\\n?)?`): those chains, in priority order; else None. (The same
+    argument as `_spread_run`'s, without the run.)"""
+    rest = _branches(items, ordered=True)
+    if rest is None:
+        return None
+    spread: list[list[Node]] = []
+    for branch in rest:
+        more = _spell_out(branch, _MAX_SPREAD - len(spread))
+        if more is None:
+            return None
+        spread.extend(more)
+    if len(spread) < 2:
+        return None
+    out = []
+    for branch in spread:
+        c = _chain_of_nodes(branch) if branch else None
+        if c is None or c.loop is not None:
+            return None
+        out.append(_Branch(c, c.leads, None))
     return out
 
 
@@ -1506,6 +1563,11 @@ def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> t
             if not eos and n - p < len(el) and el.startswith(buf[p:]):
                 return (LIVE, k, p, -1)
             return (NONE, k, p, r)
+        if type(el) is _Behind:
+            if el.holds(buf, p):
+                k += 1
+                continue
+            return (NONE, k, p, r)
         size = len(el)
         if size == 3:  # a run
             if r < 0:
@@ -1909,6 +1971,24 @@ def _chain_tail(node: Node) -> tuple[Any, ...] | None:
     return (test, run.args[0], run.args[1], tuple(lits))
 
 
+class _Behind:
+    """A chain's leading lookbehind (`(?<=^\\s{0,16})<think>`): decided at the walk's start by one
+    `regex` match there (it reads only text before it), with the time limit the matcher gives a
+    lookbehind not proven cheap."""
+
+    __slots__ = ("rx", "guarded")
+
+    def __init__(self, rx: Any, guarded: bool) -> None:
+        self.rx = rx
+        self.guarded = guarded
+
+    def holds(self, buf: str, p: int) -> bool:
+        if self.guarded:
+            _rx.GUARDED_CALLS[0] += 1
+            return self.rx.match(buf, p, timeout=_rx.REGEX_TIMEOUT) is not None
+        return self.rx.match(buf, p) is not None
+
+
 class _Opt:
     """An optional group while a chain is analysed (its items: literals, runs, groups)."""
 
@@ -1933,6 +2013,13 @@ def _chain_items(nodes: list[Node], depth: int = 0) -> list[Any] | None:
                 items[-1] += node.args[0]
             else:
                 items.append(node.args[0])
+            continue
+        if node.op is Op.LOOK and not node.args[0] and not items and depth == 0:
+            bound = node.args[4]
+            behind = _Behind(
+                regex.compile(node.args[3], node.args[2]), bound is None or bound > _rx.SAFE_STEPS
+            )
+            items.append(behind)  # (a leading lookbehind: zero-width, decided where the walk starts)
             continue
         if node.op is not Op.REP:
             return None
@@ -1980,6 +2067,8 @@ def _firsts(items: list[Any]) -> tuple[list[Any], bool]:
         if type(it) is str:
             out.append(it)
             return out, False
+        if type(it) is _Behind:
+            continue  # (zero-width)
         if type(it) is tuple:
             out.append(it[0])
             if it[1] > 0:
@@ -2053,7 +2142,7 @@ def _forced(items: list[Any], after: list[Any], after_nullable: bool) -> bool:
     """Whether every run and optional group of `items` has one way to go, `after` being what can
     follow the items (see `Chain`)."""
     for k, it in enumerate(items):
-        if type(it) is str:
+        if type(it) is str or type(it) is _Behind:
             continue
         follow, nullable = _firsts(items[k + 1 :])
         if nullable:
@@ -2174,7 +2263,7 @@ def _chain_leads(
     out: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] = {}
     for j, w in enumerate(entries):
         branches = w.delimiter.branches
-        if branches is None or w.delimiter.literals is not None:
+        if branches is None:
             continue
         # The leads of its own branches (what a match of each starts with after its leading run;
         # the prefilter's leads also spell out optional characters after them: `<a>x` for
@@ -2374,6 +2463,8 @@ class Scanner:
         # Under a JSON string guard too, when no value close competes and no leading loop can
         # run up to a lead (Kimi K2's call closer): a walk's start is checked outside strings.
         self.chains = watch.chains if at0 or pre is None else watch.late_chains
+        if self.lit is not None:
+            self.chains = None  # (one literal: its own shortcut below, one `str.find`)
         if guard is not None and self.chains is not None:
             gp = watch.prefilter
             if guard.value_close or gp is None or gp.loops or gp.at0:

@@ -73,6 +73,18 @@ WALKED = [
     r"\s*(?:<a|<ab)c?",  # (the first branch that matches wins: `<a` before `<abc`)
     r"\s*<a(?:b)?",
     r"\s*<a(?:b)??",  # (lazy: skipped first)
+    r"<\|c>(?:tx\n?)?",  # no leading run: spelled out (Gemma 4's reasoning opener, shortened)
+    r"<a>(?:b|c(?:d)?)e",
+    r"<a>(?:b|c)??",
+    # (spelled out, each sequence a chain: a group whose lead begins what follows it, a bounded
+    # run after an optional literal, a group at the end)
+    r"<a>(?:<b)?<bc>",
+    r"<a>(?:x)?\w{1,3}<b>",
+    r"<a>(?:b)?",
+    # a leading lookbehind, decided where the walk starts (qwen3's and Kimi K2's reasoning openers)
+    r"(?<=^\s{0,3})<a>",
+    r"(?<!x)<a>b",
+    r"(?<=^\s{0,4}(?:<t>\s{0,4}</t>\s{0,4})?)<t>",
 ]
 # A leading alternation with branches that are not chains: only the owned lead's walks run, and
 # their failing leaves the place to the cursors (qwen3_xml's call closer, shortened).
@@ -82,11 +94,8 @@ FALLBACK = [
 NOT_CHAINS = [
     r"\s*(?:<a>|\sb)",  # an alternation after a leading run that one branch's run would take
     r"\s*(?:<a>|<b>[^<]*)",  # (a branch that is no chain)
-    r"<a>(?:<b)?<bc>",  # the group's lead begins what follows it
     r"<a>\s*[^<]+<b>",  # runs of classes that share characters
     r"<a>(?:x)?+x+<b>",  # a possessive optional literal keeps it from the run
-    r"<a>(?:x)?\w{1,3}<b>",  # the run after the optional literal is bounded
-    r"<a>(?:b)?",  # a group at the end
     r"(?:ab)?+a",  # a possessive group never gives back what it took: no branches to walk
     r"<a>\s*",  # a run at the end
     r"<a>[a-z]+?",  # (lazy: the match ends after one character)
@@ -457,6 +466,45 @@ def test_a_guarded_body_with_a_leading_loop_takes_the_per_token_path() -> None:
         assert message["tool_calls"][0]["function"]["arguments"] == {"q": "word-" * words}
         counts.append(c["_prefiltered"])
     assert counts[1] == counts[0] <= 12, counts
+
+
+QWEN3_CALL = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'
+GEMMA4_CALL = '<|tool_call>call:f{a:<|"|>x<|"|>}<tool_call|>'
+
+
+def test_literal_delimiters_and_spelled_out_openers_are_walked() -> None:
+    """A literal list is walked by the scanner like a chain of each literal (longest first), also
+    under a JSON string guard (qwen3's and Gemma 4's call closers), and a pattern that is no chain
+    as written but whose spelled-out sequences are (Gemma 4's `<\\|channel>(?:thought\\n?)?`) is
+    those chains. One character per feed: qwen3 no cursor scan (before: 2 a call), Gemma 4 one a
+    call (before: 5) and no matcher attempt (before: 3 for the reasoning opener)."""
+    t = chatparse.load_response_template(catalog.get("gemma4"))
+    assert t.fields["reasoning_content"].opener.walks == [
+        ["<|channel>thought\n"],
+        ["<|channel>thought"],
+        ["<|channel>"],
+    ]
+    few, many = _per_call("qwen3", lambda n: "Sure.\n" + QWEN3_CALL * n + "<|im_end|>")
+    assert few["_scan"] == many["_scan"] == many["run"] == 0, (few, many)
+    few, many = _per_call("gemma4", lambda n: "<|channel>thought\nhm<channel|>" + GEMMA4_CALL * n + "<turn|>")
+    assert (many["_scan"] - few["_scan"]) / 20 <= 1 and many["run"] == 0, (few, many)
+
+
+@pytest.mark.parametrize(
+    ("family", "text"), [("qwen3", "<think>\nhm</think>\n\nHi"), ("kimi_k2", "<think>hm</think>Hi")]
+)
+def test_a_lookbehind_led_reasoning_opener_is_walked(family: str, text: str) -> None:
+    """qwen3's `(?<=^\\s{0,16}(?:<think>\\s{0,16}</think>\\s{0,16})?)<think>` and Kimi K2's
+    `(?<=^\\s{0,16})<think>` are chains led by a lookbehind, decided where the walk starts: a
+    reasoning block streamed one character per feed runs no cursor scan and no matcher attempt
+    (before: 2 and 1)."""
+    t = chatparse.load_response_template(catalog.get(family))
+    opener = t.fields["reasoning_content"].opener
+    assert opener is not None and opener.chain is not None
+    with count_calls((_rx.Attempt, "run"), (_scan.Scanner, "_scan")) as counts:
+        message = stream_chars(t, text)
+    assert message == chatparse.parse_response(text, t, prefix="") and message["reasoning_content"] == "hm"
+    assert counts["_scan"] == counts["run"] == 0, counts
 
 
 def test_a_lead_shared_with_another_delimiter_is_left_to_the_cursors() -> None:
