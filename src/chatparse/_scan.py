@@ -2320,7 +2320,7 @@ def _compatible_branches(branches: list[_Branch], lead: str) -> list[_Branch]:
 class WatchList:
     """The delimiters watched in one kind of region, with their combined quick-rejection data."""
 
-    __slots__ = ("entries", "prefilter", "lit", "chains", "late_chains", "anchors")
+    __slots__ = ("entries", "prefilter", "lit", "chains", "late_chains", "anchors", "plans")
 
     def __init__(self, entries: list[Watch]) -> None:
         self.entries = entries
@@ -2353,6 +2353,8 @@ class WatchList:
                         break
                     walks.append(w.delimiter.anchored)
             self.anchors = walks or None
+        # An unguarded scanner's derived settings, made once (`Scanner.__init__`): at 0, after 0.
+        self.plans: list[tuple | None] = [None, None]
 
     def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
         return Scanner(self, q, states, guard)
@@ -2397,6 +2399,20 @@ class Scanner:
     )
 
     _cwalks: tuple[int, Any, list[list[Any]], bool]
+    # (settings: `_configure`)
+    _pre: Prefilter | None
+    _gpre: Prefilter | None
+    lit: str | None
+    _late: WatchList | None
+    _char: str | None
+    _char2: str | None
+    _back: int
+    _maxlen: int
+    _loop_any: _rx.CharTest | None
+    _gloops: bool
+    _vguard: StringGuard | None
+    _lead1: str | None
+    chains: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] | None
 
     def __init__(
         self, watch: WatchList, q: int, states: dict[int, Any], guard: StringGuard | None = None
@@ -2406,6 +2422,63 @@ class Scanner:
         self._states = states
         self.guard = guard
         self._cursors: list[Cursor] | None = None
+        self._searched = q  # the prefilter searched buf[q:_searched] and found no lead
+        self._awalks: list[list[Any]] | None = None  # `_anchor_walk`'s walks: elements, k, p, r
+        self._tails: list[_RunTail] = []
+        self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
+        self._tail_lead = ""  # and the lead it begins
+        # `_chain_decide`'s walk in progress: (entry, the walked branch's elements, start, lead
+        # position, element, position, start of the run in progress or -1); `_cwalks` (set with
+        # it) is what the lead it started at maps to in `chains` (the branches to walk next if it
+        # fails)
+        self._catt: tuple[int, list[Any], int, int, int, int, int] | None = None
+        self._hold = Hold(q)
+        self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
+        self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
+        self._pend_idx: list[int] = []  # the indices of those cursors
+        if guard is not None:
+            self._configure(watch, q, guard)
+            return
+        # Unguarded, the settings depend on the watch list and on whether q is 0 only: made once
+        # per watch list (a scanner is made at every commit).
+        at0 = q == 0
+        plan = watch.plans[at0]
+        if plan is None:
+            self._configure(watch, q, None)
+            watch.plans[at0] = (
+                self._pre,
+                self._gpre,
+                self.lit,
+                self._late,
+                self._char,
+                self._char2,
+                self._back,
+                self._maxlen,
+                self._loop_any,
+                self._gloops,
+                self._vguard,
+                self._lead1,
+                self.chains,
+            )
+            return
+        (
+            self._pre,
+            self._gpre,
+            self.lit,
+            self._late,
+            self._char,
+            self._char2,
+            self._back,
+            self._maxlen,
+            self._loop_any,
+            self._gloops,
+            self._vguard,
+            self._lead1,
+            self.chains,
+        ) = plan
+
+    def _configure(self, watch: WatchList, q: int, guard: StringGuard | None) -> None:
+        """The scanner's settings for its watch list, guard and start (see `__init__`)."""
         # The prefilter and the single-literal shortcut skip the guard's checks: not with a guard.
         self._pre = watch.prefilter if guard is None else None
         # With a string guard the prefilter only decides feeds with nothing to hold (no lead, no
@@ -2414,16 +2487,14 @@ class Scanner:
         # no lead).
         self._gpre = watch.prefilter if guard is not None else None
         self.lit = watch.lit if guard is None else None
-        self._searched = q  # the prefilter searched buf[q:_searched] and found no lead
         pre = self._pre
         # A `^` lead keeps the per-token path and the chain walks off while the first position is
         # undecided (`q == 0`): `_wake` turns them on once it is released.
         at0 = pre is not None and pre.at0 and q == 0
         self._late = watch if at0 and self.lit is None else None
-        self._awalks: list[list[Any]] | None = None  # `_anchor_walk`'s walks: elements, k, p, r
         # The inlined per-token path of `decide`: one or two lead characters, no `^` to care about.
-        self._char: str | None = None
-        self._char2: str | None = None
+        self._char = None
+        self._char2 = None
         self._back = 0
         self._maxlen = pre.maxlen - 1 if pre is not None else 0
         if pre is not None and self.lit is None and not at0:
@@ -2433,7 +2504,7 @@ class Scanner:
         self._loop_any = pre.loop_any if pre is not None else None
         self._gloops = False  # guarded, with a leading loop: a trailing loop character goes on
         gpre = self._gpre
-        self._vguard: StringGuard | None = None
+        self._vguard = None
         if gpre is not None and guard is not None and not gpre.at0:
             # Under a string guard (Kimi's JSON call bodies), a feed with no lead character
             # releases everything as well (the guarded prefilter's answer there): the same inlined
@@ -2448,18 +2519,18 @@ class Scanner:
                 self._vguard = guard
         # One literal lead and no leading loop, unguarded: the per-token path also decides a feed
         # with the lead's first character but not the lead (see `decide`).
-        self._lead1: str | None = (
-            pre.literals[0]
+        # (Under a string guard without a value close too (Gemma 4's call bodies: `<|"|>` against
+        # `<tool_call|>`), where a tail that begins the lead goes on to the guarded paths.)
+        lp = pre if pre is not None else gpre if guard is not None and not guard.value_close else None
+        self._lead1 = (
+            lp.literals[0]
             if self._char is not None
-            and pre is not None
-            and pre.char is not None
-            and len(pre.literals) == 1
-            and not pre.loops
+            and lp is not None
+            and lp.char is not None
+            and len(lp.literals) == 1
+            and not lp.loops
             else None
         )
-        self._tails: list[_RunTail] = []
-        self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
-        self._tail_lead = ""  # and the lead it begins
         # Under a JSON string guard too, when no value close competes and no leading loop can
         # run up to a lead (Kimi K2's call closer): a walk's start is checked outside strings.
         self.chains = watch.chains if at0 or pre is None else watch.late_chains
@@ -2469,15 +2540,6 @@ class Scanner:
             gp = watch.prefilter
             if guard.value_close or gp is None or gp.loops or gp.at0:
                 self.chains = None
-        # `_chain_decide`'s walk in progress: (entry, the walked branch's elements, start, lead
-        # position, element, position, start of the run in progress or -1); `_cwalks` (set with
-        # it) is what the lead it started at maps to in `chains` (the branches to walk next if it
-        # fails)
-        self._catt: tuple[int, list[Any], int, int, int, int, int] | None = None
-        self._hold = Hold(q)
-        self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
-        self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
-        self._pend_idx: list[int] = []  # the indices of those cursors
 
     def _anchor_walk(self, buf: str, watch: WatchList) -> Hold | None:
         """While position 0 is undecided (before end of stream): walk the `^` delimiters' chains
@@ -2730,14 +2792,15 @@ class Scanner:
                     j = buf.find(char, j if j > c else c)
                     while j >= 0 and not one.startswith(buf[j:]):
                         j = buf.find(char, j + 1)
-                    self._searched = n
-                    if j >= 0:
-                        self._tail_at, self._tail_lead = j, one
-                        n = j
-                    self.q = n
-                    h = self._hold
-                    h.at = n
-                    return h
+                    if j < 0 or self.guard is None:
+                        self._searched = n
+                        if j >= 0:
+                            self._tail_at, self._tail_lead = j, one
+                            n = j
+                        self.q = n
+                        h = self._hold
+                        h.at = n
+                        return h
         late = self._late
         if late is not None and late.anchors is not None and not eos and self.live is None:
             held = self._anchor_walk(buf, late)

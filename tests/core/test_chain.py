@@ -507,6 +507,50 @@ def test_a_lookbehind_led_reasoning_opener_is_walked(family: str, text: str) -> 
     assert counts["_scan"] == counts["run"] == 0, counts
 
 
+def test_a_guarded_body_with_one_literal_lead_takes_the_per_token_path_on_its_first_character() -> None:
+    """Gemma 4's call bodies (a string guard with `<|"|>` quotes) watch `<tool_call|>`: a feed
+    with `<` but not the lead, and no tail that begins it, releases everything by `decide`'s
+    per-token path (a tail goes on to the guarded paths). Fed as SGLang does, `<|"|>` in one
+    piece: the scanner's walks and prefilter passes do not grow with the string arguments
+    (before: 2 each per string)."""
+    t = chatparse.load_response_template(catalog.get("gemma4"))
+    counts = []
+    for k in (2, 12):
+        args = ",".join(f'a{i}:<|"|>v{i}<|"|>' for i in range(k))
+        text = "<|tool_call>call:f{" + args + "}<tool_call|>"
+        pieces = [x for part in text.split('<|"|>') for x in (part, '<|"|>')][:-1]
+        with count_calls((_scan.Scanner, "_prefiltered"), (_scan.Scanner, "_chain_decide")) as c:
+            p = chatparse.ResponseParser(t, prefix="")
+            for piece in pieces:
+                p.feed(piece)
+            message = p.finalize()[0]
+        assert message == chatparse.parse_response(text, t, prefix="")
+        assert message["tool_calls"][0]["function"]["arguments"] == {f"a{i}": f"v{i}" for i in range(k)}
+        counts.append(c)
+    assert counts[1] == counts[0], counts
+
+
+def test_an_unguarded_scanner_takes_its_settings_from_its_watch_list() -> None:
+    """A scanner is made at every commit: unguarded, its settings are derived once per watch list
+    (at 0 and after it) and copied, equal to a scanner's own derivation."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    names = [n for n in _scan.Scanner.__annotations__ if n != "_cwalks"]
+    for watch in [t.watch] + [f.watch for f in t.fields.values()]:
+        for q in (0, 5):
+            made = watch.scanner(q, {})
+            copied = watch.scanner(q, {})
+            assert all(getattr(made, n) == getattr(copied, n) for n in names), (watch, q)
+            own = watch.scanner(q, {})
+            own._configure(watch, q, None)
+            assert all(getattr(own, n) == getattr(copied, n) for n in names), (watch, q)
+    counts = []
+    for n in (5, 25):
+        with count_calls((_scan.Scanner, "_configure")) as c:
+            stream_chars(t, _dsml_text(n))
+        counts.append(c["_configure"])
+    assert counts[0] == counts[1] <= 8, counts
+
+
 def test_a_lead_shared_with_another_delimiter_is_left_to_the_cursors() -> None:
     """A chain's lead that another lead of the region begins (`<|b|>` and `<|b|>fn<|s|>`), or that a
     leading loop could run over, is not taken by the scanner's walk."""
