@@ -568,7 +568,9 @@ class AfterSearch(Strategy):
 
     def __init__(self, chars: set[str], suffix: str = "") -> None:
         self.chars = chars
-        self.suffix = suffix = suffix[-_LEAD_MAX:]  # (what the prefilter searches; a suffix too)
+        # At most its last 4 characters (a suffix too): the prefilter searches it from its length
+        # before the first undecided position on every feed.
+        self.suffix = suffix = suffix[-4:]
         self.leads = []
         self.classes = []
         self.loops = []
@@ -1851,8 +1853,12 @@ class Prefilter:
         self.back = max((len(x) for x in after), default=0)
         self.literals = sorted({x[:_LEAD_MAX] for x in literals + after}, key=len, reverse=True)
         # The earliest start of a tail of the buffer that is a prefix of a literal lead: one search
-        # of a trie-shaped pattern anchored at the end (`\Z`).
-        self.head_re = re.compile(_trie_pattern(self.literals, True) + r"\Z" if self.literals else "(?!)")
+        # of a trie-shaped pattern anchored at the end (`\Z`). Not of an `after` literal: the match
+        # it leads to starts after it, so a tail that begins one holds nothing (the search from
+        # `back` before `q` finds it once it is complete).
+        only_after = {x[:_LEAD_MAX] for x in after} - {x[:_LEAD_MAX] for x in literals}
+        heads = [x for x in self.literals if x not in only_after]
+        self.head_re = re.compile(_trie_pattern(heads, True) + r"\Z" if heads else "(?!)")
         self.classes = list(dict.fromkeys(classes))
         self.maxlen = max((len(x) for x in self.literals), default=1)
         firsts = self.firsts = {x[0] for x in self.literals}
@@ -2382,10 +2388,10 @@ class Scanner:
         "pending",
         "_pend_idx",
         "_char",
-        "_char2",
+        "_chars",
+        "_rare",
         "_vguard",
         "_gloops",
-        "_back",
         "_maxlen",
         "_loop_any",
         "_tail_at",
@@ -2405,8 +2411,8 @@ class Scanner:
     lit: str | None
     _late: WatchList | None
     _char: str | None
-    _char2: str | None
-    _back: int
+    _chars: tuple[str, str | None, int] | None
+    _rare: bool | None
     _maxlen: int
     _loop_any: _rx.CharTest | None
     _gloops: bool
@@ -2451,8 +2457,8 @@ class Scanner:
                 self.lit,
                 self._late,
                 self._char,
-                self._char2,
-                self._back,
+                self._chars,
+                self._rare,
                 self._maxlen,
                 self._loop_any,
                 self._gloops,
@@ -2467,8 +2473,8 @@ class Scanner:
             self.lit,
             self._late,
             self._char,
-            self._char2,
-            self._back,
+            self._chars,
+            self._rare,
             self._maxlen,
             self._loop_any,
             self._gloops,
@@ -2494,8 +2500,7 @@ class Scanner:
         self._late = watch if at0 and self.lit is None else None
         # The inlined per-token path of `decide`: one or two lead characters, no `^` to care about.
         self._char = None
-        self._char2 = None
-        self._back = 0
+        self._chars = None
         self._maxlen = pre.maxlen - 1 if pre is not None else 0
         if pre is not None and self.lit is None and not at0:
             self._per_token(pre)
@@ -2540,6 +2545,17 @@ class Scanner:
             gp = watch.prefilter
             if guard.value_close or gp is None or gp.loops or gp.at0:
                 self.chains = None
+        self._split_paths()
+
+    def _split_paths(self) -> None:
+        """The inlined per-token path of `decide` takes one lead character and nothing else to
+        check (`_char`); the other per-token cases go to `_per_token_general` (`_chars`: the one or
+        two characters and the `after` literals' length; `_per_token` sets it for two characters or
+        an `after` literal)."""
+        if self._char is not None and (self._vguard is not None or self._gloops):
+            self._chars = (self._char, None, 0)
+            self._char = None
+        self._rare = True if self._chars is not None or self._late is not None else None
 
     def _anchor_walk(self, buf: str, watch: WatchList) -> Hold | None:
         """While position 0 is undecided (before end of stream): walk the `^` delimiters' chains
@@ -2571,16 +2587,67 @@ class Scanner:
         self._wake(watch)
         return None
 
+    def _rare_paths(self, buf: str) -> Hold | None:
+        """`decide`'s per-token steps that few watch lists need (`_rare`), before end of stream and
+        with no attempt live: a `^` lead's phase (`_late`: wake once 0 is released, or decide 0 by
+        the anchors' walks) and the per-token path's other forms (`_chars`). None: not decided
+        here."""
+        late = self._late
+        if late is not None:
+            if self.q:
+                self._wake(late)  # (the per-token path and the walks from now on)
+            elif late.anchors is not None:
+                held = self._anchor_walk(buf, late)
+                if held is not None:
+                    return held
+        if self._chars is not None:
+            return self._per_token_general(buf)
+        return None
+
+    def _per_token_general(self, buf: str) -> Hold | None:
+        """`decide`'s per-token path for the watch lists its inlined form leaves out (`_chars`):
+        two lead characters, an `after` literal searched `back` before `q`, a value close still
+        open (`_vguard`), a guarded leading loop (`_gloops`: a trailing loop character goes on to
+        the guarded paths). None: not decided here."""
+        assert self._chars is not None
+        char, char2, back = self._chars
+        q = self.q
+        n = len(buf)
+        start = self._searched - self._maxlen
+        lo = start if start > q else q - back
+        if lo < 0:
+            lo = 0  # (`str.find` counts a negative start from the end)
+        if n <= q or buf.find(char, lo) >= 0 or (char2 is not None and buf.find(char2, lo) >= 0):
+            return None
+        vg = self._vguard
+        if vg is not None and vg.value_close_at(buf, False) is not None:
+            return None
+        la = self._loop_any
+        if la is not None:
+            hit = la(buf[n - 1])
+            if hit:
+                if self._gloops:
+                    return None
+                if q == n - 1 or not la(buf[n - 2]):
+                    n -= 1  # (the new character alone, or a run clipped at `q`)
+                else:
+                    n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+        self._searched = n
+        self.q = n
+        h = self._hold
+        h.at = n
+        return h
+
     def _per_token(self, pre: Prefilter) -> None:
         """Set up the inlined per-token path for a prefilter: its lead character, or the two
         (`</x>` and an `after` literal `/>`: DSML's call bodies; `;` and `<|eot_id|>`: Llama's),
-        searched from `_maxlen` before the last searched end and `_back` before `q` (an `after`
-        literal that ends there)."""
+        searched from `_maxlen` before the last searched end and `back` before `q` (an `after`
+        literal that ends there or runs over it)."""
         self._char = pre.char
         if pre.char is None and not pre.classes and 1 <= len(pre.firsts) <= 2:
             self._char, *more = sorted(pre.firsts)
-            self._char2 = more[0] if more else None
-            self._back = pre.back
+            self._chars = (self._char, more[0] if more else None, pre.back)
+            self._char = None
             self._maxlen = pre.maxlen - 1 + pre.back
 
     def _wake(self, watch: WatchList) -> None:
@@ -2594,6 +2661,7 @@ class Scanner:
             pre.literals[0] if pre.char is not None and len(pre.literals) == 1 and not pre.loops else None
         )
         self.chains = watch.late_chains
+        self._split_paths()
 
     @property
     def cursors(self) -> list[Cursor]:
@@ -2751,35 +2819,31 @@ class Scanner:
             q = self.q
             n = len(buf)
             start = self._searched - self._maxlen
-            lo = start if start > q else q - self._back
-            if lo < 0:
-                lo = 0  # (`str.find` counts a negative start from the end)
-            if (
-                n > q
-                and buf.find(char, lo) < 0
-                and ((c2 := self._char2) is None or buf.find(c2, lo) < 0)
-                and ((vg := self._vguard) is None or vg.value_close_at(buf, False) is None)
-            ):
+            if n > q and buf.find(char, start if start > q else q) < 0:
+                self._searched = n
                 la = self._loop_any
-                hit: bool | None = False
                 if la is not None:
                     last = buf[n - 1]
                     hit = la.cache.get(last)
                     if hit is None:
                         hit = la(last)
-                if not hit or not self._gloops:
-                    self._searched = n
                     if hit:
                         # Hold the trailing run of a leading loop class; usually just the last
                         # character ("word "), found without a call.
-                        if q == n - 1 or not la(buf[n - 2]):  # type: ignore[misc]
-                            n -= 1  # (the new character alone, or a run clipped at `q`)
+                        if q == n - 1:
+                            n -= 1  # (a run clipped at `q`)
                         else:
-                            n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
-                    self.q = n
-                    h = self._hold
-                    h.at = n
-                    return h
+                            prev = la.cache.get(buf[n - 2])
+                            if prev is None:
+                                prev = la(buf[n - 2])
+                            if prev:
+                                n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+                            else:
+                                n -= 1
+                self.q = n
+                h = self._hold
+                h.at = n
+                return h
             one = self._lead1
             if one is not None and n > q:
                 # A watch list with one literal lead and no leading loop (a call body's closer,
@@ -2801,9 +2865,8 @@ class Scanner:
                         h = self._hold
                         h.at = n
                         return h
-        late = self._late
-        if late is not None and late.anchors is not None and not eos and self.live is None:
-            held = self._anchor_walk(buf, late)
+        elif self._rare is not None and not eos and self.live is None:
+            held = self._rare_paths(buf)
             if held is not None:
                 return held
         if self.chains is not None and not eos and self.live is None:
@@ -2861,9 +2924,6 @@ class Scanner:
                         if commit is not None:
                             return commit
         elif not eos:
-            late = self._late
-            if late is not None and q:
-                self._wake(late)  # (for the next feeds: this one goes on as it began)
             pre = self._pre
             if pre is not None and q < len(buf) and (q or not pre.at0):
                 h2 = self._prefiltered(buf, pre)

@@ -654,7 +654,7 @@ def test_dsml_call_body_feeds_without_a_lead_character_take_the_per_token_path()
     One character per feed, a call: 43 prefilter passes (before: 151)."""
     t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
     sc = t.fields["tool_calls"].watch.scanner(0, {})
-    assert (sc._char, sc._char2, sc._back) == ("/", "<", 2)
+    assert sc._char is None and sc._chars is not None and sc._chars[:3] == ("/", "<", 2)
     counts = []
     for n in (5, 25):
         with count_calls((_scan.Scanner, "_prefiltered")) as c:

@@ -27,7 +27,13 @@ SHAPES = {
     _scan.TriggerSearch: [r"[<\[]x", r"\w;"],
     _scan.LoopSearch: [r"\s*<tool_call>", r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", r"[^<]*<c>", r"\s{0,4}<x>"],
     _scan.AnchorSearch: [r"^<think>", r"\A\s*x"],
-    _scan.AfterSearch: [r"(?<=;)", r"(?<=;)\s*x", r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)', r"(?<=a|b;)"],
+    _scan.AfterSearch: [
+        r"(?<=;)",
+        r"(?<=;)\s*x",
+        r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)',
+        r"(?<=a|b;)",
+        r"(?<=</ab>)x",  # (its last 4 characters: `/ab>`)
+    ],
     _scan.EverySearch: [r"(?=)", r".*?END", r"(?<=[a-z])"],
     _scan.UnionSearch: [
         r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>",
@@ -197,6 +203,8 @@ def test_suffix_finder_finds_a_suffix_split_across_feeds() -> None:
         (r"(?<=(?:a|aa){1,20}b)X", "aab" * 5 + "XcallY"),
         (r"(?<=</invoke>)\s*<call>", "x</invoke>  <call>yY"),
         (r"(?<=;)X", ";;X;XcallY"),
+        (r"(?<=</ab>)X", "z</ab</ab>XcallY tail"),
+        (r"(?<=c/>)X", "zc/c/>XcallY tail"),
     ],
 )
 def test_after_search_streams_like_one_shot_at_every_split(pattern: str, text: str) -> None:
