@@ -34,8 +34,9 @@ C-speed search of the new text for any lead (literal leads as a stdlib `re` trie
 characters; an `AfterSearch` literal or character from its length back), one for a buffer tail
 inside a literal lead, plus the trailing run of a leading loop class (the whitespace before
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
-this is the per-token fast path, inlined in `decide` for a feed with none of the (one or two)
-characters the leads begin with. A tail that begins a long literal lead is then followed with
+this is the per-token fast path, inlined in `decide` for a feed without the one character every
+lead begins with (`_per_token_general` for two characters, an `after` literal, an open value close
+or a guarded leading loop). A tail that begins a long literal lead is then followed with
 `startswith` on later feeds, not searched for again, and while it begins another lead (a marker
 streamed in pieces: `<｜DSML｜` then `function`) with one anchored match of each trie. In a region
 with a JSON string guard the prefilter decides only the feeds with nothing to hold (no lead, no
