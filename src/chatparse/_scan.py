@@ -31,13 +31,18 @@ the rest held; otherwise the best match at E by key is committed.
 
 A watch list whose every delimiter has literal or single-class leads also has a `Prefilter`: one
 C-speed search of the new text for any lead (literal leads as a stdlib `re` trie, cut to 32
-characters; an `AfterSearch` character from one position back), one for a buffer tail inside a
-literal lead, plus the trailing run of a leading loop class (the whitespace before
+characters; an `AfterSearch` literal or character from its length back), one for a buffer tail
+inside a literal lead, plus the trailing run of a leading loop class (the whitespace before
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
-this is the per-token fast path. A tail that begins a long literal lead is then followed with
-`startswith` on later feeds, not searched for again. In a region with a JSON string guard the
-prefilter decides only the feeds with nothing to hold (no lead, no tail of one, no loop run);
-without a leading loop or a value close, a feed with no lead character takes the same inlined path.
+this is the per-token fast path, inlined in `decide` for a feed without the one character every
+lead begins with (`_per_token_general` for two characters, an `after` literal, an open value close
+or a guarded leading loop). A tail that begins a long literal lead is then followed with
+`startswith` on later feeds, not searched for again, and while it begins another lead (a marker
+streamed in pieces: `<｜DSML｜` then `function`) with one anchored match of each trie. In a region
+with a JSON string guard the prefilter decides only the feeds with nothing to hold (no lead, no
+tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
+inlined path (with a value close, while the body's value is still open). A region with no text
+yet is decided at once, also at the end of the stream (no match is taken at the very end).
 An unguarded watch list of one literal lead and no leading loop (qwen3_xml's call bodies, watching
 `</function>`) also decides there a feed with the lead's first character but not the lead
 (`<parameter=`): a hold at a tail that begins the lead, or nothing held.
@@ -57,9 +62,18 @@ it), such as `\\s*```\\s*<｜tool▁call▁end｜>`; optional groups led by a li
 group can start with at the same place (`(?:<tool_call>\\s*)?<function=`); optional literals that the
 next run takes whole (`(?:functions\\.)?[^:<\\s]+`, left out: they change the captures only); perhaps
 ending in an optional tail `(?:C{lo,hi}(?=L1|L2))?` whose literals `C` rejects the first character
-of, as in Kimi K2's call closer) has one way to match at a start: each run takes its whole maximal
-run, each group is taken exactly when its lead is there. A delimiter that is a chain, or a leading
-alternation whose every branch is one (Kimi K2's call opener), has walks (`Delimiter.walks`): its
+of, as in Kimi K2's call closer, or in an unbounded greedy run, as GLM's call opener
+`\\s*<tool_call>\\s*(?P<name>[^<\\s]+)`) has one way to match at a start: each run takes its whole
+maximal run, each group is taken exactly when its lead is there; a chain may be led by a
+lookbehind (qwen3's `(?<=^\\s{0,16}...)<think>`), decided where a walk starts by one `regex` match
+(`_Behind`). A delimiter that is a chain, or a
+leading alternation whose every branch is one (Kimi K2's call opener), or a leading run before an
+alternation spread over its branches, with the alternations of literals and optional literals in
+them spelled out, when every sequence that makes is a chain (`_spread_run`: the content closers
+`\\s*(?:<|im_end|>|...)`, DSML's `\\s*(?:</?｜DSML｜ ?(?:function_calls|...)>|...)` as 18 chains,
+whose whole literals are then its search leads), or a pattern whose spelled-out sequences are
+all chains without a leading run (`_spelled`: Gemma 4's `<\\|channel>(?:thought\\n?)?`), has walks
+(`Delimiter.walks`): its
 cursor (`ChainCursor`) decides a candidate by walking the branches in priority order (`startswith`,
 one C run match per run) instead of a matcher attempt, stops the walk where the text ends and
 resumes it there (a walk that the new text leaves stopped in the same literal, run or tail is kept
@@ -73,8 +87,13 @@ them itself (`Scanner._chain_decide`), with no cursor (a call body's closer, the
 DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside strings). Where a
 branch with that lead is not a chain (qwen3_xml's call closer
 `</function>\\s*</tool_call>|</function>(?=...)|(?<=...)</function>(?!...)`), the chains before it
-are walked and only their failing leaves the place to the cursors (the matcher). Another lead goes
-to the cursors.
+are walked and only their failing leaves the place to the cursors (the matcher). A literal list
+takes part as a chain of each of its literals, longest first (its cursor stays a `LiteralCursor`):
+call closers under a JSON string guard, literal reasoning openers. Another lead goes to the
+cursors. A watch list with a `^` lead (DSML's `^\\s*<think>`) has no such walks, nor the
+per-token path of `decide`, while position 0 is undecided; a scanner turns both on once it has
+released it (`Scanner._wake`), or, when every such delimiter is `^` and a chain, once their walks
+from 0 have failed (`Scanner._anchor_walk`: position 0 is decided without cursors).
 
 Everything a cursor learns is monotone in the buffer length (a position that failed without
 touching the end fails forever), so cursors, finders and memos keep their progress across feeds:
@@ -360,6 +379,38 @@ class _LoopFinder(Finder):
         return (m.end() if m is not None else s) + 1
 
 
+class _SuffixFinder(Finder):
+    """Positions right after an occurrence of a literal `lit` (a lookbehind's text ends with it:
+    `/>` for `(?<=<x name="[^"]{1,8}"\\s{0,2}/>)`), searched from `len(lit)` positions before `q`.
+    Remembers the occurrence found, or how far none was (an occurrence may straddle that end)."""
+
+    __slots__ = ("lit", "_lo", "_hit", "_n0")
+
+    def __init__(self, lit: str) -> None:
+        self.lit = lit
+        self._lo = 0  # the last search started here and found `_hit` (-1: none before `_n0`)
+        self._hit = -1
+        self._n0 = 0
+
+    def next(self, buf: str, q: int, eos: bool) -> int:
+        size = len(self.lit)
+        lo = q - size if q > size else 0
+        hit = self._hit
+        if self._lo <= lo <= hit:
+            i = hit
+        else:
+            start = lo
+            if hit < 0 and self._lo <= lo:
+                again = self._n0 - size + 1
+                if again > start:
+                    start = again
+            i = buf.find(self.lit, start)
+            self._lo, self._hit, self._n0 = lo, i, len(buf)
+        if i < 0:
+            return _none(len(buf), eos)
+        return i + size  # == len(buf): none yet (a match at the end is never taken)
+
+
 class _AfterFinder(Finder):
     """Positions right after a trigger character (searched from one position before `q`)."""
 
@@ -512,18 +563,25 @@ class AnchorSearch(Strategy):
 
 class AfterSearch(Strategy):
     """A branch led by a lookbehind (`(?<=...invoke name="x"/>)`, `(?<=;)\\s*(?=\\{)`): candidates
-    are the positions right after one of the characters that the lookbehind's text can end with."""
+    are the positions right after the literal that the lookbehind's text always ends with (`/>`),
+    or else right after one of the characters it can end with. `after` holds that literal or those
+    characters: the watch list's prefilter searches them `len` positions back (`Prefilter.back`)."""
 
-    def __init__(self, chars: set[str]) -> None:
+    def __init__(self, chars: set[str], suffix: str = "") -> None:
         self.chars = chars
+        # At most its last 4 characters (a suffix too): the prefilter searches it from its length
+        # before the first undecided position on every feed.
+        self.suffix = suffix = suffix[-4:]
         self.leads = []
         self.classes = []
         self.loops = []
-        self.after = sorted(chars)
+        self.after = [suffix] if len(suffix) > 1 else sorted(chars)
         self._single = next(iter(chars)) if len(chars) == 1 else None
         self._re = regex.compile("|".join(regex.escape(c) for c in sorted(chars)))
 
     def finder(self) -> Finder:
+        if len(self.suffix) > 1:
+            return _SuffixFinder(self.suffix)
         return _AfterFinder(_TriggerFinder(self._single, None if self._single is not None else self._re))
 
 
@@ -701,6 +759,18 @@ def _last_chars(items: list[Node]) -> set[str] | None:
     return None  # nullable
 
 
+def _last_literal(items: list[Node]) -> str:
+    """The literal text that every match of the sequence `items` ends with (its trailing literal
+    nodes; possibly empty)."""
+    out = ""
+    for node in reversed(items):
+        node = _unwrap(node)
+        if node.op is not Op.LIT:
+            break
+        out = node.args[0] + out
+    return out
+
+
 def _last_node(node: Node, out: set[str]) -> bool | None:
     """Add the node's possible last characters; True when it is nullable, None when unknown."""
     node = _unwrap(node)
@@ -815,9 +885,10 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
     if head.op is Op.ASSERT and head.args[0] == "bos":
         return AnchorSearch()
     if head.op is Op.LOOK and not head.args[0] and not head.args[1]:
-        chars = _last_chars(_flatten(head.kids[0]))
+        body = _flatten(head.kids[0])
+        chars = _last_chars(body)
         if chars:
-            return AfterSearch(chars)
+            return AfterSearch(chars, _last_literal(body))
     leads = [x for x in _leads(items) if x]
     if leads and len(leads) == len(_leads(items)):
         if len(leads) == 1:
@@ -906,10 +977,45 @@ class Delimiter:
         # a chain): scanned by a `ChainCursor`, without the matcher (`walks`: what it walks).
         tree = self.prog.tree if literals is None else None
         self.chain = chain_of(tree) if tree is not None else None
-        self.branches = _branch_chains(tree, self.chain) if tree is not None else None
+        # `^` and then a chain (`^\\s*<think>`): its walk from position 0 (`WatchList.anchors`)
+        self.anchored: list[Any] | None = None
+        items = _flatten(tree) if tree is not None else []
+        head = _unwrap(items[0]) if items else None
+        if head is not None and head.op is Op.ASSERT and head.args[0] == "bos" and len(items) > 1:
+            c = _chain_of_nodes(items[1:])
+            self.anchored = c.full if c is not None else None
+        spread = _spread_run(_flatten(tree)) if tree is not None else None
+        self.branches = spread or (_branch_chains(tree, self.chain) if tree is not None else None)
+        spelled = None
+        if (
+            tree is not None
+            and self.chain is None
+            and (self.branches is None or any(b.chain is None for b in self.branches))
+        ):
+            spelled = _spelled(items)
+            if spelled is not None:
+                self.branches = spelled
+                if isinstance(self.strategy, (PrefixSearch, PrefixSetSearch)):
+                    # (as for a spread run below: the spelled-out leads are whole literals)
+                    leads = list(dict.fromkeys(x for b in spelled for x in b.leads or ()))
+                    self.strategy = PrefixSearch(leads[0]) if len(leads) == 1 else PrefixSetSearch(leads)
+        if self._sorted is not None:
+            # A literal list: each literal is a chain of itself, in the order its cursor prefers
+            # them at one position (longest first), so the scanner's walks (`_chain_decide`)
+            # take its leads too. (Its cursor stays a `LiteralCursor`.)
+            self.branches = [_Branch(Chain(None, [x], [x], [x]), [x], None) for x in self._sorted]
         self.walks: list[list[Any]] | None = None
         if self.branches is not None and all(b.chain is not None for b in self.branches):
             self.walks = [b.chain.full for b in self.branches]  # type: ignore[union-attr]
+            s = self.strategy
+            if spread and isinstance(s, LoopSearch) and all(_same_loop(b.loop, s.loop) for b in spread):
+                # `C* (?:...)` spread over its branches (`_spread_run`): every match is the run and
+                # one of the branches' leads (whole literals), more precise than the leads read
+                # off the pattern (`\\s*(?:</?x ?(?:a|b)>|...)`: `<x`, `</x`...), so the region's
+                # prefilter reports the lead of one branch and the scanner walks it.
+                leads = list(dict.fromkeys(x for b in self.branches for x in b.leads or ()))
+                rest: Strategy = PrefixSearch(leads[0]) if len(leads) == 1 else PrefixSetSearch(leads)
+                self.strategy = LoopSearch(s.loop, rest, s.unbounded)
         self.group_names = dict(self.prog.names)
         # Scanning runs the program with captures when no group sits inside a lookahead (captures
         # never change which path matches): the committed match then has its slots at once.
@@ -974,6 +1080,113 @@ def _branch_chains(tree: Node, chain: Chain | None) -> list[_Branch] | None:
         st = _sequence_strategy(items)
         out.append(_Branch(None, st.leads, st.loop if isinstance(st, LoopSearch) else None))
     return out if any(b.chain is not None for b in out) else None
+
+
+_MAX_SPREAD = 32
+
+
+def _spell_out(items: list[Node], cap: int, inner: bool = False) -> list[list[Node]] | None:
+    """The sequence with every alternation of literals and every optional literal in it spelled
+    out, nested ones too, in the order the pattern tries them (`<(?:a|b)c>?` -> `<ac>`, `<ac`,
+    `<bc>`, `<bc`; `<x>(?:ab?)?` -> `<x>ab`, `<x>a`, `<x>`): the branches' leads are then whole
+    literals. None when more than `cap` would come out (or, `inner`, when something else than
+    literals is inside). (Valid when every sequence that comes out is a chain: see `_spread_run`.)"""
+    out: list[list[Node]] = [[]]
+    for node in items:
+        u = _unwrap(node)
+        alts: list[list[Node]] | None = None
+        if u.op is Op.LIT:
+            out = [x + [node] for x in out]
+            continue
+        if u.op is Op.ALT:
+            alts = []
+            for k in u.kids:
+                sub = _spell_out(_flatten(k), cap, True)
+                if sub is None:
+                    alts = None
+                    break
+                alts.extend(sub)
+        elif u.op is Op.REP and u.args[:2] == (0, 1) and u.args[2] in ("greedy", "lazy"):
+            sub = _spell_out(_flatten(u.kids[0]), cap, True)
+            if sub is not None:
+                alts = [*sub, []] if u.args[2] == "greedy" else [[], *sub]
+        if alts is None:
+            if inner:
+                return None
+            out = [x + [node] for x in out]
+            continue
+        if len(out) * len(alts) > cap:
+            return None
+        out = [x + a for x in out for a in alts]
+    return out
+
+
+def _spelled(items: list[Node]) -> list[_Branch] | None:
+    """A pattern that is no chain as it is but whose spelled-out sequences (`_spell_out`, after
+    the leading alternation is split) are all chains with no leading run (Gemma 4's
+    `<|channel>(?:thought\\n?)?`): those chains, in priority order; else None. (The same
+    argument as `_spread_run`'s, without the run.)"""
+    rest = _branches(items, ordered=True)
+    if rest is None:
+        return None
+    spread: list[list[Node]] = []
+    for branch in rest:
+        more = _spell_out(branch, _MAX_SPREAD - len(spread))
+        if more is None:
+            return None
+        spread.extend(more)
+    if len(spread) < 2:
+        return None
+    out = []
+    for branch in spread:
+        c = _chain_of_nodes(branch) if branch else None
+        if c is None or c.loop is not None:
+            return None
+        out.append(_Branch(c, c.leads, None))
+    return out
+
+
+def _spread_run(items: list[Node]) -> list[_Branch] | None:
+    """A leading unbounded run before an alternation (or optional group), `\\s*(?:</s>|<end>)`, as
+    the chains `\\s*</s>`, `\\s*<end>` in the alternation's priority order, alternations of
+    literals and optional literals in them spelled out (`_spell_out`: `\\s*<x ?y>` is `\\s*<x y>`,
+    `\\s*<xy>`), when that makes two or more sequences and every one of them is a chain; else
+    None. The pattern tries its branches at the run's end and only then gives
+    characters of the run back; a chain's run is forced (what follows the run starts with a
+    character its class rejects), so a shorter run fails every branch. Within a branch every run
+    and group is forced too, and decided by the text alone (a run takes its maximal run, a group
+    is taken when its lead is there), so every match the pattern can find at a start takes the
+    same choices outside the spelled-out parts, and the pattern tries those in the order of the
+    sequences: walked one after the other, they match where and as the pattern does."""
+    if len(items) < 2:
+        return None
+    head = _unwrap(items[0])
+    if not (
+        head.op is Op.REP
+        and head.args[0] == 0
+        and head.args[1] is None
+        and head.args[2] in _RUN_MODES
+        and _unwrap(head.kids[0]).op in _rx.ATOMS
+    ):
+        return None
+    rest = _branches(items[1:], ordered=True)
+    if rest is None:
+        return None
+    spread: list[list[Node]] = []
+    for branch in rest:
+        more = _spell_out(branch, _MAX_SPREAD - len(spread))
+        if more is None:
+            return None
+        spread.extend(more)
+    if len(spread) < 2:
+        return None  # (one chain, or none: `chain_of` decides)
+    out = []
+    for branch in spread:
+        c = _chain_of_nodes([items[0], *branch])
+        if c is None or c.loop is None:
+            return None
+        out.append(_Branch(c, c.leads, c.loop))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -1356,6 +1569,11 @@ def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> t
             if not eos and n - p < len(el) and el.startswith(buf[p:]):
                 return (LIVE, k, p, -1)
             return (NONE, k, p, r)
+        if type(el) is _Behind:
+            if el.holds(buf, p):
+                k += 1
+                continue
+            return (NONE, k, p, r)
         size = len(el)
         if size == 3:  # a run
             if r < 0:
@@ -1634,16 +1852,20 @@ class Prefilter:
                 loops[(loop.src, loop.flags)] = loop
         # Leads are cut to `_LEAD_MAX` characters: a prefix of a lead is a lead too (quick rejection
         # only needs "no lead occurs", and a buffer tail inside a long lead contains its cut lead).
-        # A character right after which a zero-width match may start is a one-character lead
-        # searched from one position before the first undecided one (`back`).
-        self.back = 1 if after else 0
+        # A literal (or character) right after which a zero-width match may start is a lead
+        # searched from its length before the first undecided position (`back`).
+        self.back = max((len(x) for x in after), default=0)
         self.literals = sorted({x[:_LEAD_MAX] for x in literals + after}, key=len, reverse=True)
         # The earliest start of a tail of the buffer that is a prefix of a literal lead: one search
-        # of a trie-shaped pattern anchored at the end (`\Z`).
-        self.head_re = re.compile(_trie_pattern(self.literals, True) + r"\Z" if self.literals else "(?!)")
+        # of a trie-shaped pattern anchored at the end (`\Z`). Not of an `after` literal: the match
+        # it leads to starts after it, so a tail that begins one holds nothing (the search from
+        # `back` before `q` finds it once it is complete).
+        only_after = {x[:_LEAD_MAX] for x in after} - {x[:_LEAD_MAX] for x in literals}
+        heads = [x for x in self.literals if x not in only_after]
+        self.head_re = re.compile(_trie_pattern(heads, True) + r"\Z" if heads else "(?!)")
         self.classes = list(dict.fromkeys(classes))
         self.maxlen = max((len(x) for x in self.literals), default=1)
-        firsts = {x[0] for x in self.literals}
+        firsts = self.firsts = {x[0] for x in self.literals}
         # One character that starts every lead, when there is one (most templates: "<").
         self.char = next(iter(firsts)) if len(firsts) == 1 and not self.classes and not self.back else None
         # One C search for any lead: a trie of the literals in `re` when there are no class leads.
@@ -1759,6 +1981,24 @@ def _chain_tail(node: Node) -> tuple[Any, ...] | None:
     return (test, run.args[0], run.args[1], tuple(lits))
 
 
+class _Behind:
+    """A chain's leading lookbehind (`(?<=^\\s{0,16})<think>`): decided at the walk's start by one
+    `regex` match there (it reads only text before it), with the time limit the matcher gives a
+    lookbehind not proven cheap."""
+
+    __slots__ = ("rx", "guarded")
+
+    def __init__(self, rx: Any, guarded: bool) -> None:
+        self.rx = rx
+        self.guarded = guarded
+
+    def holds(self, buf: str, p: int) -> bool:
+        if self.guarded:
+            _rx.GUARDED_CALLS[0] += 1
+            return self.rx.match(buf, p, timeout=_rx.REGEX_TIMEOUT) is not None
+        return self.rx.match(buf, p) is not None
+
+
 class _Opt:
     """An optional group while a chain is analysed (its items: literals, runs, groups)."""
 
@@ -1783,6 +2023,13 @@ def _chain_items(nodes: list[Node], depth: int = 0) -> list[Any] | None:
                 items[-1] += node.args[0]
             else:
                 items.append(node.args[0])
+            continue
+        if node.op is Op.LOOK and not node.args[0] and not items and depth == 0:
+            bound = node.args[4]
+            behind = _Behind(
+                regex.compile(node.args[3], node.args[2]), bound is None or bound > _rx.SAFE_STEPS
+            )
+            items.append(behind)  # (a leading lookbehind: zero-width, decided where the walk starts)
             continue
         if node.op is not Op.REP:
             return None
@@ -1830,6 +2077,8 @@ def _firsts(items: list[Any]) -> tuple[list[Any], bool]:
         if type(it) is str:
             out.append(it)
             return out, False
+        if type(it) is _Behind:
+            continue  # (zero-width)
         if type(it) is tuple:
             out.append(it[0])
             if it[1] > 0:
@@ -1903,7 +2152,7 @@ def _forced(items: list[Any], after: list[Any], after_nullable: bool) -> bool:
     """Whether every run and optional group of `items` has one way to go, `after` being what can
     follow the items (see `Chain`)."""
     for k, it in enumerate(items):
-        if type(it) is str:
+        if type(it) is str or type(it) is _Behind:
             continue
         follow, nullable = _firsts(items[k + 1 :])
         if nullable:
@@ -1961,9 +2210,15 @@ def _chain_of_nodes(nodes: list[Node]) -> Chain | None:
     if nullable or not all(type(x) is str for x in firsts):
         return None  # a match must begin with a literal after the leading run
     # The last item is a literal (a run or a group right before the end or the tail would leave
-    # where the match ends open), so `_forced` sees a literal after every run and group.
+    # where the match ends open), so `_forced` sees a literal after every run and group; or an
+    # unbounded greedy run of at least one character (`\\s*<tool_call>\\s*(?P<name>[^<\\s]+)`),
+    # which takes its whole maximal run: what comes before it is forced with the run's class after.
     head = [(loop, 0, None)] if loop is not None else []
-    if type(items[-1]) is not str or not _forced(head + items, [], True):
+    last = items[-1]
+    if type(last) is tuple and tail is None and _greedy_end(nodes[-1]):
+        if len(items) < 2 or not _forced(head + items[:-1], [last[0]], False):
+            return None
+    elif type(last) is not str or not _forced(head + items, [], True):
         return None
     elements: list[Any] = []
     full: list[Any] = []
@@ -1975,12 +2230,25 @@ def _chain_of_nodes(nodes: list[Node]) -> Chain | None:
     return Chain(loop, elements, list(dict.fromkeys(firsts)), full)
 
 
+def _greedy_end(node: Node) -> bool:
+    """Whether the node is `C+` (or `C{n,}`, n >= 1), greedy or possessive: as a chain's last item
+    it ends the match at the end of its maximal run."""
+    node = _unwrap(node)
+    return (
+        node.op is Op.REP
+        and node.args[0] >= 1
+        and node.args[1] is None
+        and node.args[2] in ("greedy", "possessive")
+        and _unwrap(node.kids[0]).op in _rx.ATOMS
+    )
+
+
 def _same_loop(a: _rx.CharTest | None, b: _rx.CharTest | None) -> bool:
     return a is b or (a is not None and b is not None and (a.src, a.flags) == (b.src, b.flags))
 
 
 def _chain_leads(
-    entries: list[Watch], pre: Prefilter | None
+    entries: list[Watch], pre: Prefilter | None, late: bool = False
 ) -> dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] | None:
     """For `Scanner._chain_decide`: the leads, as the prefilter's search reports them (cut to
     `_LEAD_MAX`), that only walks can decide: `{cut lead: (entry index, leading run's class, the
@@ -1994,8 +2262,9 @@ def _chain_leads(
     order. The walks are the chains of those branches up to the first that is not one;
     `exhaustive` when all are (their failing decides that nothing matches there: otherwise the
     cursors decide). None when no lead qualifies (or the list has class, `after` or `^` leads,
-    which the prefilter does not find as literals)."""
-    if pre is None or pre.classes or pre.back or pre.at0:
+    which the prefilter does not find as literals; `^` leads only until the first position is
+    released: with `late`, as if they were not there)."""
+    if pre is None or pre.classes or pre.back or (pre.at0 and not late):
         return None
     leads: list[tuple[int, str]] = []
     for j, w in enumerate(entries):
@@ -2004,7 +2273,7 @@ def _chain_leads(
     out: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] = {}
     for j, w in enumerate(entries):
         branches = w.delimiter.branches
-        if branches is None or w.delimiter.literals is not None:
+        if branches is None:
             continue
         # The leads of its own branches (what a match of each starts with after its leading run;
         # the prefilter's leads also spell out optional characters after them: `<a>x` for
@@ -2025,12 +2294,7 @@ def _chain_leads(
                     continue
                 # Its branches that may match where it is found (a lead of each begins the other:
                 # `<a>` and `<a>b` in `<a>|<a>b`), in their priority order.
-                own = [
-                    x
-                    for x in branches
-                    if x.leads is None
-                    or any(y[:_LEAD_MAX].startswith(cut) or cut.startswith(y[:_LEAD_MAX]) for y in x.leads)
-                ]
+                own = _compatible_branches(branches, cut)
                 if any(x.leads is None or not _same_loop(x.loop, b.loop) for x in own):
                     continue
                 walks: list[list[Any]] = []
@@ -2041,15 +2305,32 @@ def _chain_leads(
                 if walks:
                     got = (j, b.loop, walks, len(walks) == len(own))
                     for k, y in leads:
-                        if k == j and (y.startswith(cut) or cut.startswith(y)):
+                        # (A shorter lead the prefilter may report instead maps to these walks only
+                        # when the same branches are all that can match where it is found.)
+                        if (
+                            k == j
+                            and (y.startswith(cut) or cut.startswith(y))
+                            and y not in out
+                            and (y == cut or _compatible_branches(branches, y) == own)
+                        ):
                             out[y] = got
     return out or None
+
+
+def _compatible_branches(branches: list[_Branch], lead: str) -> list[_Branch]:
+    """The branches whose match may start where the text begins with the (cut) lead."""
+    return [
+        x
+        for x in branches
+        if x.leads is None
+        or any(y[:_LEAD_MAX].startswith(lead) or lead.startswith(y[:_LEAD_MAX]) for y in x.leads)
+    ]
 
 
 class WatchList:
     """The delimiters watched in one kind of region, with their combined quick-rejection data."""
 
-    __slots__ = ("entries", "prefilter", "lit", "chains")
+    __slots__ = ("entries", "prefilter", "lit", "chains", "late_chains", "anchors", "plans")
 
     def __init__(self, entries: list[Watch]) -> None:
         self.entries = entries
@@ -2065,6 +2346,25 @@ class WatchList:
         # Chains whose lead, as the prefilter finds it, can begin no other delimiter's match there
         # (`Scanner._chain_decide`): by the lead the prefilter finds, `{cut lead: (index, walk)}`.
         self.chains = _chain_leads(entries, self.prefilter)
+        # Once the first position is released, a delimiter that can match only there (`^`) is out
+        # of the race: the chains as if it were not watched (`Scanner._wake`).
+        pre = self.prefilter
+        self.late_chains = _chain_leads(entries, pre, True) if pre is not None and pre.at0 else self.chains
+        # When every delimiter that can match only at 0 is `^` and a chain: their walks from 0
+        # (`Scanner._anchor_walk`), which decide whether position 0 is out without cursors.
+        self.anchors: list[list[Any]] | None = None
+        if pre is not None and pre.at0:
+            walks: list[list[Any]] = []
+            for w in entries:
+                st = w.delimiter.strategy
+                if st.at0:
+                    if not isinstance(st, AnchorSearch) or w.delimiter.anchored is None:
+                        walks = []
+                        break
+                    walks.append(w.delimiter.anchored)
+            self.anchors = walks or None
+        # An unguarded scanner's derived settings, made once (`Scanner.__init__`): at 0, after 0.
+        self.plans: list[tuple | None] = [None, None]
 
     def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
         return Scanner(self, q, states, guard)
@@ -2092,6 +2392,10 @@ class Scanner:
         "pending",
         "_pend_idx",
         "_char",
+        "_chars",
+        "_rare",
+        "_vguard",
+        "_gloops",
         "_maxlen",
         "_loop_any",
         "_tail_at",
@@ -2100,9 +2404,25 @@ class Scanner:
         "_catt",
         "_cwalks",
         "_lead1",
+        "_late",
+        "_awalks",
     )
 
     _cwalks: tuple[int, Any, list[list[Any]], bool]
+    # (settings: `_configure`)
+    _pre: Prefilter | None
+    _gpre: Prefilter | None
+    lit: str | None
+    _late: WatchList | None
+    _char: str | None
+    _chars: tuple[str, str | None, int] | None
+    _rare: bool | None
+    _maxlen: int
+    _loop_any: _rx.CharTest | None
+    _gloops: bool
+    _vguard: StringGuard | None
+    _lead1: str | None
+    chains: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] | None
 
     def __init__(
         self, watch: WatchList, q: int, states: dict[int, Any], guard: StringGuard | None = None
@@ -2112,52 +2432,11 @@ class Scanner:
         self._states = states
         self.guard = guard
         self._cursors: list[Cursor] | None = None
-        # The prefilter and the single-literal shortcut skip the guard's checks: not with a guard.
-        self._pre = watch.prefilter if guard is None else None
-        # With a string guard the prefilter only decides feeds with nothing to hold (no lead, no
-        # tail of one, no loop run): then no candidate exists, inside a string or not (with
-        # `close_after_value`, while the body's value is still open: its zero-width close needs
-        # no lead).
-        self._gpre = watch.prefilter if guard is not None else None
-        self.lit = watch.lit if guard is None else None
         self._searched = q  # the prefilter searched buf[q:_searched] and found no lead
-        pre = self._pre
-        # The inlined per-token path of `decide`: one lead character, no `^` to care about.
-        self._char = pre.char if pre is not None and self.lit is None and not pre.at0 else None
-        self._maxlen = pre.maxlen - 1 if pre is not None else 0
-        if self.lit is not None:
-            self._maxlen = len(self.lit)
-        self._loop_any = pre.loop_any if pre is not None else None
-        gpre = self._gpre
-        if (
-            gpre is not None
-            and guard is not None
-            and not guard.value_close
-            and not gpre.loops
-            and not gpre.at0
-        ):
-            # Under a string guard with no leading loop (Kimi's JSON call bodies), a feed with no
-            # lead character releases everything as well (the guarded prefilter's answer there):
-            # the same inlined path.
-            self._char = gpre.char
-            self._maxlen = gpre.maxlen - 1
-        # One literal lead and no leading loop, unguarded: the per-token path also decides a feed
-        # with the lead's first character but not the lead (see `decide`).
-        self._lead1 = (
-            pre.literals[0]
-            if self._char is not None and pre is not None and len(pre.literals) == 1 and not pre.loops
-            else None
-        )
+        self._awalks: list[list[Any]] | None = None  # `_anchor_walk`'s walks: elements, k, p, r
         self._tails: list[_RunTail] = []
         self._tail_at = -1  # `_prefiltered`: where the held tail that begins a lead starts
         self._tail_lead = ""  # and the lead it begins
-        # Under a JSON string guard too, when no value close competes and no leading loop can
-        # run up to a lead (Kimi K2's call closer): a walk's start is checked outside strings.
-        self.chains = watch.chains
-        if guard is not None and self.chains is not None:
-            gp = watch.prefilter
-            if guard.value_close or gp is None or gp.loops or gp.at0:
-                self.chains = None
         # `_chain_decide`'s walk in progress: (entry, the walked branch's elements, start, lead
         # position, element, position, start of the run in progress or -1); `_cwalks` (set with
         # it) is what the lead it started at maps to in `chains` (the branches to walk next if it
@@ -2167,6 +2446,226 @@ class Scanner:
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
         self._pend_idx: list[int] = []  # the indices of those cursors
+        if guard is not None:
+            self._configure(watch, q, guard)
+            return
+        # Unguarded, the settings depend on the watch list and on whether q is 0 only: made once
+        # per watch list (a scanner is made at every commit).
+        at0 = q == 0
+        plan = watch.plans[at0]
+        if plan is None:
+            self._configure(watch, q, None)
+            watch.plans[at0] = (
+                self._pre,
+                self._gpre,
+                self.lit,
+                self._late,
+                self._char,
+                self._chars,
+                self._rare,
+                self._maxlen,
+                self._loop_any,
+                self._gloops,
+                self._vguard,
+                self._lead1,
+                self.chains,
+            )
+            return
+        (
+            self._pre,
+            self._gpre,
+            self.lit,
+            self._late,
+            self._char,
+            self._chars,
+            self._rare,
+            self._maxlen,
+            self._loop_any,
+            self._gloops,
+            self._vguard,
+            self._lead1,
+            self.chains,
+        ) = plan
+
+    def _configure(self, watch: WatchList, q: int, guard: StringGuard | None) -> None:
+        """The scanner's settings for its watch list, guard and start (see `__init__`)."""
+        # The prefilter and the single-literal shortcut skip the guard's checks: not with a guard.
+        self._pre = watch.prefilter if guard is None else None
+        # With a string guard the prefilter only decides feeds with nothing to hold (no lead, no
+        # tail of one, no loop run): then no candidate exists, inside a string or not (with
+        # `close_after_value`, while the body's value is still open: its zero-width close needs
+        # no lead).
+        self._gpre = watch.prefilter if guard is not None else None
+        self.lit = watch.lit if guard is None else None
+        pre = self._pre
+        # A `^` lead keeps the per-token path and the chain walks off while the first position is
+        # undecided (`q == 0`): `_wake` turns them on once it is released.
+        at0 = pre is not None and pre.at0 and q == 0
+        self._late = watch if at0 and self.lit is None else None
+        # The inlined per-token path of `decide`: one or two lead characters, no `^` to care about.
+        self._char = None
+        self._chars = None
+        self._maxlen = pre.maxlen - 1 if pre is not None else 0
+        if pre is not None and self.lit is None and not at0:
+            self._per_token(pre)
+        if self.lit is not None:
+            self._maxlen = len(self.lit)
+        self._loop_any = pre.loop_any if pre is not None else None
+        self._gloops = False  # guarded, with a leading loop: a trailing loop character goes on
+        gpre = self._gpre
+        self._vguard = None
+        if gpre is not None and guard is not None and not gpre.at0:
+            # Under a string guard (Kimi's JSON call bodies), a feed with no lead character
+            # releases everything as well (the guarded prefilter's answer there): the same inlined
+            # path. With `close_after_value` (gpt-oss), only while the body's value is still open
+            # (`_vguard`); with a leading loop (Llama's `\\s*;(?=\\s*\\{)`), only when the last
+            # character is not the loop's (`_gloops`: else the guarded path, as before).
+            self._maxlen = gpre.maxlen - 1
+            self._per_token(gpre)
+            self._loop_any = gpre.loop_any
+            self._gloops = bool(gpre.loops)
+            if guard.value_close:
+                self._vguard = guard
+        # One literal lead and no leading loop, unguarded: the per-token path also decides a feed
+        # with the lead's first character but not the lead (see `decide`).
+        # (Under a string guard without a value close too (Gemma 4's call bodies: `<|"|>` against
+        # `<tool_call|>`), where a tail that begins the lead goes on to the guarded paths.)
+        lp = pre if pre is not None else gpre if guard is not None and not guard.value_close else None
+        self._lead1 = (
+            lp.literals[0]
+            if self._char is not None
+            and lp is not None
+            and lp.char is not None
+            and len(lp.literals) == 1
+            and not lp.loops
+            else None
+        )
+        # Under a JSON string guard too, when no value close competes and no leading loop can
+        # run up to a lead (Kimi K2's call closer): a walk's start is checked outside strings.
+        self.chains = watch.chains if at0 or pre is None else watch.late_chains
+        if self.lit is not None:
+            self.chains = None  # (one literal: its own shortcut below, one `str.find`)
+        if guard is not None and self.chains is not None:
+            gp = watch.prefilter
+            if guard.value_close or gp is None or gp.loops or gp.at0:
+                self.chains = None
+        self._split_paths()
+
+    def _split_paths(self) -> None:
+        """The inlined per-token path of `decide` takes one lead character and nothing else to
+        check (`_char`); the other per-token cases go to `_per_token_general` (`_chars`: the one or
+        two characters and the `after` literals' length; `_per_token` sets it for two characters or
+        an `after` literal)."""
+        if self._char is not None and (self._vguard is not None or self._gloops):
+            self._chars = (self._char, None, 0)
+            self._char = None
+        self._rare = True if self._chars is not None or self._late is not None else None
+
+    def _anchor_walk(self, buf: str, watch: WatchList) -> Hold | None:
+        """While position 0 is undecided (before end of stream): walk the `^` delimiters' chains
+        from 0 (resumed where the text ended). All failing: 0 is out for them, `_wake` now and the
+        caller decides as for a watch list without them (None). One still walking: hold at 0, as
+        the cursors would (a longer match may start there). One matching: None, the cursors
+        decide."""
+        walks = self._awalks
+        if walks is None:
+            assert watch.anchors is not None
+            walks = self._awalks = [[elements, 0, 0, -1] for elements in watch.anchors]
+        live = False
+        for a in walks:
+            if a[1] < 0:
+                if a[1] == -2:
+                    return None  # (matched)
+                continue
+            status, k, p, r = _walk(a[0], buf, a[1], a[2], a[3], False)
+            if status == MATCH:
+                a[1] = -2
+                return None
+            if status == LIVE:
+                a[1], a[2], a[3] = k, p, r
+                live = True
+            else:
+                a[1] = -1
+        if live:
+            return self._hold_at(0)
+        self._wake(watch)
+        return None
+
+    def _rare_paths(self, buf: str) -> Hold | None:
+        """`decide`'s per-token steps that few watch lists need (`_rare`), before end of stream and
+        with no attempt live: a `^` lead's phase (`_late`: wake once 0 is released, or decide 0 by
+        the anchors' walks) and the per-token path's other forms (`_chars`). None: not decided
+        here."""
+        late = self._late
+        if late is not None:
+            if self.q:
+                self._wake(late)  # (the per-token path and the walks from now on)
+            elif late.anchors is not None:
+                held = self._anchor_walk(buf, late)
+                if held is not None:
+                    return held
+        if self._chars is not None:
+            return self._per_token_general(buf)
+        return None
+
+    def _per_token_general(self, buf: str) -> Hold | None:
+        """`decide`'s per-token path for the watch lists its inlined form leaves out (`_chars`):
+        two lead characters, an `after` literal searched `back` before `q`, a value close still
+        open (`_vguard`), a guarded leading loop (`_gloops`: a trailing loop character goes on to
+        the guarded paths). None: not decided here."""
+        assert self._chars is not None
+        char, char2, back = self._chars
+        q = self.q
+        n = len(buf)
+        start = self._searched - self._maxlen
+        lo = start if start > q else q - back
+        if lo < 0:
+            lo = 0  # (`str.find` counts a negative start from the end)
+        if n <= q or buf.find(char, lo) >= 0 or (char2 is not None and buf.find(char2, lo) >= 0):
+            return None
+        vg = self._vguard
+        if vg is not None and vg.value_close_at(buf, False) is not None:
+            return None
+        la = self._loop_any
+        if la is not None:
+            hit = la(buf[n - 1])
+            if hit:
+                if self._gloops:
+                    return None
+                if q == n - 1 or not la(buf[n - 2]):
+                    n -= 1  # (the new character alone, or a run clipped at `q`)
+                else:
+                    n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+        self._searched = n
+        self.q = n
+        h = self._hold
+        h.at = n
+        return h
+
+    def _per_token(self, pre: Prefilter) -> None:
+        """Set up the inlined per-token path for a prefilter: its lead character, or the two
+        (`</x>` and an `after` literal `/>`: DSML's call bodies; `;` and `<|eot_id|>`: Llama's),
+        searched from `_maxlen` before the last searched end and `back` before `q` (an `after`
+        literal that ends there or runs over it)."""
+        self._char = pre.char
+        if pre.char is None and not pre.classes and 1 <= len(pre.firsts) <= 2:
+            self._char, *more = sorted(pre.firsts)
+            self._chars = (self._char, more[0] if more else None, pre.back)
+            self._char = None
+            self._maxlen = pre.maxlen - 1 + pre.back
+
+    def _wake(self, watch: WatchList) -> None:
+        """The first position is released (`q > 0`): a `^` lead can no longer match, so the
+        per-token path and the chain walks decide as for a watch list without it (unguarded)."""
+        self._late = None
+        pre = self._pre
+        assert pre is not None
+        self._per_token(pre)
+        self._lead1 = (
+            pre.literals[0] if pre.char is not None and len(pre.literals) == 1 and not pre.loops else None
+        )
+        self.chains = watch.late_chains
+        self._split_paths()
 
     @property
     def cursors(self) -> list[Cursor]:
@@ -2220,7 +2719,7 @@ class Scanner:
                 hit = la(last)
             if not hit:
                 return n
-            if n >= 2 and self.q < n - 1 and la.cache.get(buf[n - 2]) is False:
+            if n >= 2 and self.q < n - 1 and not la(buf[n - 2]):
                 return n - 1
         return self._trailing(buf, pre)
 
@@ -2231,8 +2730,8 @@ class Scanner:
         n = len(buf)
         q = self.q
         self._tail_at = -1
-        # A one-character `after` lead found at the last searched position makes the position
-        # right after it (then the end of the buffer, never a candidate) one now: search it again.
+        # An `after` lead that ended at the last searched position makes the position right after
+        # it (then the end of the buffer, never a candidate) one now: search it again.
         start = self._searched - pre.maxlen + 1 - pre.back
         lo = q - pre.back if q else 0
         if start < lo:
@@ -2254,7 +2753,7 @@ class Scanner:
                 r = run_start(loop, buf, q, j)
                 if r < h:
                     h = r
-            if pre.char is not None and pre is self._pre:
+            if not pre.classes and len(pre.firsts) <= 2 and pre is self._pre:
                 tail = buf[j:]
                 for lead in pre.literals:
                     if lead.startswith(tail):
@@ -2278,10 +2777,25 @@ class Scanner:
             if n - j < len(lead) and lead.startswith(buf[j:]):
                 self._searched = n
                 return self._hold  # still at `q`, where that tail (or the loop run before it) starts
+            # Or it now begins another lead (`<｜DSML｜` + `function` leaves `<｜DSML｜ function_calls>`
+            # for `<｜DSML｜function_calls>`): the same holds when no lead holds another after its
+            # first character, and none is complete at the tail's start. Two C matches.
+            pre = self._pre
+            if pre is None:
+                pre = self._gpre
+            if (
+                pre is not None
+                and not pre.inner
+                and pre.head_re.match(buf, j) is not None
+                and pre.search_re.match(buf, j) is None
+            ):
+                self._searched = n
+                return self._hold
             self._tail_at = -1
-        elif not eos and self.q >= len(buf):
-            # No text in the region yet (a region that opened at the end of the buffer): before
-            # the end of the stream no match is taken at the very end, so nothing is decided.
+        elif self.q >= len(buf) and (not eos or self.guard is None):
+            # No text in the region yet (a region that opened at the end of the buffer): no match
+            # is taken at the very end, so nothing is decided before the end of the stream, nor
+            # at it (without a guard's zero-width close: nothing for the cursors to scan).
             return self._hold_at(self.q)
         catt = self._catt
         if catt is not None and not eos and self.live is None:
@@ -2320,11 +2834,16 @@ class Scanner:
                     if hit:
                         # Hold the trailing run of a leading loop class; usually just the last
                         # character ("word "), found without a call.
-                        prev = buf[n - 2] if n >= 2 else ""
-                        if prev and q < n - 1 and la.cache.get(prev) is False:
-                            n -= 1
+                        if q == n - 1:
+                            n -= 1  # (a run clipped at `q`)
                         else:
-                            n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+                            prev = la.cache.get(buf[n - 2])
+                            if prev is None:
+                                prev = la(buf[n - 2])
+                            if prev:
+                                n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+                            else:
+                                n -= 1
                 self.q = n
                 h = self._hold
                 h.at = n
@@ -2341,14 +2860,19 @@ class Scanner:
                     j = buf.find(char, j if j > c else c)
                     while j >= 0 and not one.startswith(buf[j:]):
                         j = buf.find(char, j + 1)
-                    self._searched = n
-                    if j >= 0:
-                        self._tail_at, self._tail_lead = j, one
-                        n = j
-                    self.q = n
-                    h = self._hold
-                    h.at = n
-                    return h
+                    if j < 0 or self.guard is None:
+                        self._searched = n
+                        if j >= 0:
+                            self._tail_at, self._tail_lead = j, one
+                            n = j
+                        self.q = n
+                        h = self._hold
+                        h.at = n
+                        return h
+        elif self._rare is not None and not eos and self.live is None:
+            held = self._rare_paths(buf)
+            if held is not None:
+                return held
         if self.chains is not None and not eos and self.live is None:
             chained = self._chain_decide(buf)
             if chained is not None:
@@ -2618,6 +3142,21 @@ def run_start(loop: _rx.CharTest, buf: str, lo: int, hi: int) -> int:
     """Start (>= lo) of the run of `loop` characters that ends at `hi`: one reverse C match."""
     if hi <= lo or not loop(buf[hi - 1]):
         return hi
+    # A short run ("word \n") is read back a character at a time: the reverse match costs about
+    # a microsecond however short the run.
+    cache = loop.cache
+    i = hi - 1
+    stop = hi - 8 if hi - 8 > lo else lo
+    while i > stop:
+        hit = cache.get(buf[i - 1])
+        if hit is None:
+            hit = loop(buf[i - 1])
+        if not hit:
+            return i
+        i -= 1
+    if i == lo:
+        return lo
+    hi = i
     got = _REV_RUN.get(id(loop))
     if got is None or got[0] is not loop:
         got = _REV_RUN[id(loop)] = (loop, regex.compile(f"(?:{loop.src})*", loop.flags | regex.REVERSE))

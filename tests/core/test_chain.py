@@ -42,6 +42,10 @@ CHAINS = [
     # an optional tail: the closer of Kimi K2's calls, with a small bound
     r"<\|e\|>(?:[^<]{0,3}(?=<\|b\|>|<\|s\|>))?",
     r"</f>(?:\s*(?=<t>))?",
+    # a greedy unbounded run last (GLM's call opener): the match ends where the run does
+    r"\s*<t>\s*(?P<name>[^<\s]+)",
+    r"<a>[a-z]+",
+    r"<a>x{2,}",
 ]
 # Walked beyond plain chains: optional groups, an optional literal the next run takes whole, runs
 # of disjoint classes in a row, leading alternations of chains.
@@ -59,6 +63,28 @@ WALKED = [
     r"\s*<t>|<t>x",
     r"(?:ab)?a",  # a leading optional group tried taken, then skipped
     r"(?:ab)??a",  # (lazy: skipped, then taken)
+    r"\s*(?:<a>|<b>)",  # a leading run before an alternation: spread over its branches
+    r"\s*(?:<\|e\|>|</t>|<a>b)",
+    r"\s*(?:<a>|</b>)?<c>",  # (before an optional group: taken, then skipped)
+    r"[^<]*(?:<a>|<a>b)",
+    # (alternations of literals and optional literals in them spelled out: DSML's content closer)
+    r"\s*(?:<\|?x ?(?:ab|c|fe)>|<s>|<\|t)",
+    r"\s*<x ?(?P<n>[^\s<]+)",
+    r"\s*(?:<a|<ab)c?",  # (the first branch that matches wins: `<a` before `<abc`)
+    r"\s*<a(?:b)?",
+    r"\s*<a(?:b)??",  # (lazy: skipped first)
+    r"<\|c>(?:tx\n?)?",  # no leading run: spelled out (Gemma 4's reasoning opener, shortened)
+    r"<a>(?:b|c(?:d)?)e",
+    r"<a>(?:b|c)??",
+    # (spelled out, each sequence a chain: a group whose lead begins what follows it, a bounded
+    # run after an optional literal, a group at the end)
+    r"<a>(?:<b)?<bc>",
+    r"<a>(?:x)?\w{1,3}<b>",
+    r"<a>(?:b)?",
+    # a leading lookbehind, decided where the walk starts (qwen3's and Kimi K2's reasoning openers)
+    r"(?<=^\s{0,3})<a>",
+    r"(?<!x)<a>b",
+    r"(?<=^\s{0,4}(?:<t>\s{0,4}</t>\s{0,4})?)<t>",
 ]
 # A leading alternation with branches that are not chains: only the owned lead's walks run, and
 # their failing leaves the place to the cursors (qwen3_xml's call closer, shortened).
@@ -66,14 +92,15 @@ FALLBACK = [
     r"</f>(?P<ws>\s*)</t>|</f>(?=\s{0,4}(?:<f=|<t>))|(?<=</p>\s{0,4}|<f=[^>\n]{1,8}>\s{0,4})</f>(?!\s*</t>)",
 ]
 NOT_CHAINS = [
-    r"\s*(?:<a>|<b>)",  # an alternation after the start
-    r"<a>(?:<b)?<bc>",  # the group's lead begins what follows it
+    r"\s*(?:<a>|\sb)",  # an alternation after a leading run that one branch's run would take
+    r"\s*(?:<a>|<b>[^<]*)",  # (a branch that is no chain)
     r"<a>\s*[^<]+<b>",  # runs of classes that share characters
     r"<a>(?:x)?+x+<b>",  # a possessive optional literal keeps it from the run
-    r"<a>(?:x)?\w{1,3}<b>",  # the run after the optional literal is bounded
-    r"<a>(?:b)?",  # a group at the end
     r"(?:ab)?+a",  # a possessive group never gives back what it took: no branches to walk
     r"<a>\s*",  # a run at the end
+    r"<a>[a-z]+?",  # (lazy: the match ends after one character)
+    r"<a>[a-z]{1,4}",  # (bounded: the run may stop before a character of its class)
+    r"<a>\s+[^<]+",  # (the run before it shares characters with it)
     r"[^<]*\s*<a>",  # two runs in a row
     r"\s+<a>",  # a leading run that must be non-empty
     r"\s{0,4}<x>",  # a bounded leading run
@@ -391,6 +418,139 @@ def test_deepseek_calls_run_no_matcher_attempt() -> None:
     assert many["_scan"] == few["_scan"] <= 4, (few, many)
 
 
+def test_the_end_of_a_stream_after_a_delimiter_scans_nothing() -> None:
+    """A stream that ends right after a committed delimiter leaves a region with no text: the end
+    of the stream decides it without asking the cursors (before: one cursor scan per request)."""
+    t = chatparse.load_response_template(catalog.get("deepseek_v3"))
+    text = "Sure.<｜tool▁calls▁begin｜>" + DEEPSEEK_CALL + "<｜tool▁calls▁end｜>"
+    p = chatparse.ResponseParser(t, prefix="")
+    p.feed(text)
+    with count_calls((_scan.Scanner, "_scan")) as counts:
+        message, _ = p.finalize()
+    assert len(message["tool_calls"]) == 1 and counts["_scan"] == 0
+    assert message == chatparse.parse_response(text, t, prefix="")
+
+
+def test_a_value_closed_body_takes_the_per_token_path_while_its_value_is_open() -> None:
+    """gpt-oss's call bodies close after their JSON value (`close_after_value`) or at `<|call|>`:
+    while the value is open, a feed with no `<` releases everything by `decide`'s inlined path
+    (after the guard's value check), without the prefilter. One character per feed: the prefilter
+    passes do not grow with the arguments (before: one per feed)."""
+    t = chatparse.load_response_template(catalog.get("gpt_oss"))
+    counts = []
+    for words in (10, 60):
+        args = '{"q": "' + "word " * words + '", "n": 3}'
+        text = "<|channel|>commentary to=functions.f <|constrain|>json<|message|>" + args + "<|call|>"
+        with count_calls((_scan.Scanner, "_prefiltered")) as c:
+            message = stream_chars(t, text)
+        assert message == chatparse.parse_response(text, t, prefix="")
+        assert message["tool_calls"][0]["function"]["arguments"] == {"q": "word " * words, "n": 3}
+        counts.append(c["_prefiltered"])
+    assert counts[1] == counts[0] <= 12, counts
+
+
+def test_a_guarded_body_with_a_leading_loop_takes_the_per_token_path() -> None:
+    """Llama 3's JSON call bodies close at `\\s*;(?=\\s*\\{)`, `<|eom_id|>` or `<|eot_id|>` (two lead
+    characters and a leading loop) after their value: a feed with neither `;` nor `<` that does
+    not end in whitespace releases everything by `decide`'s inlined path, without the prefilter.
+    One character per feed: the prefilter passes do not grow with the arguments (before: one
+    per feed)."""
+    t = chatparse.load_response_template(catalog.get("llama3_json"))
+    counts = []
+    for words in (10, 60):
+        args = '{"name": "f", "parameters": {"q": "' + "word-" * words + '"}}'
+        text = "<|python_tag|>" + args + "<|eom_id|>"
+        with count_calls((_scan.Scanner, "_prefiltered")) as c:
+            message = stream_chars(t, text)
+        assert message == chatparse.parse_response(text, t, prefix="")
+        assert message["tool_calls"][0]["function"]["arguments"] == {"q": "word-" * words}
+        counts.append(c["_prefiltered"])
+    assert counts[1] == counts[0] <= 12, counts
+
+
+QWEN3_CALL = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'
+GEMMA4_CALL = '<|tool_call>call:f{a:<|"|>x<|"|>}<tool_call|>'
+
+
+def test_literal_delimiters_and_spelled_out_openers_are_walked() -> None:
+    """A literal list is walked by the scanner like a chain of each literal (longest first), also
+    under a JSON string guard (qwen3's and Gemma 4's call closers), and a pattern that is no chain
+    as written but whose spelled-out sequences are (Gemma 4's `<\\|channel>(?:thought\\n?)?`) is
+    those chains. One character per feed: qwen3 no cursor scan (before: 2 a call), Gemma 4 one a
+    call (before: 5) and no matcher attempt (before: 3 for the reasoning opener)."""
+    t = chatparse.load_response_template(catalog.get("gemma4"))
+    assert t.fields["reasoning_content"].opener.walks == [
+        ["<|channel>thought\n"],
+        ["<|channel>thought"],
+        ["<|channel>"],
+    ]
+    few, many = _per_call("qwen3", lambda n: "Sure.\n" + QWEN3_CALL * n + "<|im_end|>")
+    assert few["_scan"] == many["_scan"] == many["run"] == 0, (few, many)
+    few, many = _per_call("gemma4", lambda n: "<|channel>thought\nhm<channel|>" + GEMMA4_CALL * n + "<turn|>")
+    assert (many["_scan"] - few["_scan"]) / 20 <= 1 and many["run"] == 0, (few, many)
+
+
+@pytest.mark.parametrize(
+    ("family", "text"), [("qwen3", "<think>\nhm</think>\n\nHi"), ("kimi_k2", "<think>hm</think>Hi")]
+)
+def test_a_lookbehind_led_reasoning_opener_is_walked(family: str, text: str) -> None:
+    """qwen3's `(?<=^\\s{0,16}(?:<think>\\s{0,16}</think>\\s{0,16})?)<think>` and Kimi K2's
+    `(?<=^\\s{0,16})<think>` are chains led by a lookbehind, decided where the walk starts: a
+    reasoning block streamed one character per feed runs no cursor scan and no matcher attempt
+    (before: 2 and 1)."""
+    t = chatparse.load_response_template(catalog.get(family))
+    opener = t.fields["reasoning_content"].opener
+    assert opener is not None and opener.chain is not None
+    with count_calls((_rx.Attempt, "run"), (_scan.Scanner, "_scan")) as counts:
+        message = stream_chars(t, text)
+    assert message == chatparse.parse_response(text, t, prefix="") and message["reasoning_content"] == "hm"
+    assert counts["_scan"] == counts["run"] == 0, counts
+
+
+def test_a_guarded_body_with_one_literal_lead_takes_the_per_token_path_on_its_first_character() -> None:
+    """Gemma 4's call bodies (a string guard with `<|"|>` quotes) watch `<tool_call|>`: a feed
+    with `<` but not the lead, and no tail that begins it, releases everything by `decide`'s
+    per-token path (a tail goes on to the guarded paths). Fed as SGLang does, `<|"|>` in one
+    piece: the scanner's walks and prefilter passes do not grow with the string arguments
+    (before: 2 each per string)."""
+    t = chatparse.load_response_template(catalog.get("gemma4"))
+    counts = []
+    for k in (2, 12):
+        args = ",".join(f'a{i}:<|"|>v{i}<|"|>' for i in range(k))
+        text = "<|tool_call>call:f{" + args + "}<tool_call|>"
+        pieces = [x for part in text.split('<|"|>') for x in (part, '<|"|>')][:-1]
+        with count_calls((_scan.Scanner, "_prefiltered"), (_scan.Scanner, "_chain_decide")) as c:
+            p = chatparse.ResponseParser(t, prefix="")
+            for piece in pieces:
+                p.feed(piece)
+            message = p.finalize()[0]
+        assert message == chatparse.parse_response(text, t, prefix="")
+        assert message["tool_calls"][0]["function"]["arguments"] == {f"a{i}": f"v{i}" for i in range(k)}
+        counts.append(c)
+    assert counts[1] == counts[0], counts
+
+
+def test_an_unguarded_scanner_takes_its_settings_from_its_watch_list() -> None:
+    """A scanner is made at every commit: unguarded, its settings are derived once per watch list
+    (at 0 and after it) and copied, equal to a scanner's own derivation."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    names = [n for n in _scan.Scanner.__annotations__ if n != "_cwalks"]
+    for watch in [t.watch] + [f.watch for f in t.fields.values()]:
+        for q in (0, 5):
+            made = watch.scanner(q, {})
+            copied = watch.scanner(q, {})
+            assert all(getattr(made, n) == getattr(copied, n) for n in names), (watch, q)
+            own = watch.scanner(q, {})
+            own._configure(watch, q, None)
+            assert all(getattr(own, n) == getattr(copied, n) for n in names), (watch, q)
+    counts = []
+    for n in (5, 25):
+        with count_calls((_scan.Scanner, "_configure")) as c:
+            stream_chars(t, _dsml_text(n))
+        counts.append(c["_configure"])
+    assert counts[0] == counts[1] <= 8, counts
+
+
 def test_a_lead_shared_with_another_delimiter_is_left_to_the_cursors() -> None:
     """A chain's lead that another lead of the region begins (`<|b|>` and `<|b|>fn<|s|>`), or that a
     leading loop could run over, is not taken by the scanner's walk."""
@@ -461,6 +621,206 @@ def test_qwen3_xml_calls_run_no_matcher_attempt() -> None:
     few, many = _per_call("qwen3_xml", lambda n: "Sure.\n" + QWEN3_XML_CALL * n)
     assert many["run"] == few["run"] <= 4, (few, many)
     assert many["_scan"] == few["_scan"] <= 4, (few, many)
+
+
+DSML_CALL = (
+    '<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Paris'
+    '</｜DSML｜parameter>\n<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n'
+    "</｜DSML｜invoke>\n"
+)
+
+
+def _dsml_text(n: int) -> str:
+    return "Sure.\n\n<｜DSML｜function_calls>\n" + DSML_CALL * n + "</｜DSML｜function_calls>"
+
+
+def test_dsml_call_bodies_try_only_positions_after_a_self_closing_marker() -> None:
+    """DeepSeek DSML's call closer `</｜DSML｜ ?invoke>|(?<=<｜DSML｜ ?invoke name="[^"]{1,256}"\\s{0,8}/>)`:
+    the lookbehind's text always ends with `/>`, so only the positions right after a `/>` are
+    candidates, not those after every `>` of the parameter tags. One character per feed, a call
+    with two parameters: 1 cursor scan and 1 matcher attempt in its body (before: 10 and 6); the
+    region around the calls scans once a call."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    closer = t.fields["tool_calls"].watch.entries[0].delimiter
+    assert [p.after for p in closer.strategy.parts] == [[], ["/>"]]
+    few, many = _per_call("deepseek_dsml", _dsml_text)
+    assert (many["_scan"] - few["_scan"]) / 20 <= 1, (few, many)
+    assert (many["run"] - few["run"]) / 20 <= 1, (few, many)
+
+
+def test_dsml_call_body_feeds_without_a_lead_character_take_the_per_token_path() -> None:
+    """The call body's leads begin with two characters, `<` (`</｜DSML｜invoke>`) and `/` (the `after`
+    literal `/>`): a feed with neither is decided by `decide`'s inlined path, not the prefilter.
+    One character per feed, a call: 43 prefilter passes (before: 151)."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    sc = t.fields["tool_calls"].watch.scanner(0, {})
+    assert sc._char is None and sc._chars is not None and sc._chars[:3] == ("/", "<", 2)
+    counts = []
+    for n in (5, 25):
+        with count_calls((_scan.Scanner, "_prefiltered")) as c:
+            message = stream_chars(t, _dsml_text(n))
+        assert len(message["tool_calls"]) == n
+        counts.append(c["_prefiltered"])
+    assert (counts[1] - counts[0]) / 20 <= 45, counts
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['a<x n="f"/>b<x n="g">c/d>/</x>e', '<x n="f"/>/><x n="g">/</x>', '<x n="f">a/</x>/>', "/>/"],
+)
+def test_an_after_literal_and_a_lead_with_two_first_characters_stream_like_one_shot(text: str) -> None:
+    """The per-token path with two lead characters and an `after` literal (a DSML-like body):
+    equal to the one-shot parse at every split."""
+    tpl = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r'<x n="[^"]+"/?>',
+                "close_pattern": r'</x>|(?<=<x n="[^"]{1,8}"/>)',
+                "repeats": True,
+            },
+            "content": {},
+        },
+    }
+    t = chatparse.load_response_template(tpl)
+    _stream_like_one_shot(text, t, [1])
+    _stream_like_one_shot(text, t, [2, 1, 3])
+    for cut in range(len(text) + 1):
+        _stream_like_one_shot(text, t, [cut or 1, 99])
+
+
+def test_dsml_content_closer_and_call_opener_are_walked_once_the_anchor_is_out() -> None:
+    """DSML's content closer `\\s*(?:</?｜DSML｜ ?(?:function_calls|tool_calls|calls)>|...)` is 18
+    chains once its leading run is spread and its optional literals and inner alternation spelled
+    out, and its search leads are those whole literals; the call opener `\\s*<｜DSML｜ ?invoke ...`
+    is two chains. Their region also watches `^\\s*<think>`, which keeps the scanner's walks off
+    only until the first position is released (`Scanner._wake`). One character per feed, a call:
+    the only cursor scan and matcher attempt left are the body closer's, at `</｜DSML｜invoke>`
+    (before: 2 each)."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    closer = t.watch.entries[-1].delimiter
+    assert closer.walks is not None and len(closer.walks) == 18
+    assert isinstance(closer.strategy, _scan.LoopSearch)
+    assert "<｜DSML｜function_calls>" in closer.strategy.leads and "<｜DSML｜" not in closer.strategy.leads
+    assert t.watch.chains is None  # (`^` may still match at 0)
+    assert t.watch.late_chains is not None and '<｜DSML｜invoke name="' in t.watch.late_chains
+    few, many = _per_call("deepseek_dsml", _dsml_text)
+    assert many["_scan"] - few["_scan"] == many["run"] - few["run"] == 20, (few, many)
+
+
+def test_dsml_markers_streamed_in_pieces_are_held_without_the_prefilter() -> None:
+    """A held tail that begins a lead stays held while it begins any lead (`<｜DSML｜` + `function`
+    begins `<｜DSML｜function_calls>`, not the `<｜DSML｜ function_calls>` the tail first began):
+    two C matches, no prefilter pass (also in call bodies, whose leads begin with two
+    characters); and the message's first feeds decide position 0 by the anchor's walk, with no
+    cursor scan. SGLang-like DSML pieces, a call with one parameter: 7 prefilter passes and 1
+    cursor scan (16 and 1 before this change, 15 and 8 at the round's start); 5 calls and the end
+    of the stream: 6 scans (7 before)."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    pieces = ["Sure", ".", "\n\n", "<｜DSML｜", "function", "_calls", ">", "\n"]
+    call = [
+        "<｜DSML｜",
+        "invoke",
+        ' name="',
+        "get",
+        '_weather">',
+        "\n",
+        "<｜DSML｜",
+        "parameter",
+        ' name="city"',
+    ]
+    call += [
+        ' string="true">',
+        "Paris",
+        "</｜DSML｜",
+        "parameter",
+        ">",
+        "\n",
+        "</｜DSML｜",
+        "invoke",
+        ">",
+        "\n",
+    ]
+    counts = []
+    for n in (5, 25):
+        feeds = pieces + call * n + ["</｜DSML｜", "function", "_calls", ">"]
+        want = chatparse.parse_response("".join(feeds), t, prefix="")
+        with count_calls(
+            (_scan.Scanner, "_prefiltered"), (_scan.Scanner, "_scan"), (_rx.Attempt, "run")
+        ) as c:
+            p = chatparse.ResponseParser(t, prefix="")
+            for f in feeds:
+                p.feed(f)
+            assert p.finalize()[0] == want
+        counts.append(c)
+    few, many = counts
+    assert few["_scan"] <= 5 + 1, few  # (one a call, one at the end of the stream)
+    assert (many["_prefiltered"] - few["_prefiltered"]) / 20 <= 7, (few, many)
+    assert (many["_scan"] - few["_scan"]) / 20 <= 1, (few, many)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<think>a</think>b<x>",
+        " \n<think>a<x>",
+        "a<x>b<y>",
+        "<x><think><y>",
+        "  ",
+        " \n<th",
+        "\n\n<thinx<x>",
+        " <|e|>",
+        "\n<x >a<y>",
+        "<thi",
+    ],
+)
+def test_a_watch_list_with_an_anchor_wakes_its_walks_after_the_first_position(text: str) -> None:
+    """`^\\s*<think>` beside chains: the scanner made at 0 walks nothing until 0 is out, then
+    walks; whether 0 is out is decided by the anchor's own walk from 0 (`Scanner._anchor_walk`)
+    without cursors; streamed like one-shot at every split."""
+    tpl = {
+        "start_anchor": "A",
+        "fields": {
+            "reasoning_content": {"open_pattern": r"^\s*<think>", "close": "</think>"},
+            "tool_calls": {"open_pattern": r"\s*<x ?>", "close": "<y>", "repeats": True},
+            "content": {"close_pattern": r"\s*(?:<\|e\|>|</?y ?>)"},
+        },
+    }
+    t = chatparse.load_response_template(tpl)
+    assert t.watch.chains is None and t.watch.late_chains is not None and t.watch.anchors is not None
+    sc = t.watch.scanner(0, {})
+    assert sc.chains is None and sc._char is None
+    sc.decide("ab", False)
+    sc.decide("abc", False)
+    assert sc.chains is t.watch.late_chains and sc._char == "<"
+    assert t.watch.scanner(1, {}).chains is t.watch.late_chains
+    _stream_like_one_shot(text, t, [1, 2, 3])
+    for cut in range(len(text) + 1):
+        _stream_like_one_shot(text, t, [cut or 1, 99])
+
+
+GLM_CALL = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+
+
+def test_content_closers_and_glm_call_opener_are_walked() -> None:
+    """A content closer `\\s*(?:<|im_end|>|...|</tool_call>)` is the chains `\\s*<|im_end|>`, ...
+    (the leading run spread over the alternation), and GLM's call opener
+    `\\s*<tool_call>\\s*(?P<name>[^<\\s]+)` a chain ending in a greedy run: the scanner walks
+    them at their leads, with no cursor. One character per feed: GLM 1 cursor scan and 1 matcher
+    attempt a call, both for the body's lookbehind-led closer (before: 2 and 4); qwen3_xml's stream
+    closed by `<|im_end|>` runs no attempt at all (before: 1)."""
+    for family in ("qwen3_xml", "deepseek_v3", "glm", "qwen3"):
+        t = chatparse.load_response_template(catalog.get(family))
+        closer = t.watch.entries[-1]
+        assert closer.field == "content" and closer.delimiter.walks is not None, family
+        assert len(closer.delimiter.walks) > 1, family
+    glm = chatparse.load_response_template(catalog.get("glm"))
+    assert glm.fields["tool_calls"].opener is not None and glm.fields["tool_calls"].opener.chain is not None
+    few, many = _per_call("glm", lambda n: "Let me check.\n" + GLM_CALL * n + "<|user|>")
+    assert (many["_scan"] - few["_scan"]) / 20 <= 1, (few, many)
+    assert (many["run"] - few["run"]) / 20 <= 1, (few, many)
+    few, many = _per_call("qwen3_xml", lambda n: "Sure.\n" + QWEN3_XML_CALL * n + "<|im_end|>")
+    assert few["run"] == many["run"] == 0, (few, many)
 
 
 def test_a_body_character_that_begins_no_closer_takes_the_per_token_path() -> None:

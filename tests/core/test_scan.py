@@ -29,7 +29,13 @@ SHAPES = {
     _scan.TriggerSearch: [r"[<\[]x", r"\w;"],
     _scan.LoopSearch: [r"\s*<tool_call>", r"\s*(?:<\|im_end\|>|<\|endoftext\|>)", r"[^<]*<c>", r"\s{0,4}<x>"],
     _scan.AnchorSearch: [r"^<think>", r"\A\s*x"],
-    _scan.AfterSearch: [r"(?<=;)", r"(?<=;)\s*x", r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)', r"(?<=a|b;)"],
+    _scan.AfterSearch: [
+        r"(?<=;)",
+        r"(?<=;)\s*x",
+        r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)',
+        r"(?<=a|b;)",
+        r"(?<=</ab>)x",  # (its last 4 characters: `/ab>`)
+    ],
     _scan.EverySearch: [r"(?=)", r".*?END", r"(?<=[a-z])"],
     _scan.UnionSearch: [
         r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>",
@@ -147,6 +153,19 @@ def test_prefix_set_search_is_one_finder_for_all_prefixes() -> None:
     assert f.next("xx <|sep|>", 0, True) == 3
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=" \nab", max_size=30), lo=st.integers(0, 30), hi=st.integers(0, 30))
+def test_run_start_is_the_start_of_the_run_before_hi(text: str, lo: int, hi: int) -> None:
+    """`run_start` (a short run read back a character at a time, a longer one by a reverse match)
+    is the first position >= lo from which every character up to `hi` is in the class."""
+    hi = min(hi, len(text))
+    loop = _rx.CharTest(r"(?:\s)", 0)
+    want = hi
+    while want > lo and text[want - 1] in " \n":
+        want -= 1
+    assert _scan.run_start(loop, text, lo, hi) == want
+
+
 def test_trigger_search_tries_only_trigger_characters() -> None:
     d = _delim(r"\w;")
     assert d.cursor({}).advance("ab 12; x", True, 9, -1) == (_scan.MATCH, 4, 6)
@@ -156,12 +175,27 @@ def test_trigger_search_tries_only_trigger_characters() -> None:
 def test_after_search_tries_only_positions_after_its_characters() -> None:
     # The self-closing DSML call (`<invoke name="x"/>`): a zero-width closer right after `/>`.
     d = _delim(r'(?<=<x name="[^"]{1,8}"\s{0,2}/>)')
-    assert isinstance(d.strategy, _scan.AfterSearch) and d.strategy.after == [">"]
+    # Its text always ends with `/>`: only the positions right after a `/>` are tried.
+    assert isinstance(d.strategy, _scan.AfterSearch) and d.strategy.after == ["/>"]
     text = '<x name="f"/>'
     assert d.cursor({}).advance(text + "y", True, 99, -1) == (_scan.MATCH, len(text), len(text))
     assert _count_steps(d, "abc " * 500) == 0  # no `>`: no attempt
     body = '<p name="a">v</p>' * 100
-    assert _count_steps(d, body + "z") <= 200  # one attempt per `>` at most
+    assert _count_steps(d, body + "z") == 0  # `>` but never `/>` (one attempt per `>` before)
+    assert _count_steps(d, '<p name="a"/>v' * 100 + "z") <= 100  # one attempt per `/>` at most
+    # A lookbehind that can end with several characters keeps the character trigger.
+    assert _delim(r"(?<=a|b;)").strategy.after == [";", "a"]
+
+
+def test_suffix_finder_finds_a_suffix_split_across_feeds() -> None:
+    """An `after` literal may arrive in pieces: the remembered "none up to here" still searches
+    the characters before that end that could begin it."""
+    f = _scan._SuffixFinder("/>")
+    assert f.next("ab/", 0, False) == 3  # none yet
+    assert f.next("ab/>", 3, False) == 4  # `/>` ends at the end: none yet (never at the end)
+    assert f.next("ab/>c", 3, False) == 4
+    assert f.next("ab/>c", 5, True) == 6  # none after 5, end of stream
+    assert f.next("x/>y/>z", 0, False) == 3 and f.next("x/>y/>z", 4, False) == 6
 
 
 @pytest.mark.parametrize(
@@ -171,6 +205,8 @@ def test_after_search_tries_only_positions_after_its_characters() -> None:
         (r"(?<=(?:a|aa){1,20}b)X", "aab" * 5 + "XcallY"),
         (r"(?<=</invoke>)\s*<call>", "x</invoke>  <call>yY"),
         (r"(?<=;)X", ";;X;XcallY"),
+        (r"(?<=</ab>)X", "z</ab</ab>XcallY tail"),
+        (r"(?<=c/>)X", "zc/c/>XcallY tail"),
     ],
 )
 def test_after_search_streams_like_one_shot_at_every_split(pattern: str, text: str) -> None:
@@ -350,6 +386,10 @@ def test_auto_mode_prose_is_decided_by_the_prefilter() -> None:
         def search(self, *a):  # type: ignore[no-untyped-def]
             counts["search"] += 1
             return self.rx.search(*a)
+
+        def match(self, *a):  # type: ignore[no-untyped-def]
+            counts["search"] += 1  # (a held tail checked again: a C match counts as a search)
+            return self.rx.match(*a)
 
     _scan.Scanner._scan = counted  # type: ignore[method-assign]
     pre.search_re, pre.head_re = Counting(search), Counting(head)
