@@ -2370,6 +2370,15 @@ class WatchList:
         return Scanner(self, q, states, guard)
 
 
+def _one_lead(pre: Prefilter | None) -> str | None:
+    """A prefilter's lead when it has exactly one, of one first character and no leading loop
+    (`Scanner._lead1`), else None."""
+    if pre is None or pre.char is None or len(pre.literals) != 1 or pre.loops:
+        return None
+    lead: str = pre.literals[0]
+    return lead
+
+
 class Scanner:
     """Decides, for one region visit, where the next delimiter is (see the module docstring).
 
@@ -2503,11 +2512,14 @@ class Scanner:
         at0 = pre is not None and pre.at0 and q == 0
         self._late = watch if at0 and self.lit is None else None
         # The inlined per-token path of `decide`: one or two lead characters, no `^` to care about.
-        self._char = None
+        # (`_char` is set in one branch or the other, never set to None before `_per_token` sets
+        # it: a type checker, and mypyc's compiled code, would take it for None after that call.)
         self._chars = None
         self._maxlen = pre.maxlen - 1 if pre is not None else 0
         if pre is not None and self.lit is None and not at0:
             self._per_token(pre)
+        else:
+            self._char = None
         if self.lit is not None:
             self._maxlen = len(self.lit)
         self._loop_any = pre.loop_any if pre is not None else None
@@ -2531,15 +2543,7 @@ class Scanner:
         # (Under a string guard without a value close too (Gemma 4's call bodies: `<|"|>` against
         # `<tool_call|>`), where a tail that begins the lead goes on to the guarded paths.)
         lp = pre if pre is not None else gpre if guard is not None and not guard.value_close else None
-        self._lead1 = (
-            lp.literals[0]
-            if self._char is not None
-            and lp is not None
-            and lp.char is not None
-            and len(lp.literals) == 1
-            and not lp.loops
-            else None
-        )
+        self._lead1 = _one_lead(lp) if self._char is not None else None
         # Under a JSON string guard too, when no value close competes and no leading loop can
         # run up to a lead (Kimi K2's call closer): a walk's start is checked outside strings.
         self.chains = watch.chains if at0 or pre is None else watch.late_chains
@@ -2661,9 +2665,7 @@ class Scanner:
         pre = self._pre
         assert pre is not None
         self._per_token(pre)
-        self._lead1 = (
-            pre.literals[0] if pre.char is not None and len(pre.literals) == 1 and not pre.loops else None
-        )
+        self._lead1 = _one_lead(pre)
         self.chains = watch.late_chains
         self._split_paths()
 
