@@ -15,6 +15,7 @@ from chatparse import catalog
 from chatparse._parser import ResponseParser
 
 from . import strategies as cst
+from .test_prefix_state import _plain
 
 CATALOG = {name: catalog.get(name) for name in catalog.names()}
 
@@ -36,12 +37,6 @@ END_ANCHORED = [
     },
     {"fields": {"thinking": {"open_pattern": "(?=x\\Z)", "close": "</t>"}, "content": {}}},
 ]
-
-
-def _plain(events: list[Any]) -> list[dict]:
-    return [
-        {**e, "error": (type(e["error"]).__name__, str(e["error"]))} if "error" in e else e for e in events
-    ]
 
 
 def _both_ends(t: Any, prefix: str, chunks: list[str]) -> tuple[Any, Any]:
