@@ -2284,13 +2284,7 @@ def _chain_leads(
                 continue
             for lead in b.chain.leads:
                 cut = lead[:_LEAD_MAX]
-                if cut in out:
-                    continue
-                if (
-                    any(k != j and (y.startswith(cut) or cut.startswith(y) or cut in y[1:]) for k, y in leads)
-                    or any(cut in y[1:] for y in mine)
-                    or any(loop(cut[0]) for loop in pre.loops)
-                ):
+                if cut in out or _lead_clashes(cut, j, mine, leads, pre):
                     continue
                 # Its branches that may match where it is found (a lead of each begins the other:
                 # `<a>` and `<a>b` in `<a>|<a>b`), in their priority order.
@@ -2307,14 +2301,34 @@ def _chain_leads(
                     for k, y in leads:
                         # (A shorter lead the prefilter may report instead maps to these walks only
                         # when the same branches are all that can match where it is found.)
+                        # It must qualify itself too: another delimiter's lead may begin with
+                        # it (`<a` of `<aX|<a` against `<a>`), which the longer lead does not.
                         if (
                             k == j
                             and (y.startswith(cut) or cut.startswith(y))
                             and y not in out
-                            and (y == cut or _compatible_branches(branches, y) == own)
+                            and (
+                                y == cut
+                                or (
+                                    _compatible_branches(branches, y) == own
+                                    and not _lead_clashes(y, j, mine, leads, pre)
+                                )
+                            )
                         ):
                             out[y] = got
     return out or None
+
+
+def _lead_clashes(cut: str, j: int, mine: list[str], leads: list[tuple[int, str]], pre: Prefilter) -> bool:
+    """Whether the (cut) lead `cut` of entry `j` fails `_chain_leads`'s conditions: another entry's
+    lead is a prefix of it, begins with it or holds it after its first character, one of its own
+    (`mine`) holds it after its first character, or a leading loop of the list takes its first
+    character."""
+    return (
+        any(k != j and (y.startswith(cut) or cut.startswith(y) or cut in y[1:]) for k, y in leads)
+        or any(cut in y[1:] for y in mine)
+        or any(loop(cut[0]) for loop in pre.loops)
+    )
 
 
 def _compatible_branches(branches: list[_Branch], lead: str) -> list[_Branch]:

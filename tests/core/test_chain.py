@@ -909,3 +909,22 @@ def test_a_walk_stopped_in_a_literal_is_kept_without_walking() -> None:
 
     few, many = per_call(5), per_call(20)
     assert many <= 25 and abs(many - few) <= 2, (few, many)
+
+
+@pytest.mark.parametrize("text", ["<a>", "<a>b<a>", "<a", "<aXy<a>", "<ab<a>", "x<a>y<a>"])
+def test_a_shorter_lead_of_a_literal_list_is_not_walked_when_another_delimiter_extends_it(
+    text: str,
+) -> None:
+    # `<a` of the list `<aX|<a` is a prefix of another opener's `<a>`: at `<a>` the longer match
+    # wins, so `<a` cannot be decided by the list's walks alone (it once was, through the longer
+    # lead `<aX` whose walks it shared: one character per feed opened the list's region at `<a`).
+    spec = {
+        "start_anchor": "<a>",
+        "fields": {
+            "content": {"open": ["<aX", "<a"], "close": "<a>"},
+            "a": {"open": "<a>", "close": "<a>"},
+        },
+    }
+    t = chatparse.load_response_template(spec)
+    for sizes in ([1], [2], [1, 2], [len(text)]):
+        _stream_like_one_shot(text, t, sizes)
