@@ -894,8 +894,8 @@ def _plain_xml_inline(content: str, content_args: Any) -> Callable[[str], dict[s
         return None
     if {"key", "value"} - set(compiled.groupindex):
         return None
-    finditer = compiled.finditer
     limit = REGEX_TIMEOUT if guarded(pattern, regex.DOTALL) else None
+    scan: Callable[[str], list[tuple[Any, Any]]]
     if limit is not None and _always_set(pattern, ("key", "value")):
         # Under the time limit, `findall` costs about half of `finditer` (the `regex` module
         # checks its clock per match, and more dearly per iterator step); its "" for a group that
@@ -903,32 +903,28 @@ def _plain_xml_inline(content: str, content_args: Any) -> Callable[[str], dict[s
         findall = compiled.findall
         k, v = compiled.groupindex["key"] - 1, compiled.groupindex["value"] - 1
 
-        def tags_found(text: str) -> dict[str, Any] | None:
-            out: dict[str, Any] = {}
-            try:
-                found = findall(text, timeout=limit)
-            except TimeoutError:
-                raise _timed_out(f"xml-inline: tag_pattern {pattern!r}") from None
-            for groups in found:
-                key = groups[k]
-                if key in out:
-                    return None
-                out[key] = groups[v]
-            return out
+        def found(text: str) -> list[tuple[Any, Any]]:
+            return [(groups[k], groups[v]) for groups in findall(text, timeout=limit)]
 
-        return tags_found
+        scan = found
+    else:
+        finditer = compiled.finditer
+
+        def matched(text: str) -> list[tuple[Any, Any]]:
+            return [(m.group("key"), m.group("value")) for m in finditer(text, timeout=limit)]
+
+        scan = matched
 
     def tags(text: str) -> dict[str, Any] | None:
         out: dict[str, Any] = {}
         try:
-            matches = list(finditer(text, timeout=limit))
+            pairs = scan(text)
         except TimeoutError:
             raise _timed_out(f"xml-inline: tag_pattern {pattern!r}") from None
-        for m in matches:
-            key = m.group("key")
+        for key, value in pairs:
             if key is None or key in out:
                 return None
-            out[key] = m.group("value")  # (None for a value group that did not take part, as there)
+            out[key] = value  # (None for a value group that did not take part, as there)
         return out
 
     return tags

@@ -263,14 +263,23 @@ class ResponseParser:
         events: list[Event] = []
         if self._pos == len(self._buf):
             # Nothing left to route: the scanner could only hold (no match is taken at the very end
-            # of the text), so the open region closes without asking one, or making one when no
-            # feed did (an empty output: ~5 us a request; ~1.4 us after a feed).
-            cur = self._current
-            self._close(events, self._pos, self._pos, cur is None or self._t.fields[cur].closer is None)
-            self._scanner = None
-            return events
-        self._process(events, eos=True)
+            # of the text), so the stream ends as on its hold without asking one, or making one
+            # when no feed did (an empty output: ~5 us a request; ~1.4 us after a feed).
+            self._close_at_end(events)
+        else:
+            self._process(events, eos=True)
         return events
+
+    def _close_at_end(self, events: list[Event]) -> None:
+        """The end of the stream once nothing more can match: route the rest of the text, close
+        the open region (incomplete when its field has a closer) and drop the scanner."""
+        n = len(self._buf)
+        if self._pos < n:
+            self._route(events, self._buf, self._pos, n)
+            self._pos = n
+        cur = self._current
+        self._close(events, n, n, cur is None or self._t.fields[cur].closer is None)
+        self._scanner = None
 
     def _check_required(self, events: list[Event]) -> None:
         missing = [
@@ -312,14 +321,7 @@ class ResponseParser:
             if type(decision) is Hold:
                 at = decision.at
                 if eos:
-                    n = len(buf)
-                    if self._pos < n:
-                        self._route(events, buf, self._pos, n)
-                        self._pos = n
-                    cur = self._current
-                    complete = cur is None or self._t.fields[cur].closer is None
-                    self._close(events, n, n, complete)
-                    self._scanner = None
+                    self._close_at_end(events)
                     return
                 pos = self._pos
                 if at > pos:

@@ -311,12 +311,19 @@ class ToolTable(dict):
         returns its text unchanged, so the call is not made, and the parameter is left out)."""
         got = self._types.get(name)
         if got is None:
-            got = self._types[name] = {}
-            for k, v in self[name].items():
-                types = schema_types(v)
-                if not _CASTING.isdisjoint(types):
-                    got[k] = types
+            got = self._types[name] = _casting_types(self[name])
         return got
+
+
+def _casting_types(properties: Mapping[Any, Any]) -> dict[Any, tuple[str, ...]]:
+    """`{parameter: schema_types(its schema)}` for the parameters of `properties` at least one of
+    whose types casts (see `ToolTable.types_of`)."""
+    got: dict[Any, tuple[str, ...]] = {}
+    for k, v in properties.items():
+        types = schema_types(v)
+        if not _CASTING.isdisjoint(types):
+            got[k] = types
+    return got
 
 
 #: the JSON-schema types `coerce` casts text to (any other type keeps the text)
@@ -337,12 +344,7 @@ def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:
     # Only the parameters whose types cast can change (`coerce` returns any other text as it is),
     # each looked up in the arguments: the same assignments in any order (a new arguments dict
     # keeps the old order).
-    if isinstance(table, ToolTable):
-        casting = table.types_of(name)
-    else:
-        casting = {
-            k: t for k, t in ((k, schema_types(v)) for k, v in properties.items()) if _CASTING.intersection(t)
-        }
+    casting = table.types_of(name) if isinstance(table, ToolTable) else _casting_types(properties)
     new_arguments: dict[Any, Any] | None = None
     for key, declared in casting.items():
         argument = arguments.get(key, _ABSENT)
