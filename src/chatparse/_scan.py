@@ -1766,6 +1766,21 @@ class StringGuard:
             return None
         if self._vend < 0:
             i, close, escape, depth = self._vi, self._vclose, self._vescape, self._depth
+            if close is not None and not escape and len(close) == 1 and close in self.quotes:
+                # Inside a quoted string (most feeds of a call body's value): its next quote or
+                # backslash, one C search; none in the new text decides the feed.
+                stop = _STRING_STOPS.get(close)
+                if stop is None:
+                    stop = _STRING_STOPS[close] = regex.compile(f"[{regex.escape(close)}\\\\]")
+                m = stop.search(buf, i, n)
+                if m is None:
+                    self._vi = n
+                    return None
+                i = m.end()
+                if buf[i - 1] == "\\":
+                    escape = True
+                else:
+                    close = None
             run = self._run
             value_re = self._value_re
             stall = -1
@@ -2886,7 +2901,9 @@ class Scanner:
                         h.at = n
                         return h
         elif self._rare is not None and not eos and self.live is None:
-            held = self._rare_paths(buf)
+            # (No `^` phase left, only the general per-token path: called directly, one frame
+            # less on every feed of a JSON call body or a DSML call body.)
+            held = self._per_token_general(buf) if self._late is None else self._rare_paths(buf)
             if held is not None:
                 return held
         if self.chains is not None and not eos and self.live is None:

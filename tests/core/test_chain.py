@@ -449,6 +449,28 @@ def test_a_value_closed_body_takes_the_per_token_path_while_its_value_is_open() 
     assert counts[1] == counts[0] <= 12, counts
 
 
+def test_a_value_closed_body_decides_a_feed_inside_a_string_with_one_search() -> None:
+    """While a `close_after_value` body's value is open, a feed inside a quoted string with no
+    quote or backslash is decided by one C search in `StringGuard.value_close_at`, without the
+    string scanner's step (`_run`), and `decide` calls the general per-token path directly (no
+    `_rare_paths` frame once no `^` lead is left). One character per feed: both counts stay the same
+    whatever the string's length (before: one `_run` and one `_rare_paths` per feed). Escapes,
+    quotes and brackets inside the string still take the scanner's steps: the value ends where
+    one-shot parsing ends it."""
+    t = chatparse.load_response_template(catalog.get("gpt_oss"))
+    counts = []
+    for words in (10, 60):
+        args = '{"q": "' + 'a \\"b\\" [x] ' + "word " * words + '", "n": [3, {"m": "}"}]}'
+        text = "<|channel|>commentary to=functions.f <|constrain|>json<|message|>" + args + " tail"
+        with count_calls((_scan.StringGuard, "_run"), (_scan.Scanner, "_rare_paths")) as c:
+            message = stream_chars(t, text)
+        assert message == chatparse.parse_response(text, t, prefix="")
+        call = message["tool_calls"][0]["function"]
+        assert call["arguments"] == {"q": 'a "b" [x] ' + "word " * words, "n": [3, {"m": "}"}]}
+        counts.append((c["_run"], c["_rare_paths"]))
+    assert counts[1] == counts[0], counts
+
+
 def test_a_guarded_body_with_a_leading_loop_takes_the_per_token_path() -> None:
     """Llama 3's JSON call bodies close at `\\s*;(?=\\s*\\{)`, `<|eom_id|>` or `<|eot_id|>` (two lead
     characters and a leading loop) after their value: a feed with neither `;` nor `<` that does
