@@ -22,7 +22,10 @@ class), `LoopSearch` (`C* REST`: the start of the `C` run before a place where R
 positions right after a character its text can end with), `EverySearch` (every position) and
 `UnionSearch` (the branches of a leading alternation or optional group, each with its own
 strategy; branches with the same literal prefix share one finder). Lookarounds are zero-width:
-they never count as the literal lead of a match. At a candidate,
+they never count as the literal lead of a match, except that where what a branch consumes begins
+with no literal, a leading lookahead's literal (`(?=<\\|channel\\|>)[^<]{0,128}<\\|channel\\|>`,
+`(?=<tool_call>)`), which the text at every match start begins with, leads its search (a
+`PrefixSearch`: no candidate at every `<`). At a candidate,
 a `Cursor` runs an exact `_rx.Attempt`, which answers fail / match / live; after a failure the
 finder skips every start that the failure decided too (a whole `C` run for `LoopSearch`). A cursor
 reports its first position that is not a certain failure. The scanner combines the cursors: the
@@ -894,6 +897,12 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
         if len(leads) == 1:
             return PrefixSearch(leads[0])
         return PrefixSetSearch(list(dict.fromkeys(leads)))
+    ahead = _ahead_literal(items)
+    if ahead:
+        # (What the match consumes begins with no literal, but the text where it starts must begin
+        # with a leading lookahead's literal: gpt-oss's `(?=<\|channel\|>)[^<]{0,128}<\|channel\|>`.
+        # Candidates are where that literal is, not every `<`.)
+        return PrefixSearch(ahead)
     if (
         head.op is Op.REP
         and head.args[2] in ("greedy", "lazy", "possessive")
@@ -910,6 +919,25 @@ def _sequence_strategy(items: list[Node]) -> Strategy:
             loop = _rx.CharTest(_rx.atom_source(atom), 0)
             return LoopSearch(loop, rest, head.args[1] is None)
     return _first_strategy(items)
+
+
+def _ahead_literal(items: list[Node]) -> str:
+    """The longest literal of a positive lookahead among the sequence's leading lookarounds whose
+    body is a literal sequence (`(?=<\\|channel\\|>)`): the text at every match start begins with
+    it, though the match need not consume it ("" when there is none). A strategy's leads are
+    where a match may start, which such a literal decides as well as a consumed one."""
+    best = ""
+    for node in items:
+        node = _unwrap(node)
+        if node.op is not Op.LOOK:
+            break
+        if node.args[0] and not node.args[1]:
+            body = _flatten(node.kids[0])
+            if body and _is_literal_seq(body):
+                lit = "".join(_unwrap(x).args[0] for x in body)
+                if len(lit) > len(best):
+                    best = lit
+    return best
 
 
 def _pattern_strategy_items(items: list[Node]) -> Strategy:

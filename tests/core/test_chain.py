@@ -950,3 +950,82 @@ def test_a_shorter_lead_of_a_literal_list_is_not_walked_when_another_delimiter_e
     t = chatparse.load_response_template(spec)
     for sizes in ([1], [2], [1, 2], [len(text)]):
         _stream_like_one_shot(text, t, sizes)
+
+
+# Delimiters whose match starts where a leading lookahead's literal is, consumed or not, next to
+# literal delimiters that are prefixes of that literal, begin with it or overlap it.
+_AHEAD_SPEC = {
+    "start_anchor": "<s>",
+    "fields": {
+        "r": {"open": "<r>", "close_pattern": "</r>|(?=<ab>)"},
+        "a": {"open_pattern": "(?=<ab>)<a", "close": "</a>"},
+        "b": {"open_pattern": "<a|(?=<abc)[^<]{0,3}<ab(?:c*)>", "close_pattern": "</b>|(?=<r>)"},
+        "content": {"close_pattern": "(?=<ab)\\s*<ab>>"},
+    },
+}
+
+
+def test_a_leading_lookahead_literal_is_a_search_lead() -> None:
+    """A branch whose consumed text begins with no literal but whose start must begin with a
+    leading lookahead's literal (gpt-oss's `(?=<\\|channel\\|>)[^<]{0,128}<\\|channel\\|>`, GLM's
+    zero-width reasoning closer `(?=<tool_call>)`) is searched by that literal, not by its first
+    character: no candidate, and no matcher attempt, at a `<` that does not begin it."""
+    t = chatparse.load_response_template(catalog.get("gpt_oss"))
+    tool = next(w.delimiter for w in t.watch.entries if w.field == "tool_calls")
+    assert tool.strategy.leads == ["<|start|>assistant", "<|channel|>"]
+    closer = _scan.Delimiter("</think>|(?=<tool_call>)", None)
+    assert closer.strategy.leads == ["</think>", "<tool_call>"]
+    # gpt-oss: a `<` that begins no `<|channel|>` is no candidate of the call opener (one
+    # matcher attempt each before): the attempts of a stream do not grow with the markers between
+    # messages. Each stream: a header streamed in characters, markers, a call, its body.
+    counts = []
+    for markers in (2, 8):
+        text = (
+            "<|channel|>analysis<|message|>x<|end|>"
+            + "<|return|><x>" * markers
+            + "<|start|>assistant to=functions.f<|channel|>commentary <|constrain|>json<|message|>"
+            + '{"a": 1}<|call|>'
+        )
+        with count_calls((_rx.Attempt, "__init__")) as c:
+            message = stream_chars(t, text)
+        assert message == chatparse.parse_response(text, t, prefix="")
+        assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+        counts.append(c["__init__"])
+    assert counts[0] == counts[1], counts
+
+
+@given(
+    parts=st.lists(
+        st.sampled_from(
+            [
+                "<ab>",
+                "<abc>",
+                "<a",
+                "<ab",
+                "<abc",
+                "<r>",
+                "</r>",
+                "</a>",
+                "</b>",
+                "<",
+                ">",
+                "a",
+                "b",
+                "c",
+                " ",
+                "x",
+            ]
+        ),
+        max_size=12,
+    ),
+    sizes=st.lists(st.integers(1, 4), min_size=1, max_size=6),
+)
+@settings(max_examples=300, deadline=None)
+def test_lookahead_led_delimiters_stream_like_one_shot(parts: list[str], sizes: list[int]) -> None:
+    """Streamed == one-shot (message, and the regions' spans and text) for every chunking, with
+    openers and closers searched by a leading lookahead's literal among literal delimiters that
+    are prefixes of it, begin with it or overlap it, zero-width closers included."""
+    _stream_like_one_shot("".join(parts), _AHEAD_TEMPLATE, sizes)
+
+
+_AHEAD_TEMPLATE = chatparse.load_response_template(_AHEAD_SPEC)
