@@ -19,16 +19,8 @@ git ls-files -z | tar --null -T - -cf - | tar -C "$copy" -xf -
 HATCH_BUILD_HOOK_ENABLE_MYPYC=1 "$PY" -m pip install --disable-pip-version-check -q "$copy[test]"
 echo "compiled step: build and install took $((SECONDS - start)) s"
 
-# Really compiled: each core module is an extension module, and imported from the venv, not src/.
-"$PY" -I -c '
-import importlib, sys
-mods = ["_oneshot", "_rx", "_scan", "_parser", "_content", "tools", "openai._chat", "openai._calls", "openai._text",
-        "detect._auto"]
-files = [importlib.import_module("chatparse." + m).__file__ for m in mods]
-bad = [f for f in files if not f.endswith(".so") or "site-packages" not in f]
-print("compiled modules:", len(files) - len(bad), "of", len(files))
-sys.exit(f"not compiled: {bad}" if bad else 0)
-'
+# Really compiled: each module the hook compiles is an extension module, imported from the venv.
+"$PY" -I .ci/steps/compiled-check.py
 
 t=$SECONDS
 "$PY" -m pytest -q -p no:cacheprovider tests/core tests/openai tests/catalog tests/detect tests/hf

@@ -23,20 +23,20 @@ from chatparse import _scan
 #: Whether the core modules are mypyc-compiled extension modules.
 COMPILED: bool = not _scan.__file__.endswith(".py")
 
-_REASON = (
+PURE_ONLY_REASON = (
     "counts operations by patching chatparse internals, which compiled (mypyc) code calls "
     "natively; runs in the pure-Python build"
 )
 
 #: Marks a test that counts operations by patching chatparse internals (see the module docstring).
-pure_only = pytest.mark.skipif(COMPILED, reason=_REASON)
+pure_only = pytest.mark.skipif(COMPILED, reason=PURE_ONLY_REASON)
 
 
 def skip_if_compiled() -> None:
     """`pure_only` for a counting harness: the test using it skips on the compiled build (there its
     counts would stay at or near zero, and bounds on them would hold whatever the code did)."""
     if COMPILED:
-        pytest.skip(_REASON)
+        pytest.skip(PURE_ONLY_REASON)
 
 
 def docstring_examples(mod: Any) -> doctest.TestResults:
