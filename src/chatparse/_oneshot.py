@@ -1143,6 +1143,7 @@ def _call_loop(
     caps: dict,
     run_end: list[int],
     append: Any,
+    whole: bool = False,
 ) -> tuple[bool, int, dict, int, BaseException | None]:
     """From the start of the body of a region that `again`'s opener opened (`pos`): close it at its
     closer's first match and take the again step, as long as both are the plain case; that is
@@ -1155,7 +1156,12 @@ def _call_loop(
     `pos` (its closer is not the plain case: refused, missing); else stopped after a close, at
     `pos`, where the again step did not apply. In both cases `run`'s loop takes the same decision
     again from its general path, which gives the same answer (the seekers remember theirs). `error`:
-    the first malformed region's error (its field is added to the parser's malformed set)."""
+    the first malformed region's error (its field is added to the parser's malformed set).
+
+    `whole` (the region is `tool_calls` and the consumer keeps calls whole, `run`'s `whole`): a
+    call region's chunks are not appended, and its close and the next open are appended as the
+    records `(value, start, end, body_start)` and `(start, end, captures)` instead of event dicts
+    (a malformed region's event stays a dict)."""
     calls = again.calls
     assert calls is not None
     n = len(buf)
@@ -1204,7 +1210,7 @@ def _call_loop(
             new_caps = sk.captures(buf)
             if new_caps:
                 caps.update(new_caps)
-        if append is not None:
+        if append is not None and not whole:
             a = pos if pos >= emit_from else emit_from
             if a < s:
                 append({"type": "region_chunk", "field": name, "text": buf[a:s], "dirty": dirty})
@@ -1239,7 +1245,9 @@ def _call_loop(
                     }
                 )
         else:
-            if append is not None:
+            if whole:
+                append((value, s, end, pos))
+            elif append is not None:
                 append(
                     {
                         "type": "region_close",
@@ -1273,7 +1281,10 @@ def _call_loop(
             if test(buf, pos, lim) is not False:
                 return False, pos, {}, zw, first_error
         caps = found.captures(buf)
-        if append is not None:
+        if whole:
+            # (the captures are copied only when a closer's captures may join them later)
+            append((pos, found_end, dict(caps) if close_caps else caps))
+        elif append is not None:
             append(
                 {"type": "region_open", "field": name, "start": pos, "end": found_end, "captures": dict(caps)}
             )
@@ -1460,13 +1471,16 @@ BAILS = [0]
 _MALFORMED = (KeyError, TypeError, ValueError)
 
 
-def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | None:
+def run(parser: Any, text: str, events: list[Any] | None, whole: bool = False) -> BaseException | None:
     """Append the rest of the output `text` to a `ResponseParser` that has been fed nothing and end
     the stream with C-searched decisions: `ResponseParser._process(eos=True)` with `_decide` as
     its scanner (the one-chunk case of the streaming parser, so the same message). The events of
     `_end(cut_off=False)` are appended to `events` (values uncopied); with `events=None` none are
     built and the first error of a malformed region is returned instead (what `parse_response`
-    raises). Raises `Bail` when the fast path gives up (the parser is then unusable)."""
+    raises). Raises `Bail` when the fast path gives up (the parser is then unusable).
+
+    `whole=True` (with events; `parse_message` with calls sent complete): the call loop of a
+    `tool_calls` region appends records in place of that region's events (see `_call_loop`)."""
     t = parser._t
     plan = plan_for(t)
     if parser._finalized:
@@ -1631,6 +1645,7 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
                     caps,
                     run_end,
                     append,
+                    whole and append is not None and cur == "tool_calls",
                 )
                 if error is not None and first_error is None:
                     first_error = error

@@ -164,3 +164,94 @@ def test_call_bodies_are_not_handed_to_the_assembler_chunk_by_chunk(monkeypatch:
     assert len(message["tool_calls"]) == 5 and chunks == []
     early = parse_message(text, template=CATALOG["qwen3"], prefix="", tools=TOOLS, stream_tool_calls="early")
     assert [c["function"] for c in early["tool_calls"]] == [c["function"] for c in message["tool_calls"]]
+
+
+@pure_only
+def test_calls_are_kept_whole_without_regions_or_per_call_processing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With calls sent complete, a one-shot message keeps each call of the usual shape whole
+    # (`ToolCallAssembler.keep_whole`): no region opened in the assembler, no per-call pass of
+    # `_process`, and the core's call loop appends two records per call instead of three events.
+    from chatparse import _oneshot
+    from chatparse.openai import _calls, _chat
+
+    counts = {"open": 0, "process": 0, "events": 0}
+    open_, process, run = _calls.ToolCallAssembler.open, _chat.ChatParser._process, _oneshot.run
+
+    def counted_open(self: Any, *a: Any) -> None:
+        counts["open"] += 1
+        open_(self, *a)
+
+    def counted_process(self: Any, events: list, truncated_drops: bool) -> Any:
+        counts["process"] += 1
+        return process(self, events, truncated_drops)
+
+    def counted_run(parser: Any, text: str, events: Any, whole: bool = False) -> Any:
+        got = run(parser, text, events, whole)
+        counts["events"] = len(events)
+        return got
+
+    monkeypatch.setattr(_calls.ToolCallAssembler, "open", counted_open)
+    monkeypatch.setattr(_chat.ChatParser, "_process", counted_process)
+    monkeypatch.setattr(_chat, "run_oneshot", counted_run)
+    for family in ("qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"):
+        spec = CATALOG[family]
+        for n in (10, 40):
+            slow = _streaming(_dense(family, n), spec, "", TOOLS)
+            counts.update(open=0, process=0, events=0)
+            fast = parse_message(_dense(family, n), template=spec, prefix="", tools=TOOLS, id_factory=_ids())
+            assert fast == slow and len(fast["tool_calls"]) == n
+            assert counts["open"] == 0, (family, counts)
+            assert counts["process"] <= 3, (family, counts)  # the prefix, text around the calls
+            assert counts["events"] <= 2 * n + 4, (family, counts)
+
+
+def _dense(family: str, n: int, name: str = "f") -> str:
+    """`n` calls of `name` in `family`'s call syntax, written as a model writes them."""
+    if family == "qwen3":
+        return "".join(
+            f'<tool_call>\n{{"name": "{name}", "arguments": {{"a": "{i}"}}}}\n</tool_call>\n'
+            for i in range(n)
+        )
+    if family == "qwen3_xml":
+        return "".join(
+            f"<tool_call>\n<function={name}>\n<parameter=a>\n{i}\n</parameter>\n</function>\n</tool_call>\n"
+            for i in range(n)
+        )
+    if family == "kimi_k2":
+        body = "".join(
+            f'<|tool_call_begin|>functions.{name}:{i}<|tool_call_argument_begin|>{{"a": "{i}"}}<|tool_call_end|>'
+            for i in range(n)
+        )
+        return "<|tool_calls_section_begin|>" + body + "<|tool_calls_section_end|>"
+    assert family == "deepseek_v3"
+    body = "".join(
+        f'<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{{"a": "{i}"}}\n```<｜tool▁call▁end｜>'
+        for i in range(n)
+    )
+    return "<｜tool▁calls▁begin｜>" + body + "<｜tool▁calls▁end｜>"
+
+
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"])
+@pytest.mark.parametrize("unknown_tools", ["surface", "drop"])
+@pytest.mark.parametrize("mode", ["complete", "early"])
+def test_calls_kept_whole_or_declined_equal_streaming(family: str, unknown_tools: str, mode: str) -> None:
+    # Calls `keep_whole` declines (an unknown tool dropped, a malformed body) amid kept ones, text
+    # between them (its trailing whitespace kept before a call), a call id from the template:
+    # the one-shot message equals the streamed one, report included.
+    spec = CATALOG[family]
+    bad = _dense(family, 1).replace('"0"}', '"0"').replace("<parameter=a>\n0\n</parameter>\n", "<parameter=")
+    text = (
+        "Hi there  \n"
+        + _dense(family, 3)
+        + _dense(family, 2, name="g")
+        + " mid  "
+        + bad
+        + _dense(family, 2)
+        + "bye"
+    )
+    for tools in (TOOLS, None):
+        options = {"unknown_tools": unknown_tools, "stream_tool_calls": mode}
+        fast = parse_message(text, template=spec, prefix="", tools=tools, id_factory=_ids(), **options)
+        p = ChatParser(template=spec, prefix="", tools=tools, id_factory=_ids(), **options)
+        p.feed(text)
+        assert fast == p.finish()[0], (text, tools)

@@ -318,6 +318,40 @@ class ToolCallAssembler:
                 continue
             self._add(name, call.get("id"), _encode_args(args), out)
 
+    def keep_whole(self, value: Any) -> bool:
+        """`open` and `close` of a complete tool-calls region for the message alone (a one-shot
+        parse, calls sent complete: no region, no delta entry), when its value is one call of the
+        usual shape (`{"function": {"name", "arguments": dict}, "id"?}`) that the core typed and
+        that is kept. The same entry (and unknown-tool report) as `close` with `_add`; False when
+        the value is anything else, and then `open` and `close` decide."""
+        if type(value) is not dict or not self.core_typed or self.stream != "complete":
+            return False
+        fn = value.get("function")
+        if type(fn) is not dict:
+            return False
+        name = fn.get("name")
+        args = fn.get("arguments")
+        if type(name) is not str or not name or type(args) is not dict:
+            return False
+        offered = self.offered
+        unknown = offered is not None and name not in offered
+        if unknown and self.unknown_tools == "drop":
+            return False
+        arguments = _encode_args(args)
+        call_id = value.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            call_id = self.id_factory()
+        index = self._next
+        self._next = index + 1
+        if unknown:
+            self.unknown.append({"index": index, "name": name})
+        self.calls[index] = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        return True
+
     def _finish_announced(self, r: _Region, args: dict[str, Any], out: list[dict]) -> None:
         text = _encode_args(args)
         if r.live and r.raw is not None:

@@ -460,6 +460,73 @@ class ChatParser:
                 deltas.extend([{"tool_calls": [entry]} for entry in entries])
         return deltas
 
+    def _whole(self, events: list[Any]) -> None:
+        """`_process` of a one-shot parse's events (`parse_message`) for the message alone: the
+        same state, no deltas. With calls sent complete, a tool-calls region's chunks make nothing
+        (`ToolCallAssembler.chunk`; the core's call loop does not even append them, see
+        `_oneshot.run`'s `whole`) and its close of the usual call shape is kept by
+        `ToolCallAssembler.keep_whole` without a region or delta entry; every other event, and a
+        call region `keep_whole` declines (its events rebuilt from the loop's records), goes
+        through `_process`, in order."""
+        calls = self._calls
+        if not _keeps_whole(self):
+            self._process(events, truncated_drops=False)
+            return
+        content = self._content
+        rest: list[Any] = []  # events for `_process`, not yet processed
+        opened: Any = None  # the open event (or record) of the call region open here
+        held: list[str] = []
+        for e in events:
+            if type(e) is tuple:  # a record of the core's call loop
+                if len(e) == 3:  # (start, end, captures): a call region opens
+                    if rest:
+                        self._process(rest, truncated_drops=False)
+                        rest = []
+                    opened = e
+                    continue
+                value, start, end, body_start = e  # the region closes with `value`
+                if calls.keep_whole(value):
+                    opened = None
+                    if content._hold:
+                        content.flush(held)  # a call follows the text (`_process`'s entries case)
+                    continue
+                e = {
+                    "type": "region_close",
+                    "field": "tool_calls",
+                    "value": value,
+                    "start": start,
+                    "end": end,
+                    "complete": True,
+                    "body_start": body_start,
+                    "body_end": start,
+                }
+            elif e["field"] != "tool_calls":
+                rest.append(e)
+                continue
+            else:
+                kind = e["type"]
+                if kind == "region_open":
+                    if rest:
+                        self._process(rest, truncated_drops=False)
+                        rest = []
+                    opened = e
+                    continue
+                if kind == "region_chunk" and opened is not None:
+                    continue  # (`_process` would only move `_region_pos`, reset at the next open)
+                if opened is not None and kind == "region_close" and calls.keep_whole(e["value"]):
+                    opened = None
+                    if content._hold:
+                        content.flush(held)
+                    continue
+            if opened is not None:
+                rest.append(_open_event(opened))
+                opened = None
+            rest.append(e)
+        if opened is not None:
+            rest.append(_open_event(opened))
+        if rest:
+            self._process(rest, truncated_drops=False)
+
     def _message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self._content.text or None}
         reasoning = self._reasoning.text
@@ -485,6 +552,21 @@ class ChatParser:
         if report:
             message["chatparse"] = report
         return message
+
+
+def _keeps_whole(chat: ChatParser) -> bool:
+    """Whether a one-shot parse for `chat` keeps calls whole (`ChatParser._whole`, `_oneshot.run`'s
+    `whole`): calls are sent complete (nothing of a call region but its close makes anything)."""
+    return chat._calls.stream == "complete" and "tool_calls" in chat._t.fields
+
+
+def _open_event(opened: Any) -> dict[str, Any]:
+    """The `region_open` event of a call region: the event itself, or rebuilt from the core's
+    call-loop record `(start, end, captures)`."""
+    if type(opened) is not tuple:
+        return opened
+    start, end, caps = opened
+    return {"type": "region_open", "field": "tool_calls", "start": start, "end": end, "captures": dict(caps)}
 
 
 def parse_message(
@@ -518,7 +600,7 @@ def parse_message(
         assert isinstance(core, ResponseParser)
         events: list[Any] = []
         try:
-            run_oneshot(core, text, events)
+            run_oneshot(core, text, events, _keeps_whole(parser))
         except Bail:
             parser = ChatParser(
                 model=model, template=template, prefix=prefix, tools=tools, auto=auto, **options
@@ -529,7 +611,7 @@ def parse_message(
                 core._check_required(events)
             except RequiredFieldsMissing as e:
                 parser._errors.append({"field": None, "error": str(e), "text": None})
-            parser._process(events, truncated_drops=False)
+            parser._whole(events)
             return parser._message()
     parser.feed(text)
     return parser.finish(finish_reason)[0]
