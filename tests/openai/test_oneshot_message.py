@@ -114,7 +114,10 @@ def test_calls_the_core_typed_are_coerced_once(monkeypatch: pytest.MonkeyPatch) 
             seen.append(value)
         return original(value, table)
 
+    from chatparse import _oneshot
+
     monkeypatch.setattr(tools_module, "_coerce_call", counted)
+    monkeypatch.setattr(_oneshot, "coerce_call", counted)  # (the core's call loop calls it directly)
     text = "".join(
         f'<tool_call>\n{{"name": "f", "arguments": {{"a": "{i}", "b": "x"}}}}\n</tool_call>\n'
         for i in range(5)
@@ -168,14 +171,15 @@ def test_call_bodies_are_not_handed_to_the_assembler_chunk_by_chunk(monkeypatch:
 
 @pure_only
 def test_calls_are_kept_whole_without_regions_or_per_call_processing(monkeypatch: pytest.MonkeyPatch) -> None:
-    # With calls sent complete, a one-shot message keeps each call of the usual shape whole
-    # (`ToolCallAssembler.keep_whole`): no region opened in the assembler, no per-call pass of
-    # `_process`, and the core's call loop appends two records per call instead of three events.
-    from chatparse import _oneshot
+    # With calls sent complete, a one-shot message keeps each call of the usual shape whole: the
+    # core's call loop appends one record per call and no event (`_oneshot.run`'s `kept`), and the
+    # assembler keeps the records in one pass (`ToolCallAssembler.keep_records`): no region opened
+    # in the assembler, no per-call pass of `_process`, events and passes independent of n.
     from chatparse.openai import _calls, _chat
 
-    counts = {"open": 0, "process": 0, "events": 0}
-    open_, process, run = _calls.ToolCallAssembler.open, _chat.ChatParser._process, _oneshot.run
+    counts = {"open": 0, "process": 0, "events": 0, "passes": 0}
+    open_, process = _calls.ToolCallAssembler.open, _chat.ChatParser._process
+    append, keep = _chat._Whole.append, _calls.ToolCallAssembler.keep_records
 
     def counted_open(self: Any, *a: Any) -> None:
         counts["open"] += 1
@@ -185,24 +189,30 @@ def test_calls_are_kept_whole_without_regions_or_per_call_processing(monkeypatch
         counts["process"] += 1
         return process(self, events, truncated_drops)
 
-    def counted_run(parser: Any, text: str, events: Any, whole: bool = False) -> Any:
-        got = run(parser, text, events, whole)
-        counts["events"] = len(events)
-        return got
+    def counted_append(self: Any, e: Any) -> None:
+        counts["events"] += 1
+        append(self, e)
+
+    def counted_keep(self: Any, records: list, i: int) -> int:
+        counts["passes"] += 1
+        return keep(self, records, i)
 
     monkeypatch.setattr(_calls.ToolCallAssembler, "open", counted_open)
     monkeypatch.setattr(_chat.ChatParser, "_process", counted_process)
-    monkeypatch.setattr(_chat, "run_oneshot", counted_run)
+    monkeypatch.setattr(_chat._Whole, "append", counted_append)
+    monkeypatch.setattr(_calls.ToolCallAssembler, "keep_records", counted_keep)
     for family in ("qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"):
         spec = CATALOG[family]
+        seen = []
         for n in (10, 40):
             slow = _streaming(_dense(family, n), spec, "", TOOLS)
-            counts.update(open=0, process=0, events=0)
+            counts.update(open=0, process=0, events=0, passes=0)
             fast = parse_message(_dense(family, n), template=spec, prefix="", tools=TOOLS, id_factory=_ids())
             assert fast == slow and len(fast["tool_calls"]) == n
             assert counts["open"] == 0, (family, counts)
             assert counts["process"] <= 3, (family, counts)  # the prefix, text around the calls
-            assert counts["events"] <= 2 * n + 4, (family, counts)
+            seen.append(dict(counts))
+        assert seen[0] == seen[1], (family, seen)  # nothing per call
 
 
 def _dense(family: str, n: int, name: str = "f") -> str:

@@ -73,7 +73,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._oneshot import Bail
+from .._oneshot import Bail, open_event
 from .._oneshot import run as run_oneshot
 from .._parser import ResponseParser
 from .._template import Template
@@ -460,73 +460,6 @@ class ChatParser:
                 deltas.extend([{"tool_calls": [entry]} for entry in entries])
         return deltas
 
-    def _whole(self, events: list[Any]) -> None:
-        """`_process` of a one-shot parse's events (`parse_message`) for the message alone: the
-        same state, no deltas. With calls sent complete, a tool-calls region's chunks make nothing
-        (`ToolCallAssembler.chunk`; the core's call loop does not even append them, see
-        `_oneshot.run`'s `whole`) and its close of the usual call shape is kept by
-        `ToolCallAssembler.keep_whole` without a region or delta entry; every other event, and a
-        call region `keep_whole` declines (its events rebuilt from the loop's records), goes
-        through `_process`, in order."""
-        calls = self._calls
-        if not _keeps_whole(self):
-            self._process(events, truncated_drops=False)
-            return
-        content = self._content
-        rest: list[Any] = []  # events for `_process`, not yet processed
-        opened: Any = None  # the open event (or record) of the call region open here
-        held: list[str] = []
-        for e in events:
-            if type(e) is tuple:  # a record of the core's call loop
-                if len(e) == 3:  # (start, end, captures): a call region opens
-                    if rest:
-                        self._process(rest, truncated_drops=False)
-                        rest = []
-                    opened = e
-                    continue
-                value, start, end, body_start = e  # the region closes with `value`
-                if calls.keep_whole(value):
-                    opened = None
-                    if content._hold:
-                        content.flush(held)  # a call follows the text (`_process`'s entries case)
-                    continue
-                e = {
-                    "type": "region_close",
-                    "field": "tool_calls",
-                    "value": value,
-                    "start": start,
-                    "end": end,
-                    "complete": True,
-                    "body_start": body_start,
-                    "body_end": start,
-                }
-            elif e["field"] != "tool_calls":
-                rest.append(e)
-                continue
-            else:
-                kind = e["type"]
-                if kind == "region_open":
-                    if rest:
-                        self._process(rest, truncated_drops=False)
-                        rest = []
-                    opened = e
-                    continue
-                if kind == "region_chunk" and opened is not None:
-                    continue  # (`_process` would only move `_region_pos`, reset at the next open)
-                if opened is not None and kind == "region_close" and calls.keep_whole(e["value"]):
-                    opened = None
-                    if content._hold:
-                        content.flush(held)
-                    continue
-            if opened is not None:
-                rest.append(_open_event(opened))
-                opened = None
-            rest.append(e)
-        if opened is not None:
-            rest.append(_open_event(opened))
-        if rest:
-            self._process(rest, truncated_drops=False)
-
     def _message(self) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": self._content.text or None}
         reasoning = self._reasoning.text
@@ -554,19 +487,98 @@ class ChatParser:
         return message
 
 
+class _Whole:
+    """The sink of a one-shot parse's events for a message alone (`parse_message`) with calls sent
+    complete and typed by the core: `_process`'s state from the same events, without deltas and
+    with calls kept whole.
+
+    A call region's chunks make nothing (`ToolCallAssembler.chunk` takes them only to stream
+    arguments early), so they are dropped, and its close of the usual call shape is kept by
+    `ToolCallAssembler.keep_records` without a region or delta entry (which also commits the held
+    end of the content before the call, as `_process` does). The core's call loop appends a
+    record per call to `kept` instead of its events (`_oneshot.run`'s `kept`), taken here in order
+    with the events (before the next event, and at the end). Every other event, and a call region
+    the assembler declines (with its open event), goes through `_process` in order: the events
+    before a call region are processed when it opens."""
+
+    __slots__ = ("chat", "rest", "opened", "kept")
+
+    def __init__(self, chat: ChatParser) -> None:
+        self.chat = chat
+        self.rest: list[Any] = []  # events for `_process`, not yet processed
+        self.opened: dict[str, Any] | None = None  # the open event of the call region open here
+        self.kept: list[Any] = []  # the call loop's records, not yet taken
+        chat._calls.text_before = chat._content
+
+    def append(self, e: dict[str, Any]) -> None:
+        if self.kept:
+            self._take()
+        if e["field"] != "tool_calls":
+            self.rest.append(e)
+            return
+        kind = e["type"]
+        if kind == "region_open":
+            self._drain()
+            self.opened = e
+            return
+        opened = self.opened
+        if opened is not None:
+            if kind == "region_chunk":
+                return  # (`_process` would only move `_region_pos`, reset at the next open)
+            if kind == "region_close" and self.chat._calls.keep_whole(e["value"]):
+                self.opened = None
+                return
+            self.rest.append(opened)
+            self.opened = None
+        self.rest.append(e)
+
+    def _take(self) -> None:
+        """Take the call loop's records: kept by the assembler, or declined and processed."""
+        self._drain()
+        kept = self.kept
+        calls = self.chat._calls
+        i = 0
+        while True:
+            i = calls.keep_records(kept, i)
+            if i >= len(kept):
+                break
+            value, start, end, body_start, opening = kept[i]
+            opened = open_event("tool_calls", opening) if opening is not None else self.opened
+            close = {
+                "type": "region_close",
+                "field": "tool_calls",
+                "value": value,
+                "start": start,
+                "end": end,
+                "complete": True,
+                "body_start": body_start,
+                "body_end": start,
+            }
+            self.chat._process([opened, close], truncated_drops=False)
+            i += 1
+        kept.clear()
+        self.opened = None
+
+    def end(self) -> None:
+        """Process what is left."""
+        if self.kept:
+            self._take()
+        if self.opened is not None:
+            self.rest.append(self.opened)
+            self.opened = None
+        self._drain()
+
+    def _drain(self) -> None:
+        if self.rest:
+            rest, self.rest = self.rest, []
+            self.chat._process(rest, truncated_drops=False)
+
+
 def _keeps_whole(chat: ChatParser) -> bool:
-    """Whether a one-shot parse for `chat` keeps calls whole (`ChatParser._whole`, `_oneshot.run`'s
-    `whole`): calls are sent complete (nothing of a call region but its close makes anything)."""
-    return chat._calls.stream == "complete" and "tool_calls" in chat._t.fields
-
-
-def _open_event(opened: Any) -> dict[str, Any]:
-    """The `region_open` event of a call region: the event itself, or rebuilt from the core's
-    call-loop record `(start, end, captures)`."""
-    if type(opened) is not tuple:
-        return opened
-    start, end, caps = opened
-    return {"type": "region_open", "field": "tool_calls", "start": start, "end": end, "captures": dict(caps)}
+    """Whether a one-shot parse for `chat` keeps calls whole (`_Whole`): calls are sent complete
+    (nothing of a call region but its close makes anything) and typed by the core."""
+    calls = chat._calls
+    return calls.stream == "complete" and calls.core_typed and "tool_calls" in chat._t.fields
 
 
 def parse_message(
@@ -598,9 +610,14 @@ def parse_message(
         # and auto mode is the detect layer's: both take the streaming path.
         core = parser._parser
         assert isinstance(core, ResponseParser)
+        whole = _Whole(parser) if _keeps_whole(parser) else None
         events: list[Any] = []
+        n_errors = len(parser._errors)  # (the sink's events may report errors during the run)
         try:
-            run_oneshot(core, text, events, _keeps_whole(parser))
+            if whole is not None:
+                run_oneshot(core, text, whole, whole.kept)
+            else:
+                run_oneshot(core, text, events)
         except Bail:
             parser = ChatParser(
                 model=model, template=template, prefix=prefix, tools=tools, auto=auto, **options
@@ -610,8 +627,12 @@ def parse_message(
             try:
                 core._check_required(events)
             except RequiredFieldsMissing as e:
-                parser._errors.append({"field": None, "error": str(e), "text": None})
-            parser._whole(events)
+                # reported before the errors of the run's events, as `finish` reports it
+                parser._errors.insert(n_errors, {"field": None, "error": str(e), "text": None})
+            if whole is not None:
+                whole.end()
+            else:
+                parser._process(events, truncated_drops=False)
             return parser._message()
     parser.feed(text)
     return parser.finish(finish_reason)[0]

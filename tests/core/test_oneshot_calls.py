@@ -1,0 +1,98 @@
+"""The one-shot call loop's work per call (`chatparse._oneshot._call_loop`), counted, never timed.
+
+A call-dense output goes closer, value, again step, closer, ... through the call loop. Per call it
+asks the again step's opener for `(end, match)` (`_Again.open_end`) rather than a `_Found` object
+(made only where `run`'s general step reads the seeker interface), and coerces a call value with
+`tools._coerce_call` directly (the list walk of `coerce_tool_calls` is only for list values).
+Checked on the catalog families SGLang's detectors cover, with the request's tools.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import chatparse
+from chatparse import _oneshot, catalog, tools
+
+from ..support.build import pure_only
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}},
+        },
+    }
+]
+
+
+def _dense(family: str, n: int) -> str:
+    if family == "qwen3":
+        return "".join(
+            f'<tool_call>\n{{"name": "f", "arguments": {{"a": "{i}"}}}}\n</tool_call>\n' for i in range(n)
+        )
+    if family == "qwen3_xml":
+        return "".join(
+            f"<tool_call>\n<function=f>\n<parameter=a>\n{i}\n</parameter>\n</function>\n</tool_call>\n"
+            for i in range(n)
+        )
+    if family == "kimi_k2":
+        body = "".join(
+            f'<|tool_call_begin|>functions.f:{i}<|tool_call_argument_begin|>{{"a": "{i}"}}<|tool_call_end|>'
+            for i in range(n)
+        )
+        return "<|tool_calls_section_begin|>" + body + "<|tool_calls_section_end|>"
+    body = "".join(
+        f'<｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{{"a": "{i}"}}\n```<｜tool▁call▁end｜>'
+        for i in range(n)
+    )
+    return "<｜tool▁calls▁begin｜>" + body + "<｜tool▁calls▁end｜>"
+
+
+@pure_only
+@pytest.mark.parametrize("family", ["qwen3", "qwen3_xml", "kimi_k2", "deepseek_v3"])
+def test_no_found_object_or_list_walk_per_call(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    counts = {"found": 0, "walk": 0, "coerce": 0}
+    found_init, walk, coerce = _oneshot._Found.__init__, _oneshot.coerce_tool_calls, _oneshot.coerce_call
+
+    def counted_found(self: Any, *a: Any) -> None:
+        counts["found"] += 1
+        found_init(self, *a)
+
+    def counted_walk(value: Any, table: Any) -> Any:
+        counts["walk"] += 1
+        return walk(value, table)
+
+    def counted_coerce(value: Any, table: Any) -> Any:
+        counts["coerce"] += 1
+        return coerce(value, table)
+
+    monkeypatch.setattr(_oneshot._Found, "__init__", counted_found)
+    monkeypatch.setattr(_oneshot, "coerce_tool_calls", counted_walk)
+    monkeypatch.setattr(_oneshot, "coerce_call", counted_coerce)
+    t = chatparse.load_response_template(catalog.get(family))
+    seen = []
+    for n in (10, 40):
+        counts.update(found=0, walk=0, coerce=0)
+        out = chatparse.parse_response(_dense(family, n), t, prefix="", tools=TOOLS)
+        assert [c["function"]["arguments"] for c in out["tool_calls"]] == [{"a": i} for i in range(n)]
+        seen.append(dict(counts))
+    assert seen[1]["coerce"] - seen[0]["coerce"] == 30, seen  # one coercion per call, direct
+    assert seen[1]["found"] == seen[0]["found"] and seen[1]["walk"] == seen[0]["walk"], seen
+
+
+def test_call_values_are_coerced_as_coerce_tool_calls_does() -> None:
+    # the direct call is `coerce_tool_calls` for a call dict: same values, same sharing
+    table = tools.build_tool_table(TOOLS)
+    for value in (
+        {"type": "function", "function": {"name": "f", "arguments": {"a": "7"}}},
+        {"type": "function", "function": {"name": "f", "arguments": {"a": 7}}},
+        {"type": "function", "function": {"name": "g", "arguments": {"a": "7"}}},
+        {"type": "function", "function": {"name": "f", "arguments": {"a": ["1", "2"]}}},
+        {"function": "f"},
+    ):
+        direct, walked = _oneshot.coerce_call(value, table), tools.coerce_tool_calls(value, table)
+        assert direct == walked and (direct is value) == (walked is value)
