@@ -265,3 +265,28 @@ def test_calls_kept_whole_or_declined_equal_streaming(family: str, unknown_tools
         p = ChatParser(template=spec, prefix="", tools=tools, id_factory=_ids(), **options)
         p.feed(text)
         assert fast == p.finish()[0], (text, tools)
+
+
+@pure_only
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"])
+def test_a_typical_turn_takes_no_process_pass(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reasoning, a sentence, two calls: text regions take `_process`'s text branch without deltas
+    # (`_Whole._text`) and the calls are kept whole, so no event goes through `_process`.
+    from chatparse.openai import _chat
+
+    passes: list[int] = []
+    process = _chat.ChatParser._process
+
+    def counted(self: Any, events: list, truncated_drops: bool) -> Any:
+        passes.append(len(events))
+        return process(self, events, truncated_drops)
+
+    monkeypatch.setattr(_chat.ChatParser, "_process", counted)
+    spec = CATALOG[family]
+    think = "<think>\nI will call the tool twice.\n</think>\n\n" if family.startswith("qwen3") else ""
+    text = think + "Let me check both.  \n" + _dense(family, 2)
+    fast = parse_message(text, template=spec, prefix="", tools=TOOLS, id_factory=_ids())
+    assert sum(passes) == 0 and len(fast["tool_calls"]) == 2  # (the parser's set-up: no events)
+    passes.clear()
+    assert fast == _streaming(text, spec, "", TOOLS)
+    assert sum(passes) > 0  # (the streaming parser's own passes: the counter counts)

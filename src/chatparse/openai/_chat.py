@@ -497,23 +497,27 @@ class _Whole:
     `ToolCallAssembler.keep_records` without a region or delta entry (which also commits the held
     end of the content before the call, as `_process` does). The core's call loop appends a
     record per call to `kept` instead of its events (`_oneshot.run`'s `kept`), taken here in order
-    with the events (before the next event, and at the end). Every other event, and a call region
-    the assembler declines (with its open event), goes through `_process` in order: the events
-    before a call region are processed when it opens."""
+    with the events (before the next event, and at the end). A text region's events take
+    `_process`'s text branch without building deltas (`_text`); every other event, and a call
+    region the assembler declines (with its open event), goes through `_process` in order: the
+    events before a call region are processed when it opens."""
 
-    __slots__ = ("chat", "rest", "opened", "kept")
+    __slots__ = ("chat", "rest", "opened", "kept", "scratch")
 
     def __init__(self, chat: ChatParser) -> None:
         self.chat = chat
         self.rest: list[Any] = []  # events for `_process`, not yet processed
         self.opened: dict[str, Any] | None = None  # the open event of the call region open here
         self.kept: list[Any] = []  # the call loop's records, not yet taken
+        self.scratch: list[str] = []  # (the pieces text streams commit: no delta is made of them)
         chat._calls.text_before = chat._content
 
     def append(self, e: dict[str, Any]) -> None:
         if self.kept:
             self._take()
         if e["field"] != "tool_calls":
+            if not self.rest and self._text(e):
+                return
             self.rest.append(e)
             return
         kind = e["type"]
@@ -531,6 +535,37 @@ class _Whole:
             self.rest.append(opened)
             self.opened = None
         self.rest.append(e)
+
+    def _text(self, e: dict[str, Any]) -> bool:
+        """`_process` of one event of a content or reasoning region, without its deltas: the same
+        `TextStream` calls and position. False (the caller queues it for `_process`) for any other
+        field, a malformed region, or a chunk or close while prefix text waits to be refilled."""
+        chat = self.chat
+        name = e["field"]
+        s = chat._stream(name)
+        f = chat._t.fields.get(name)
+        if s is None or f is None:
+            return False
+        kind = e["type"]
+        if kind == "region_open":
+            chat._open_field = name
+            chat._region_pos = e["end"]
+            s.open(f)
+            return True
+        if chat._region_pos < chat._emit_from:
+            return False  # (the refill: `_process` takes it)
+        pieces = self.scratch
+        if kind == "region_chunk":
+            chat._region_pos += len(e["text"])
+            if not e["dirty"]:
+                s.chunk(e["text"], pieces)
+        elif kind == "region_close":
+            chat._open_field = None
+            s.close(e["value"], f.dirty, pieces)
+        else:
+            return False
+        pieces.clear()
+        return True
 
     def _take(self) -> None:
         """Take the call loop's records: kept by the assembler, or declined and processed."""
