@@ -72,7 +72,10 @@ value, again step, closer, ... with no other decision between them; `run` hands 
 a loop that asks the same seekers the same queries and builds the same values and events, without
 the general step's routing. Anything else (a refused or missing closer, an again step that does
 not apply) goes back to `run`'s general step, which then takes the same decision from the seekers
-(they remember their answers), so the loop changes the cost per call, not a single answer.
+(they remember their answers), so the loop changes the cost per call, not a single answer. For
+`parse_message` (calls sent complete) the loop appends one record per `tool_calls` region instead
+of its open, chunk and close events (`run`'s `kept`): the OpenAI layer keeps those calls in one
+pass and rebuilds the events of any it declines, so what it receives is the same.
 
 Why `_CursorSeek` is linear. The queries of one seeker never go back: `run`'s position only grows,
 and a refusal asks again from one past the answer just given, so `_Seek.first` calls `_search` with

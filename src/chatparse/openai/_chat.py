@@ -63,6 +63,12 @@ What the layer re-derives from the parser's buffer is limited to two things the 
 carry: a cut-off call opener at `finish(finish_reason="length")` (from the core's `cut_off`) and
 prefix text the core holds and never re-emits (the refill, see `__init__`).
 
+`parse_message` takes the core's one-shot path (`chatparse._oneshot.run`) and, with calls sent
+complete, builds the message alone through `_Whole`: the same `TextStream` and assembler state as
+`_process`, without deltas; text events take its text branch, calls of the usual shape are kept
+whole in one pass (`ToolCallAssembler.keep_records`, from the core call loop's records), and
+anything else goes through `_process` itself, in order.
+
 The message: `role`, `content` (a string, or `None` when empty), the reasoning key (omitted when
 empty), `tool_calls` (omitted when none; `arguments` a JSON object text), and `chatparse` only when
 there is something to report. Content is the concatenation of all content regions (see `_text`).
