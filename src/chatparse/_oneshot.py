@@ -1182,8 +1182,8 @@ def _call_loop(
     `kept` as the record `(value, start, end, body_start, opening)` instead of its close event,
     `opening` being its open `(start, end, captures)` (`open_event`), or None for the loop's first
     region, whose open event `run` appended. An open is appended as an event only when the loop
-    stops inside its region or the region is malformed. (The consumer takes the records in order
-    with the events: before each event it is given, and at the end.)"""
+    stops inside its region or the region is malformed. (`kept` is usually the events list
+    itself: the records sit in order among the events.)"""
     calls = again.calls
     assert calls is not None
     n = len(buf)
@@ -1507,7 +1507,9 @@ BAILS = [0]
 _MALFORMED = (KeyError, TypeError, ValueError)
 
 
-def run(parser: Any, text: str, events: Any, kept: list[Any] | None = None) -> BaseException | None:
+def run(
+    parser: Any, text: str, events: list[Any] | None, kept: list[Any] | None = None
+) -> BaseException | None:
     """Append the rest of the output `text` to a `ResponseParser` that has been fed nothing and end
     the stream with C-searched decisions: `ResponseParser._process(eos=True)` with `_decide` as
     its scanner (the one-chunk case of the streaming parser, so the same message). The events of
@@ -1515,11 +1517,11 @@ def run(parser: Any, text: str, events: Any, kept: list[Any] | None = None) -> B
     built and the first error of a malformed region is returned instead (what `parse_response`
     raises). Raises `Bail` when the fast path gives up (the parser is then unusable).
 
-    `events` is a list or any object with its `append`. `kept` (a list, with events; for
-    `parse_message` with calls sent complete): the call loop of a `tool_calls` region appends to
-    `kept` a record per call region that closes with a value, in place of its events, and appends
-    no chunk event (see `_call_loop`): for a consumer whose calls' chunks make nothing and that
-    takes the records in order with the events (before each event, and at the end)."""
+    `kept` (a list, with events; for `parse_message` with calls sent complete): the call loop of
+    a `tool_calls` region appends to `kept` a record (a tuple) per call region that closes with a
+    value, in place of its events, and appends no chunk event (see `_call_loop`): for a consumer
+    whose calls' chunks make nothing. With `kept` the events list itself, the records sit in order
+    among the events."""
     t = parser._t
     plan = plan_for(t)
     if parser._finalized:

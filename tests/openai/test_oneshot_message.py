@@ -179,7 +179,7 @@ def test_calls_are_kept_whole_without_regions_or_per_call_processing(monkeypatch
 
     counts = {"open": 0, "process": 0, "events": 0, "passes": 0}
     open_, process = _calls.ToolCallAssembler.open, _chat.ChatParser._process
-    append, keep = _chat._Whole.append, _calls.ToolCallAssembler.keep_records
+    append, keep = _chat._Whole._event, _calls.ToolCallAssembler.keep_records
 
     def counted_open(self: Any, *a: Any) -> None:
         counts["open"] += 1
@@ -199,7 +199,7 @@ def test_calls_are_kept_whole_without_regions_or_per_call_processing(monkeypatch
 
     monkeypatch.setattr(_calls.ToolCallAssembler, "open", counted_open)
     monkeypatch.setattr(_chat.ChatParser, "_process", counted_process)
-    monkeypatch.setattr(_chat._Whole, "append", counted_append)
+    monkeypatch.setattr(_chat._Whole, "_event", counted_append)
     monkeypatch.setattr(_calls.ToolCallAssembler, "keep_records", counted_keep)
     for family in ("qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"):
         spec = CATALOG[family]
@@ -245,7 +245,7 @@ def _dense(family: str, n: int, name: str = "f") -> str:
 @pytest.mark.parametrize("unknown_tools", ["surface", "drop"])
 @pytest.mark.parametrize("mode", ["complete", "early"])
 def test_calls_kept_whole_or_declined_equal_streaming(family: str, unknown_tools: str, mode: str) -> None:
-    # Calls `keep_whole` declines (an unknown tool dropped, a malformed body) amid kept ones, text
+    # Calls `keep_records` declines (an unknown tool dropped, a malformed body) amid kept ones, text
     # between them (its trailing whitespace kept before a call), a call id from the template:
     # the one-shot message equals the streamed one, report included.
     spec = CATALOG[family]
@@ -290,3 +290,25 @@ def test_a_typical_turn_takes_no_process_pass(family: str, monkeypatch: pytest.M
     passes.clear()
     assert fast == _streaming(text, spec, "", TOOLS)
     assert sum(passes) > 0  # (the streaming parser's own passes: the counter counts)
+
+
+def test_a_parse_the_fast_path_gives_up_on_draws_no_id_before_the_streaming_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The message is built after the core's one-shot parse, never during it: a parse that bails
+    # half-way (here: after the whole run) has called no id factory, so the streaming parse that
+    # replaces it gives the ids a fresh one would.
+    from chatparse import _oneshot
+    from chatparse.openai import _chat
+
+    run = _chat.run_oneshot
+
+    def bailing(*a: Any) -> Any:
+        run(*a)
+        raise _oneshot.Bail("forced")
+
+    monkeypatch.setattr(_chat, "run_oneshot", bailing)
+    for family in ("qwen3", "kimi_k2", "deepseek_v3"):
+        text = "Hi\n" + _dense(family, 3)
+        fast = parse_message(text, template=CATALOG[family], prefix="", tools=TOOLS, id_factory=_ids())
+        assert fast == _streaming(text, CATALOG[family], "", TOOLS), family

@@ -203,7 +203,7 @@ class ToolCallAssembler:
         self.unknown: list[dict[str, Any]] = []
         self._next = 0
         self._region: _Region | None = None
-        #: the content stream `keep_whole` commits held text of before a call it keeps
+        #: the content stream whose held text `keep_records` commits before a call it keeps
         self.text_before: Any = None
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -325,10 +325,6 @@ class ToolCallAssembler:
                 continue
             self._add(name, call.get("id"), _encode_args(args), out)
 
-    def keep_whole(self, value: Any) -> bool:
-        """`keep_records` of one value."""
-        return self.keep_records([(value,)], 0) == 1
-
     def keep_records(self, records: list[Any], i: int) -> int:
         """`open` and `close` of complete tool-calls regions for the message alone (a one-shot parse
         with calls sent complete and typed by the core: no region, no delta entry), for the values
@@ -337,7 +333,8 @@ class ToolCallAssembler:
         dict}, "id"?}`) that is kept: the same entry (and unknown-tool report) as `close` with
         `_add`, after committing the held end of `text_before` (as `ChatParser._process` does when
         a call follows text). Returns the index of the first value it declines (`open` and
-        `close` decide that one), or `len(records)`."""
+        `close` decide that one) or of the first item that is not a record (a tuple: the records
+        sit among the parse's events), or `len(records)`."""
         offered = self.offered
         drop = self.unknown_tools == "drop"
         calls = self.calls
@@ -351,7 +348,10 @@ class ToolCallAssembler:
         n = len(records)
         try:
             for j in range(i, n):
-                value = records[j][0]
+                record = records[j]
+                if type(record) is not tuple:
+                    return j
+                value = record[0]
                 if type(value) is not dict:
                     return j
                 fn = value.get("function")

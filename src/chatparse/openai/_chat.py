@@ -494,33 +494,67 @@ class ChatParser:
 
 
 class _Whole:
-    """The sink of a one-shot parse's events for a message alone (`parse_message`) with calls sent
-    complete and typed by the core: `_process`'s state from the same events, without deltas and
-    with calls kept whole.
+    """A one-shot parse's events to the message alone (`parse_message`, calls sent complete and
+    typed by the core): `_process`'s state from the same events, without deltas and with calls
+    kept whole. It runs after the core's parse (a parse that bails changes nothing here).
 
     A call region's chunks make nothing (`ToolCallAssembler.chunk` takes them only to stream
     arguments early), so they are dropped, and its close of the usual call shape is kept by
     `ToolCallAssembler.keep_records` without a region or delta entry (which also commits the held
-    end of the content before the call, as `_process` does). The core's call loop appends a
-    record per call to `kept` instead of its events (`_oneshot.run`'s `kept`), taken here in order
-    with the events (before the next event, and at the end). A text region's events take
-    `_process`'s text branch without building deltas (`_text`); every other event, and a call
-    region the assembler declines (with its open event), goes through `_process` in order: the
-    events before a call region are processed when it opens."""
+    end of the content before the call, as `_process` does). The core's call loop puts one record
+    per call among the events instead of its events (`_oneshot.run`'s `kept`); a run of records is
+    kept in one pass. A text region's events take `_process`'s text branch without building
+    deltas (`_text`); every other event, and a call the assembler declines (with its open event),
+    goes through `_process` in order: the events before a call region are processed when it
+    opens."""
 
-    __slots__ = ("chat", "rest", "opened", "kept", "scratch")
+    __slots__ = ("chat", "rest", "opened", "scratch")
 
     def __init__(self, chat: ChatParser) -> None:
         self.chat = chat
         self.rest: list[Any] = []  # events for `_process`, not yet processed
         self.opened: dict[str, Any] | None = None  # the open event of the call region open here
-        self.kept: list[Any] = []  # the call loop's records, not yet taken
         self.scratch: list[str] = []  # (the pieces text streams commit: no delta is made of them)
         chat._calls.text_before = chat._content
 
-    def append(self, e: dict[str, Any]) -> None:
-        if self.kept:
-            self._take()
+    def take(self, events: list[Any]) -> None:
+        """Take the events (and call-loop records) of one parse, in order, and process the rest."""
+        calls = self.chat._calls
+        i = 0
+        n = len(events)
+        while i < n:
+            e = events[i]
+            if type(e) is not tuple:
+                self._event(e)
+                i += 1
+                continue
+            # a run of records `(value, start, end, body_start, opening)`: the first one's open
+            # event is `opened` when `opening` is None (the open `run` gave before its loop)
+            self._drain()
+            i = calls.keep_records(events, i)
+            while i < n and type(events[i]) is tuple:  # a call the assembler declines
+                value, start, end, body_start, opening = events[i]
+                opened = open_event("tool_calls", opening) if opening is not None else self.opened
+                close = {
+                    "type": "region_close",
+                    "field": "tool_calls",
+                    "value": value,
+                    "start": start,
+                    "end": end,
+                    "complete": True,
+                    "body_start": body_start,
+                    "body_end": start,
+                }
+                self.opened = None
+                self.chat._process([opened, close], truncated_drops=False)
+                i = calls.keep_records(events, i + 1)
+            self.opened = None
+        if self.opened is not None:
+            self.rest.append(self.opened)
+            self.opened = None
+        self._drain()
+
+    def _event(self, e: dict[str, Any]) -> None:
         if e["field"] != "tool_calls":
             if not self.rest and self._text(e):
                 return
@@ -535,7 +569,7 @@ class _Whole:
         if opened is not None:
             if kind == "region_chunk":
                 return  # (`_process` would only move `_region_pos`, reset at the next open)
-            if kind == "region_close" and self.chat._calls.keep_whole(e["value"]):
+            if kind == "region_close" and self.chat._calls.keep_records([(e["value"],)], 0) == 1:
                 self.opened = None
                 return
             self.rest.append(opened)
@@ -572,42 +606,6 @@ class _Whole:
             return False
         pieces.clear()
         return True
-
-    def _take(self) -> None:
-        """Take the call loop's records: kept by the assembler, or declined and processed."""
-        self._drain()
-        kept = self.kept
-        calls = self.chat._calls
-        i = 0
-        while True:
-            i = calls.keep_records(kept, i)
-            if i >= len(kept):
-                break
-            value, start, end, body_start, opening = kept[i]
-            opened = open_event("tool_calls", opening) if opening is not None else self.opened
-            close = {
-                "type": "region_close",
-                "field": "tool_calls",
-                "value": value,
-                "start": start,
-                "end": end,
-                "complete": True,
-                "body_start": body_start,
-                "body_end": start,
-            }
-            self.chat._process([opened, close], truncated_drops=False)
-            i += 1
-        kept.clear()
-        self.opened = None
-
-    def end(self) -> None:
-        """Process what is left."""
-        if self.kept:
-            self._take()
-        if self.opened is not None:
-            self.rest.append(self.opened)
-            self.opened = None
-        self._drain()
 
     def _drain(self) -> None:
         if self.rest:
@@ -653,12 +651,9 @@ def parse_message(
         assert isinstance(core, ResponseParser)
         whole = _Whole(parser) if _keeps_whole(parser) else None
         events: list[Any] = []
-        n_errors = len(parser._errors)  # (the sink's events may report errors during the run)
         try:
-            if whole is not None:
-                run_oneshot(core, text, whole, whole.kept)
-            else:
-                run_oneshot(core, text, events)
+            # (with calls kept whole, the call loop's records go among the events, in order)
+            run_oneshot(core, text, events, events if whole is not None else None)
         except Bail:
             parser = ChatParser(
                 model=model, template=template, prefix=prefix, tools=tools, auto=auto, **options
@@ -668,10 +663,9 @@ def parse_message(
             try:
                 core._check_required(events)
             except RequiredFieldsMissing as e:
-                # reported before the errors of the run's events, as `finish` reports it
-                parser._errors.insert(n_errors, {"field": None, "error": str(e), "text": None})
+                parser._errors.append({"field": None, "error": str(e), "text": None})
             if whole is not None:
-                whole.end()
+                whole.take(events)
             else:
                 parser._process(events, truncated_drops=False)
             return parser._message()
