@@ -265,6 +265,10 @@ def test_calls_kept_whole_or_declined_equal_streaming(family: str, unknown_tools
         p = ChatParser(template=spec, prefix="", tools=tools, id_factory=_ids(), **options)
         p.feed(text)
         assert fast == p.finish()[0], (text, tools)
+        # the message lists calls in index order: ids are drawn in that order (none from the
+        # template but kimi_k2's)
+        ids = [c["id"] for c in fast["tool_calls"] if c["id"].startswith("call_")]
+        assert ids == sorted(ids, key=lambda i: int(i[5:])), ids
 
 
 @pure_only

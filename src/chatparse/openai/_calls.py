@@ -197,7 +197,7 @@ class ToolCallAssembler:
         self.offered = offered
         self.unknown_tools = unknown_tools
         self.id_factory = id_factory
-        self.calls: dict[int, dict[str, Any]] = {}  # index -> message entry
+        self.calls: dict[int, dict[str, Any]] = {}  # index -> message entry, in index order
         self.dropped: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
         self.unknown: list[dict[str, Any]] = []
@@ -415,7 +415,10 @@ class ToolCallAssembler:
         self._keep(r.index, r.call_id, r.name, r.sent)
 
     def _keep(self, index: int, call_id: str, name: str, arguments: str) -> None:
-        """Record a finished call for the message (and an unknown tool for the report)."""
+        """Record a finished call for the message (and an unknown tool for the report). Calls are
+        recorded in index order (`calls` is read in insertion order): a call's index is given when
+        it is announced or added, and an announced call is recorded at its region's close, before
+        the next region opens."""
         if self._is_unknown(name):
             self.unknown.append({"index": index, "name": name})
         self.calls[index] = {

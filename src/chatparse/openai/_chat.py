@@ -474,7 +474,8 @@ class ChatParser:
                 message[k] = reasoning
         calls = self._calls
         if calls.calls:
-            message["tool_calls"] = [calls.calls[i] for i in sorted(calls.calls)]
+            # (recorded in index order: one call region at a time, indices given as they open)
+            message["tool_calls"] = list(calls.calls.values())
         if self._auto is not None:  # what the detect layer found, in its own words
             found = self._auto.report()
             if found:
