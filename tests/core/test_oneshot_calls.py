@@ -96,3 +96,36 @@ def test_call_values_are_coerced_as_coerce_tool_calls_does() -> None:
     ):
         direct, walked = _oneshot.coerce_call(value, table), tools.coerce_tool_calls(value, table)
         assert direct == walked and (direct is value) == (walked is value)
+
+
+def test_json_loads_takes_json_whitespace_as_json_does() -> None:
+    import json
+
+    from chatparse._content import _JSON_WS, json_loads
+
+    assert (
+        json.decoder.WHITESPACE.pattern
+        == "[" + _JSON_WS.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r") + "]*"
+    )  # type: ignore[attr-defined]
+    for text in [
+        "",
+        " ",
+        '\n{"a": 1}\n',
+        '{"a":1} x',
+        "\x0b{}",
+        "{}\x0b",
+        " 1 ",
+        "\u3000{}",
+        "{} \u3000",
+        "[1]\t\r\n ",
+        "nul",
+    ]:
+        try:
+            want: Any = ("ok", json.loads(text))
+        except ValueError as e:
+            want = ("error", str(e))
+        try:
+            got: Any = ("ok", json_loads(text))
+        except ValueError as e:
+            got = ("error", str(e))
+        assert got == want, text
