@@ -127,6 +127,7 @@ from typing import Any
 import regex
 
 from . import _parser, _rx  # (`_parser` imports this module: its names are read at call time)
+from ._content import _always_set
 from ._rx import Node
 from ._scan import (
     AnchorSearch,
@@ -1015,6 +1016,18 @@ class _Found:
         return {g: m.group(g) for g in names if m.start(g) != -1}
 
 
+def _all_set(d: Any, names: list[str]) -> bool:
+    """Whether every match of pattern delimiter `d` sets each of its named groups `names` (and
+    they are all its named groups, so its matches' `groupdict()` holds exactly those)."""
+    rx = d.module_re
+    return (
+        bool(names)
+        and rx is not None
+        and set(rx.groupindex) == set(names)
+        and _always_set(d.source, tuple(names))
+    )
+
+
 def _leading_runs(d: Any) -> list[Any]:
     """The unbounded single-class runs that branches of a pattern delimiter start with, each
     compiled as a forward `C*` (`\\s*<tool_call>`: `\\s*`)."""
@@ -1055,7 +1068,7 @@ class _Again:
     those runs (measured, so disjoint from every later step's: `open_at`) plus a constant each
     (`_branch_runs`' proof), as the separate tests do."""
 
-    __slots__ = ("j", "seeker", "literals", "match", "runs", "names", "others", "calls", "joined")
+    __slots__ = ("j", "seeker", "literals", "match", "runs", "names", "others", "calls", "joined", "all_set")
 
     def __init__(self, j: int, d: Any, kind: int, others: list[Any], other_ds: list[Any]) -> None:
         self.j = j
@@ -1076,6 +1089,7 @@ class _Again:
             self.names = list(d.module_re.groupindex)
             self.others: list[Any] = []
             self.joined = len(other_ds)  #: how many other delimiters the opener's match tests
+            self.all_set = _all_set(d, self.names)
             return
         self.literals = d.strategy.literals if kind == _LITERAL else None
         own = kind != _LITERAL and not self.seeker  # `open_at` runs the compiled pattern
@@ -1084,6 +1098,9 @@ class _Again:
         self.names = list(d.module_re.groupindex) if own else []
         self.others = others
         self.joined = 0
+        #: every named group of the opener takes part in each of its matches: the captures are
+        #: the match's `groupdict()` (one C call)
+        self.all_set = _all_set(d, self.names)
 
     def open_at(self, buf: str, pos: int, run_end: list[int]) -> _Found | None:
         """`open_end` as a `_Found` (the seeker interface `run` reads), or None."""
@@ -1119,6 +1136,8 @@ class _Again:
         names = self.names
         if m is None or not names:
             return {}
+        if self.all_set:
+            return m.groupdict()
         return {g: m.group(g) for g in names if m.start(g) != -1}
 
 

@@ -129,3 +129,50 @@ def test_json_loads_takes_json_whitespace_as_json_does() -> None:
         except ValueError as e:
             got = ("error", str(e))
         assert got == want, text
+
+
+@pytest.mark.parametrize(
+    ("opener", "all_set"),
+    [
+        ("<a (?P<name>[a-z]+)>", True),
+        ("<a (?P<name>[a-z]+) (?P<id>[0-9]*)>", True),
+        ("<a (?P<name>[a-z]+)(?: (?P<id>[0-9]+))?>", False),
+        ("<a (?:(?P<name>[a-z]+)|_)>", False),
+    ],
+)
+def test_again_captures_are_the_groupdict_only_when_every_group_takes_part(
+    opener: str, all_set: bool
+) -> None:
+    # The call loop reads an again opener's captures with one `groupdict()` when each named group
+    # takes part in every match (`_all_set`); otherwise groups that did not take part are left
+    # out, as the streaming parser leaves them out. Both parses give the same calls.
+    spec = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": opener,
+                "close": "</a>",
+                "repeats": True,
+                "content": "json",
+                "transform": {"type": "function", "function": {"name": "{name}", "arguments": "{content}"}},
+            },
+            "content": {},
+        },
+    }
+    t = chatparse.load_response_template(spec)
+    again = [ag for ag in _oneshot.plan_for(t).again if ag is not None and ag.names]
+    assert again and again[0].all_set is all_set
+    names = ["x" * (i + 1) if i != 3 else "_" for i in range(6)]
+    text = "".join(f'<a {name} {i if i % 2 else ""}>{{"a": {i}}}</a>' for i, name in enumerate(names))
+    text += "".join(f'<a {name}>{{"a": {i}}}</a>' for i, name in enumerate(names))
+
+    def events(fast: bool) -> list[Any]:
+        _, got = _oneshot.parse_events(text, t, "", None, fast=fast)
+        return [{**e, "error": str(e["error"])} if "error" in e else e for e in got]
+
+    fast = events(True)
+    assert fast == events(False)
+    opened = [e["captures"] for e in fast if e["type"] == "region_open" and e["field"] == "tool_calls"]
+    assert len(opened) >= 5
+    full = [set(c) == set(again[0].names) for c in opened]
+    assert all(full) if all_set else not all(full)  # (a group left out where one may not take part)
