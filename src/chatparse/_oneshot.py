@@ -122,6 +122,7 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left
+from operator import itemgetter
 from typing import Any
 
 import regex
@@ -152,6 +153,9 @@ from .tools import _coerce_call as coerce_call
 from .tools import coerce_tool_calls
 
 __all__ = ["Bail", "FastWatch", "open_event", "parse", "parse_events", "plan_for", "run", "stream_end"]
+
+
+_SECOND = itemgetter(1)  # (the end of a `(start, end)` span)
 
 
 class Bail(Exception):
@@ -394,7 +398,7 @@ class _CursorSeek(_Seek):
     def _read_end(self, buf: str, s: int) -> int:
         """One past the last position a `regex` attempt at `s` can read (see `_attempt_reads`):
         one match of `reach_pattern(reads)` (every step a group end)."""
-        far = max([e for _, e in self.reach_rx.match(buf, s).regs])  # type: ignore[union-attr]
+        far = max(map(_SECOND, self.reach_rx.match(buf, s).regs))  # type: ignore[union-attr]
         n = len(buf)
         return (far if far < n else n) + 1
 
