@@ -72,7 +72,10 @@ value, again step, closer, ... with no other decision between them; `run` hands 
 a loop that asks the same seekers the same queries and builds the same values and events, without
 the general step's routing. Anything else (a refused or missing closer, an again step that does
 not apply) goes back to `run`'s general step, which then takes the same decision from the seekers
-(they remember their answers), so the loop changes the cost per call, not a single answer.
+(they remember their answers), so the loop changes the cost per call, not a single answer. For
+`parse_message` (calls sent complete) the loop appends one record per `tool_calls` region instead
+of its open, chunk and close events (`run`'s `kept`): the OpenAI layer keeps those calls in one
+pass and rebuilds the events of any it declines, so what it receives is the same.
 
 Why `_CursorSeek` is linear. The queries of one seeker never go back: `run`'s position only grows,
 and a refusal asks again from one past the answer just given, so `_Seek.first` calls `_search` with
@@ -119,11 +122,13 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left
+from operator import itemgetter
 from typing import Any
 
 import regex
 
 from . import _parser, _rx  # (`_parser` imports this module: its names are read at call time)
+from ._content import _always_set
 from ._rx import Node
 from ._scan import (
     AnchorSearch,
@@ -144,9 +149,13 @@ from ._scan import (
 )
 from ._template import Template
 from .errors import RequiredFieldsMissing
+from .tools import _coerce_call as coerce_call
 from .tools import coerce_tool_calls
 
-__all__ = ["Bail", "FastWatch", "parse", "parse_events", "plan_for", "run", "stream_end"]
+__all__ = ["Bail", "FastWatch", "open_event", "parse", "parse_events", "plan_for", "run", "stream_end"]
+
+
+_SECOND = itemgetter(1)  # (the end of a `(start, end)` span)
 
 
 class Bail(Exception):
@@ -389,7 +398,7 @@ class _CursorSeek(_Seek):
     def _read_end(self, buf: str, s: int) -> int:
         """One past the last position a `regex` attempt at `s` can read (see `_attempt_reads`):
         one match of `reach_pattern(reads)` (every step a group end)."""
-        far = max([e for _, e in self.reach_rx.match(buf, s).regs])  # type: ignore[union-attr]
+        far = max(map(_SECOND, self.reach_rx.match(buf, s).regs))  # type: ignore[union-attr]
         n = len(buf)
         return (far if far < n else n) + 1
 
@@ -1005,9 +1014,22 @@ class _Found:
 
     def captures(self, buf: str) -> dict[str, str]:
         m = self.m
-        if m is None:
+        names = self.names
+        if m is None or not names:
             return {}
-        return {g: m.group(g) for g in self.names if m.start(g) != -1}
+        return {g: m.group(g) for g in names if m.start(g) != -1}
+
+
+def _all_set(d: Any, names: list[str]) -> bool:
+    """Whether every match of pattern delimiter `d` sets each of its named groups `names` (and
+    they are all its named groups, so its matches' `groupdict()` holds exactly those)."""
+    rx = d.module_re
+    return (
+        bool(names)
+        and rx is not None
+        and set(rx.groupindex) == set(names)
+        and _always_set(d.source, tuple(names))
+    )
 
 
 def _leading_runs(d: Any) -> list[Any]:
@@ -1050,7 +1072,7 @@ class _Again:
     those runs (measured, so disjoint from every later step's: `open_at`) plus a constant each
     (`_branch_runs`' proof), as the separate tests do."""
 
-    __slots__ = ("j", "seeker", "literals", "match", "runs", "names", "others", "calls", "joined")
+    __slots__ = ("j", "seeker", "literals", "match", "runs", "names", "others", "calls", "joined", "all_set")
 
     def __init__(self, j: int, d: Any, kind: int, others: list[Any], other_ds: list[Any]) -> None:
         self.j = j
@@ -1071,6 +1093,7 @@ class _Again:
             self.names = list(d.module_re.groupindex)
             self.others: list[Any] = []
             self.joined = len(other_ds)  #: how many other delimiters the opener's match tests
+            self.all_set = _all_set(d, self.names)
             return
         self.literals = d.strategy.literals if kind == _LITERAL else None
         own = kind != _LITERAL and not self.seeker  # `open_at` runs the compiled pattern
@@ -1079,17 +1102,26 @@ class _Again:
         self.names = list(d.module_re.groupindex) if own else []
         self.others = others
         self.joined = 0
+        #: every named group of the opener takes part in each of its matches: the captures are
+        #: the match's `groupdict()` (one C call)
+        self.all_set = _all_set(d, self.names)
 
     def open_at(self, buf: str, pos: int, run_end: list[int]) -> _Found | None:
-        """The opener's match at `pos` when it is non-empty, else None. Its leading runs are
-        measured first: `run_end[0]` is the furthest end of a run measured in this parse, and no
-        step starts inside it (one attempt would cross the rest of that run again), so the
-        measured runs are disjoint and the attempts cost linear time in total."""
+        """`open_end` as a `_Found` (the seeker interface `run` reads), or None."""
+        got = self.open_end(buf, pos, run_end)
+        return None if got is None else _Found(got[1], self.names, got[0])
+
+    def open_end(self, buf: str, pos: int, run_end: list[int]) -> tuple[int, Any] | None:
+        """The opener's match at `pos` when it is non-empty, as `(end, match)` (the match None for
+        a literal; `captures` reads it), else None. Its leading runs are measured first:
+        `run_end[0]` is the furthest end of a run measured in this parse, and no step starts
+        inside it (one attempt would cross the rest of that run again), so the measured runs are
+        disjoint and the attempts cost linear time in total."""
         lits = self.literals
         if lits is not None:
             for lit in lits:  # longest first: the literal list's own match
                 if buf.startswith(lit, pos):
-                    return _Found(None, self.names, pos + len(lit))
+                    return pos + len(lit), None
             return None
         if pos < run_end[0]:
             return None
@@ -1098,9 +1130,19 @@ class _Again:
             if e > run_end[0]:
                 run_end[0] = e
         m = self.match(buf, pos)
-        if m is None or m.end() <= pos:
+        if m is None:
             return None
-        return _Found(m, self.names, m.end())
+        e = m.end()
+        return (e, m) if e > pos else None
+
+    def captures(self, m: Any) -> dict[str, str]:
+        """The named groups of `open_end`'s match `m` that took part (`_Found.captures`)."""
+        names = self.names
+        if m is None or not names:
+            return {}
+        if self.all_set:
+            return m.groupdict()
+        return {g: m.group(g) for g in names if m.start(g) != -1}
 
 
 class _Calls:
@@ -1143,6 +1185,7 @@ def _call_loop(
     caps: dict,
     run_end: list[int],
     append: Any,
+    kept: list[Any] | None = None,
 ) -> tuple[bool, int, dict, int, BaseException | None]:
     """From the start of the body of a region that `again`'s opener opened (`pos`): close it at its
     closer's first match and take the again step, as long as both are the plain case; that is
@@ -1155,7 +1198,15 @@ def _call_loop(
     `pos` (its closer is not the plain case: refused, missing); else stopped after a close, at
     `pos`, where the again step did not apply. In both cases `run`'s loop takes the same decision
     again from its general path, which gives the same answer (the seekers remember theirs). `error`:
-    the first malformed region's error (its field is added to the parser's malformed set)."""
+    the first malformed region's error (its field is added to the parser's malformed set).
+
+    `kept` (a list: the region is `tool_calls` and the consumer takes calls whole, `run`'s `kept`):
+    a call region's chunks are not appended, and a region that closes with a value is appended to
+    `kept` as the record `(value, start, end, body_start, opening)` instead of its close event,
+    `opening` being its open `(start, end, captures)` (`open_event`), or None for the loop's first
+    region, whose open event `run` appended. An open is appended as an event only when the loop
+    stops inside its region or the region is malformed. (`kept` is usually the events list
+    itself: the records sit in order among the events.)"""
     calls = again.calls
     assert calls is not None
     n = len(buf)
@@ -1182,29 +1233,32 @@ def _call_loop(
     lit = sk.literals[0] if type(sk) is _LiteralSeek and len(sk.literals) == 1 else None
     lead = sk.leads[0] if type(sk) is _LeadRunSeek and len(sk.leads) == 1 and not close_caps else None
     zw = -1
+    # the region's open `(start, end, captures)`, not appended as an event (with `kept`)
+    opening: tuple[int, int, dict] | None = None
     while True:
         # -- the closer: its first match, unless refused (the general path decides those) --------
         if lit is not None or lead is not None:
             s, end = _closer_at(buf, pos, lit, lead, sk)
-            if s < 0:
-                return True, pos, caps, zw, first_error
         else:
             s = sk.first(buf, pos)
-            if s >= n:
-                return True, pos, caps, zw, first_error
             end = sk.end
-            if s == end == zw:
-                return True, pos, caps, zw, first_error
-        if quote:
-            if _outside_end(buf, pos, s) != s:  # (`_QuoteGuard(pos).inside(buf, s)`)
-                return True, pos, caps, zw, first_error
-        elif strings and StringGuard(pos, f.string_guard, f.string_quotes, False).inside(buf, s):
+            if s >= n or s == end == zw:
+                s = -1
+        if s >= 0:
+            if quote:
+                if _outside_end(buf, pos, s) != s:  # (`_QuoteGuard(pos).inside(buf, s)`)
+                    s = -1
+            elif strings and StringGuard(pos, f.string_guard, f.string_quotes, False).inside(buf, s):
+                s = -1
+        if s < 0:
+            if opening is not None:
+                append(open_event(name, opening))
             return True, pos, caps, zw, first_error
         if close_caps:
             new_caps = sk.captures(buf)
             if new_caps:
                 caps.update(new_caps)
-        if append is not None:
+        if append is not None and kept is None:
             a = pos if pos >= emit_from else emit_from
             if a < s:
                 append({"type": "region_chunk", "field": name, "text": buf[a:s], "dirty": dirty})
@@ -1213,7 +1267,9 @@ def _call_loop(
             if values is None or isinstance(values, list):
                 value = process(buf[pos:s], caps)  # type: ignore[misc]
                 if tools:
-                    value = coerce_tool_calls(value, tools)
+                    value = (
+                        coerce_call(value, tools) if type(value) is dict else coerce_tool_calls(value, tools)
+                    )
                 if values is None:
                     output[name] = [value]
                 else:
@@ -1223,6 +1279,9 @@ def _call_loop(
                 value = value_of(f, buf[pos:s])
         except _MALFORMED as e:
             parser._malformed.add(name)
+            if opening is not None:
+                append(open_event(name, opening))
+                opening = None
             if append is None:
                 if first_error is None:
                     first_error = e
@@ -1239,7 +1298,10 @@ def _call_loop(
                     }
                 )
         else:
-            if append is not None:
+            if kept is not None:
+                kept.append((value, s, end, pos, opening))
+                opening = None
+            elif append is not None:
                 append(
                     {
                         "type": "region_close",
@@ -1258,27 +1320,35 @@ def _call_loop(
         if pos >= n:
             return False, pos, {}, zw, first_error
         if own:
-            # a `_Found`, or below the opener's seeker itself: both answer `captures(buf)`
-            found: Any = again.open_at(buf, pos, run_end)
-            if found is None:
+            got = again.open_end(buf, pos, run_end)
+            if got is None:
                 return False, pos, {}, zw, first_error
-            found_end = found.end
+            found_end, m = got
         else:
             if opener.first(buf, pos) != pos or opener.end <= pos:
                 return False, pos, {}, zw, first_error
-            found = opener
-            found_end = opener.end
+            found_end, m = opener.end, None
         lim = found_end + 1
         for test in others:
             if test(buf, pos, lim) is not False:
                 return False, pos, {}, zw, first_error
-        caps = found.captures(buf)
-        if append is not None:
+        caps = again.captures(m) if own else opener.captures(buf)
+        if kept is not None:
+            # (the captures are copied now only when the closer's captures may join them later)
+            opening = (pos, found_end, dict(caps) if close_caps else caps)
+        elif append is not None:
             append(
                 {"type": "region_open", "field": name, "start": pos, "end": found_end, "captures": dict(caps)}
             )
         pos = found_end
         zw = -1
+
+
+def open_event(name: str, opening: tuple[int, int, dict]) -> dict[str, Any]:
+    """The `region_open` event of a region of field `name` that the call loop opened without an
+    event (`opening`: its start, end and captures; see `_call_loop`'s `kept`)."""
+    start, end, caps = opening
+    return {"type": "region_open", "field": name, "start": start, "end": end, "captures": dict(caps)}
 
 
 def _closer_at(buf: str, pos: int, lit: str | None, lead: str | None, sk: Any) -> tuple[int, int]:
@@ -1460,13 +1530,21 @@ BAILS = [0]
 _MALFORMED = (KeyError, TypeError, ValueError)
 
 
-def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | None:
+def run(
+    parser: Any, text: str, events: list[Any] | None, kept: list[Any] | None = None
+) -> BaseException | None:
     """Append the rest of the output `text` to a `ResponseParser` that has been fed nothing and end
     the stream with C-searched decisions: `ResponseParser._process(eos=True)` with `_decide` as
     its scanner (the one-chunk case of the streaming parser, so the same message). The events of
     `_end(cut_off=False)` are appended to `events` (values uncopied); with `events=None` none are
     built and the first error of a malformed region is returned instead (what `parse_response`
-    raises). Raises `Bail` when the fast path gives up (the parser is then unusable)."""
+    raises). Raises `Bail` when the fast path gives up (the parser is then unusable).
+
+    `kept` (a list, with events; for `parse_message` with calls sent complete): the call loop of
+    a `tool_calls` region appends to `kept` a record (a tuple) per call region that closes with a
+    value, in place of its events, and appends no chunk event (see `_call_loop`): for a consumer
+    whose calls' chunks make nothing. With `kept` the events list itself, the records sit in order
+    among the events."""
     t = parser._t
     plan = plan_for(t)
     if parser._finalized:
@@ -1631,6 +1709,7 @@ def run(parser: Any, text: str, events: list[Any] | None) -> BaseException | Non
                     caps,
                     run_end,
                     append,
+                    kept if append is not None and cur == "tool_calls" else None,
                 )
                 if error is not None and first_error is None:
                     first_error = error

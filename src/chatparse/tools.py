@@ -338,13 +338,22 @@ def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:
     name, arguments = fn.get("name"), fn.get("arguments")
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return value
-    properties = table.get(name)
-    if not properties:
-        return value
     # Only the parameters whose types cast can change (`coerce` returns any other text as it is),
     # each looked up in the arguments: the same assignments in any order (a new arguments dict
-    # keeps the old order).
-    casting = table.types_of(name) if isinstance(table, ToolTable) else _casting_types(properties)
+    # keeps the old order). A tool with none (no properties, only strings) changes nothing.
+    if isinstance(table, ToolTable):
+        casting = table._types.get(name)  # (`types_of`, asked directly once it answered)
+        if casting is None:
+            if not table.get(name):
+                return value
+            casting = table.types_of(name)
+    else:
+        properties = table.get(name)
+        if not properties:
+            return value
+        casting = _casting_types(properties)
+    if not casting:
+        return value
     new_arguments: dict[Any, Any] | None = None
     for key, declared in casting.items():
         argument = arguments.get(key, _ABSENT)

@@ -114,7 +114,10 @@ def test_calls_the_core_typed_are_coerced_once(monkeypatch: pytest.MonkeyPatch) 
             seen.append(value)
         return original(value, table)
 
+    from chatparse import _oneshot
+
     monkeypatch.setattr(tools_module, "_coerce_call", counted)
+    monkeypatch.setattr(_oneshot, "coerce_call", counted)  # (the core's call loop calls it directly)
     text = "".join(
         f'<tool_call>\n{{"name": "f", "arguments": {{"a": "{i}", "b": "x"}}}}\n</tool_call>\n'
         for i in range(5)
@@ -164,3 +167,152 @@ def test_call_bodies_are_not_handed_to_the_assembler_chunk_by_chunk(monkeypatch:
     assert len(message["tool_calls"]) == 5 and chunks == []
     early = parse_message(text, template=CATALOG["qwen3"], prefix="", tools=TOOLS, stream_tool_calls="early")
     assert [c["function"] for c in early["tool_calls"]] == [c["function"] for c in message["tool_calls"]]
+
+
+@pure_only
+def test_calls_are_kept_whole_without_regions_or_per_call_processing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With calls sent complete, a one-shot message keeps each call of the usual shape whole: the
+    # core's call loop appends one record per call and no event (`_oneshot.run`'s `kept`), and the
+    # assembler keeps the records in one pass (`ToolCallAssembler.keep_records`): no region opened
+    # in the assembler, no per-call pass of `_process`, events and passes independent of n.
+    from chatparse.openai import _calls, _chat
+
+    counts = {"open": 0, "process": 0, "events": 0, "passes": 0}
+    open_, process = _calls.ToolCallAssembler.open, _chat.ChatParser._process
+    append, keep = _chat._Whole._event, _calls.ToolCallAssembler.keep_records
+
+    def counted_open(self: Any, *a: Any) -> None:
+        counts["open"] += 1
+        open_(self, *a)
+
+    def counted_process(self: Any, events: list, truncated_drops: bool) -> Any:
+        counts["process"] += 1
+        return process(self, events, truncated_drops)
+
+    def counted_append(self: Any, e: Any) -> None:
+        counts["events"] += 1
+        append(self, e)
+
+    def counted_keep(self: Any, records: list, i: int) -> int:
+        counts["passes"] += 1
+        return keep(self, records, i)
+
+    monkeypatch.setattr(_calls.ToolCallAssembler, "open", counted_open)
+    monkeypatch.setattr(_chat.ChatParser, "_process", counted_process)
+    monkeypatch.setattr(_chat._Whole, "_event", counted_append)
+    monkeypatch.setattr(_calls.ToolCallAssembler, "keep_records", counted_keep)
+    for family in ("qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"):
+        spec = CATALOG[family]
+        seen = []
+        for n in (10, 40):
+            slow = _streaming(_dense(family, n), spec, "", TOOLS)
+            counts.update(open=0, process=0, events=0, passes=0)
+            fast = parse_message(_dense(family, n), template=spec, prefix="", tools=TOOLS, id_factory=_ids())
+            assert fast == slow and len(fast["tool_calls"]) == n
+            assert counts["open"] == 0, (family, counts)
+            assert counts["process"] <= 3, (family, counts)  # the prefix, text around the calls
+            seen.append(dict(counts))
+        assert seen[0] == seen[1], (family, seen)  # nothing per call
+
+
+def _dense(family: str, n: int, name: str = "f") -> str:
+    """`n` calls of `name` in `family`'s call syntax, written as a model writes them."""
+    if family == "qwen3":
+        return "".join(
+            f'<tool_call>\n{{"name": "{name}", "arguments": {{"a": "{i}"}}}}\n</tool_call>\n'
+            for i in range(n)
+        )
+    if family == "qwen3_xml":
+        return "".join(
+            f"<tool_call>\n<function={name}>\n<parameter=a>\n{i}\n</parameter>\n</function>\n</tool_call>\n"
+            for i in range(n)
+        )
+    if family == "kimi_k2":
+        body = "".join(
+            f'<|tool_call_begin|>functions.{name}:{i}<|tool_call_argument_begin|>{{"a": "{i}"}}<|tool_call_end|>'
+            for i in range(n)
+        )
+        return "<|tool_calls_section_begin|>" + body + "<|tool_calls_section_end|>"
+    assert family == "deepseek_v3"
+    body = "".join(
+        f'<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{{"a": "{i}"}}\n```<｜tool▁call▁end｜>'
+        for i in range(n)
+    )
+    return "<｜tool▁calls▁begin｜>" + body + "<｜tool▁calls▁end｜>"
+
+
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"])
+@pytest.mark.parametrize("unknown_tools", ["surface", "drop"])
+@pytest.mark.parametrize("mode", ["complete", "early"])
+def test_calls_kept_whole_or_declined_equal_streaming(family: str, unknown_tools: str, mode: str) -> None:
+    # Calls `keep_records` declines (an unknown tool dropped, a malformed body) amid kept ones, text
+    # between them (its trailing whitespace kept before a call), a call id from the template:
+    # the one-shot message equals the streamed one, report included.
+    spec = CATALOG[family]
+    bad = _dense(family, 1).replace('"0"}', '"0"').replace("<parameter=a>\n0\n</parameter>\n", "<parameter=")
+    text = (
+        "Hi there  \n"
+        + _dense(family, 3)
+        + _dense(family, 2, name="g")
+        + " mid  "
+        + bad
+        + _dense(family, 2)
+        + "bye"
+    )
+    for tools in (TOOLS, None):
+        options = {"unknown_tools": unknown_tools, "stream_tool_calls": mode}
+        fast = parse_message(text, template=spec, prefix="", tools=tools, id_factory=_ids(), **options)
+        p = ChatParser(template=spec, prefix="", tools=tools, id_factory=_ids(), **options)
+        p.feed(text)
+        assert fast == p.finish()[0], (text, tools)
+        # the message lists calls in index order: ids are drawn in that order (none from the
+        # template but kimi_k2's)
+        ids = [c["id"] for c in fast["tool_calls"] if c["id"].startswith("call_")]
+        assert ids == sorted(ids, key=lambda i: int(i[5:])), ids
+
+
+@pure_only
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"])
+def test_a_typical_turn_takes_no_process_pass(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reasoning, a sentence, two calls: text regions take `_process`'s text branch without deltas
+    # (`_Whole._text`) and the calls are kept whole, so no event goes through `_process`.
+    from chatparse.openai import _chat
+
+    passes: list[int] = []
+    process = _chat.ChatParser._process
+
+    def counted(self: Any, events: list, truncated_drops: bool) -> Any:
+        passes.append(len(events))
+        return process(self, events, truncated_drops)
+
+    monkeypatch.setattr(_chat.ChatParser, "_process", counted)
+    spec = CATALOG[family]
+    think = "<think>\nI will call the tool twice.\n</think>\n\n" if family.startswith("qwen3") else ""
+    text = think + "Let me check both.  \n" + _dense(family, 2)
+    fast = parse_message(text, template=spec, prefix="", tools=TOOLS, id_factory=_ids())
+    assert sum(passes) == 0 and len(fast["tool_calls"]) == 2  # (the parser's set-up: no events)
+    passes.clear()
+    assert fast == _streaming(text, spec, "", TOOLS)
+    assert sum(passes) > 0  # (the streaming parser's own passes: the counter counts)
+
+
+def test_a_parse_the_fast_path_gives_up_on_draws_no_id_before_the_streaming_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The message is built after the core's one-shot parse, never during it: a parse that bails
+    # half-way (here: after the whole run) has called no id factory, so the streaming parse that
+    # replaces it gives the ids a fresh one would.
+    from chatparse import _oneshot
+    from chatparse.openai import _chat
+
+    run = _chat.run_oneshot
+
+    def bailing(*a: Any) -> Any:
+        run(*a)
+        raise _oneshot.Bail("forced")
+
+    monkeypatch.setattr(_chat, "run_oneshot", bailing)
+    for family in ("qwen3", "kimi_k2", "deepseek_v3"):
+        text = "Hi\n" + _dense(family, 3)
+        fast = parse_message(text, template=CATALOG[family], prefix="", tools=TOOLS, id_factory=_ids())
+        assert fast == _streaming(text, CATALOG[family], "", TOOLS), family

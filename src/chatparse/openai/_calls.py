@@ -53,6 +53,11 @@ def _encode_args(args: dict[str, Any]) -> str:
     return "".join(_C_ARGS(args, 0))
 
 
+def _encode_list(args: dict[str, Any], level: int) -> list[str]:  # pragma: no cover - see above
+    """`_C_ARGS`'s answer (chunks) without the C encoder."""
+    return [_ENCODE(args)]
+
+
 _DIALECT_KEYS = ("prefix", "suffix", "string_delims", "unquoted_keys", "allow_non_json")
 
 
@@ -192,12 +197,14 @@ class ToolCallAssembler:
         self.offered = offered
         self.unknown_tools = unknown_tools
         self.id_factory = id_factory
-        self.calls: dict[int, dict[str, Any]] = {}  # index -> message entry
+        self.calls: dict[int, dict[str, Any]] = {}  # index -> message entry, in index order
         self.dropped: list[dict[str, Any]] = []
         self.errors: list[dict[str, Any]] = []
         self.unknown: list[dict[str, Any]] = []
         self._next = 0
         self._region: _Region | None = None
+        #: the content stream whose held text `keep_records` commits before a call it keeps
+        self.text_before: Any = None
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -318,6 +325,69 @@ class ToolCallAssembler:
                 continue
             self._add(name, call.get("id"), _encode_args(args), out)
 
+    def keep_records(self, records: list[Any], i: int) -> int:
+        """`open` and `close` of complete tool-calls regions for the message alone (a one-shot parse
+        with calls sent complete and typed by the core: no region, no delta entry), for the values
+        `records[i][0]`, `records[i + 1][0]`, ... (the core's call-loop records, `_oneshot.run`'s
+        `kept`) as long as each is one call of the usual shape (`{"function": {"name", "arguments":
+        dict}, "id"?}`) that is kept: the same entry (and unknown-tool report) as `close` with
+        `_add`, after committing the held end of `text_before` (as `ChatParser._process` does when
+        a call follows text). Returns the index of the first value it declines (`open` and
+        `close` decide that one) or of the first item that is not a record (a tuple: the records
+        sit among the parse's events), or `len(records)`."""
+        offered = self.offered
+        drop = self.unknown_tools == "drop"
+        calls = self.calls
+        make_id = self.id_factory
+        pooled = make_id is random_call_id
+        pop = _ID_POOL.pop
+        encode = _C_ARGS if _C_ARGS is not None else _encode_list
+        join = "".join
+        text = self.text_before
+        index = self._next
+        n = len(records)
+        try:
+            for j in range(i, n):
+                record = records[j]
+                if type(record) is not tuple:
+                    return j
+                value = record[0]
+                if type(value) is not dict:
+                    return j
+                fn = value.get("function")
+                if type(fn) is not dict:
+                    return j
+                name = fn.get("name")
+                args = fn.get("arguments")
+                if type(args) is not dict or type(name) is not str or not name:
+                    return j
+                unknown = offered is not None and name not in offered
+                if unknown and drop:
+                    return j
+                arguments = join(encode(args, 0))  # (`_encode_args`)
+                call_id = value.get("id")
+                if not isinstance(call_id, str) or not call_id:
+                    if pooled:
+                        try:  # (`random_call_id`'s own first step, without its call)
+                            call_id = pop()
+                        except IndexError:
+                            call_id = random_call_id()
+                    else:
+                        call_id = make_id()
+                if text is not None and text._hold:
+                    text.flush([])
+                if unknown:
+                    self.unknown.append({"index": index, "name": name})
+                calls[index] = {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+                index += 1
+        finally:
+            self._next = index
+        return n
+
     def _finish_announced(self, r: _Region, args: dict[str, Any], out: list[dict]) -> None:
         text = _encode_args(args)
         if r.live and r.raw is not None:
@@ -345,7 +415,10 @@ class ToolCallAssembler:
         self._keep(r.index, r.call_id, r.name, r.sent)
 
     def _keep(self, index: int, call_id: str, name: str, arguments: str) -> None:
-        """Record a finished call for the message (and an unknown tool for the report)."""
+        """Record a finished call for the message (and an unknown tool for the report). Calls are
+        recorded in index order (`calls` is read in insertion order): a call's index is given when
+        it is announced or added, and an announced call is recorded at its region's close, before
+        the next region opens."""
         if self._is_unknown(name):
             self.unknown.append({"index": index, "name": name})
         self.calls[index] = {

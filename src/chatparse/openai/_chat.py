@@ -63,6 +63,12 @@ What the layer re-derives from the parser's buffer is limited to two things the 
 carry: a cut-off call opener at `finish(finish_reason="length")` (from the core's `cut_off`) and
 prefix text the core holds and never re-emits (the refill, see `__init__`).
 
+`parse_message` takes the core's one-shot path (`chatparse._oneshot.run`) and, with calls sent
+complete, builds the message alone through `_Whole`: the same `TextStream` and assembler state as
+`_process`, without deltas; text events take its text branch, calls of the usual shape are kept
+whole in one pass (`ToolCallAssembler.keep_records`, from the core call loop's records), and
+anything else goes through `_process` itself, in order.
+
 The message: `role`, `content` (a string, or `None` when empty), the reasoning key (omitted when
 empty), `tool_calls` (omitted when none; `arguments` a JSON object text), and `chatparse` only when
 there is something to report. Content is the concatenation of all content regions (see `_text`).
@@ -73,7 +79,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._oneshot import Bail
+from .._oneshot import Bail, open_event
 from .._oneshot import run as run_oneshot
 from .._parser import ResponseParser
 from .._template import Template
@@ -468,7 +474,8 @@ class ChatParser:
                 message[k] = reasoning
         calls = self._calls
         if calls.calls:
-            message["tool_calls"] = [calls.calls[i] for i in sorted(calls.calls)]
+            # (recorded in index order: one call region at a time, indices given as they open)
+            message["tool_calls"] = list(calls.calls.values())
         if self._auto is not None:  # what the detect layer found, in its own words
             found = self._auto.report()
             if found:
@@ -485,6 +492,133 @@ class ChatParser:
         if report:
             message["chatparse"] = report
         return message
+
+
+class _Whole:
+    """A one-shot parse's events to the message alone (`parse_message`, calls sent complete and
+    typed by the core): `_process`'s state from the same events, without deltas and with calls
+    kept whole. It runs after the core's parse (a parse that bails changes nothing here).
+
+    A call region's chunks make nothing (`ToolCallAssembler.chunk` takes them only to stream
+    arguments early), so they are dropped, and its close of the usual call shape is kept by
+    `ToolCallAssembler.keep_records` without a region or delta entry (which also commits the held
+    end of the content before the call, as `_process` does). The core's call loop puts one record
+    per call among the events instead of its events (`_oneshot.run`'s `kept`); a run of records is
+    kept in one pass. A text region's events take `_process`'s text branch without building
+    deltas (`_text`); every other event, and a call the assembler declines (with its open event),
+    goes through `_process` in order: the events before a call region are processed when it
+    opens."""
+
+    __slots__ = ("chat", "rest", "opened", "scratch")
+
+    def __init__(self, chat: ChatParser) -> None:
+        self.chat = chat
+        self.rest: list[Any] = []  # events for `_process`, not yet processed
+        self.opened: dict[str, Any] | None = None  # the open event of the call region open here
+        self.scratch: list[str] = []  # (the pieces text streams commit: no delta is made of them)
+        chat._calls.text_before = chat._content
+
+    def take(self, events: list[Any]) -> None:
+        """Take the events (and call-loop records) of one parse, in order, and process the rest."""
+        calls = self.chat._calls
+        i = 0
+        n = len(events)
+        while i < n:
+            e = events[i]
+            if type(e) is not tuple:
+                self._event(e)
+                i += 1
+                continue
+            # a run of records `(value, start, end, body_start, opening)`: the first one's open
+            # event is `opened` when `opening` is None (the open `run` gave before its loop)
+            self._drain()
+            i = calls.keep_records(events, i)
+            while i < n and type(events[i]) is tuple:  # a call the assembler declines
+                value, start, end, body_start, opening = events[i]
+                opened = open_event("tool_calls", opening) if opening is not None else self.opened
+                close = {
+                    "type": "region_close",
+                    "field": "tool_calls",
+                    "value": value,
+                    "start": start,
+                    "end": end,
+                    "complete": True,
+                    "body_start": body_start,
+                    "body_end": start,
+                }
+                self.opened = None
+                self.chat._process([opened, close], truncated_drops=False)
+                i = calls.keep_records(events, i + 1)
+            self.opened = None
+        if self.opened is not None:
+            self.rest.append(self.opened)
+            self.opened = None
+        self._drain()
+
+    def _event(self, e: dict[str, Any]) -> None:
+        if e["field"] != "tool_calls":
+            if not self.rest and self._text(e):
+                return
+            self.rest.append(e)
+            return
+        kind = e["type"]
+        if kind == "region_open":
+            self._drain()
+            self.opened = e
+            return
+        opened = self.opened
+        if opened is not None:
+            if kind == "region_chunk":
+                return  # (`_process` would only move `_region_pos`, reset at the next open)
+            if kind == "region_close" and self.chat._calls.keep_records([(e["value"],)], 0) == 1:
+                self.opened = None
+                return
+            self.rest.append(opened)
+            self.opened = None
+        self.rest.append(e)
+
+    def _text(self, e: dict[str, Any]) -> bool:
+        """`_process` of one event of a content or reasoning region, without its deltas: the same
+        `TextStream` calls and position. False (the caller queues it for `_process`) for any other
+        field, a malformed region, or a chunk or close while prefix text waits to be refilled."""
+        chat = self.chat
+        name = e["field"]
+        s = chat._stream(name)
+        f = chat._t.fields.get(name)
+        if s is None or f is None:
+            return False
+        kind = e["type"]
+        if kind == "region_open":
+            chat._open_field = name
+            chat._region_pos = e["end"]
+            s.open(f)
+            return True
+        if chat._region_pos < chat._emit_from:
+            return False  # (the refill: `_process` takes it)
+        pieces = self.scratch
+        if kind == "region_chunk":
+            chat._region_pos += len(e["text"])
+            if not e["dirty"]:
+                s.chunk(e["text"], pieces)
+        elif kind == "region_close":
+            chat._open_field = None
+            s.close(e["value"], f.dirty, pieces)
+        else:
+            return False
+        pieces.clear()
+        return True
+
+    def _drain(self) -> None:
+        if self.rest:
+            rest, self.rest = self.rest, []
+            self.chat._process(rest, truncated_drops=False)
+
+
+def _keeps_whole(chat: ChatParser) -> bool:
+    """Whether a one-shot parse for `chat` keeps calls whole (`_Whole`): calls are sent complete
+    (nothing of a call region but its close makes anything) and typed by the core."""
+    calls = chat._calls
+    return calls.stream == "complete" and calls.core_typed and "tool_calls" in chat._t.fields
 
 
 def parse_message(
@@ -516,9 +650,11 @@ def parse_message(
         # and auto mode is the detect layer's: both take the streaming path.
         core = parser._parser
         assert isinstance(core, ResponseParser)
+        whole = _Whole(parser) if _keeps_whole(parser) else None
         events: list[Any] = []
         try:
-            run_oneshot(core, text, events)
+            # (with calls kept whole, the call loop's records go among the events, in order)
+            run_oneshot(core, text, events, events if whole is not None else None)
         except Bail:
             parser = ChatParser(
                 model=model, template=template, prefix=prefix, tools=tools, auto=auto, **options
@@ -529,7 +665,10 @@ def parse_message(
                 core._check_required(events)
             except RequiredFieldsMissing as e:
                 parser._errors.append({"field": None, "error": str(e), "text": None})
-            parser._process(events, truncated_drops=False)
+            if whole is not None:
+                whole.take(events)
+            else:
+                parser._process(events, truncated_drops=False)
             return parser._message()
     parser.feed(text)
     return parser.finish(finish_reason)[0]
