@@ -582,10 +582,36 @@ def test_difference_text_is_trimmed_as_the_template_says(tok: Any) -> None:
     assert (ours["reasoning"], ours["content"]) == ("The user wants the weather.", "Let me check.")
 
 
+def test_streamed_turns_end_without_building_a_message(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SGLang's detectors return only the last deltas at the end of a stream: the message
+    (`ChatParser._message`, what `finish` adds) is never built there, whichever detector parses;
+    what it would report as not returned is still logged (`test_calls_not_returned_are_logged`)."""
+    from chatparse.openai import ChatParser
+
+    built = {"message": 0}
+    real = ChatParser._message
+
+    def message(self: Any) -> Any:
+        built["message"] += 1
+        return real(self)
+
+    monkeypatch.setattr(ChatParser, "_message", message)
+    for reasoning in ("chatparse", "qwen3"):
+        msg = pipeline(tok, OUTPUT, chunk=1, reasoning=reasoning)
+        assert msg["content"] == "Let me check." and len(msg["calls"]) == 1
+    assert built["message"] == 0
+    non_stream(tok, OUTPUT)  # the non-streaming path reads the message's report
+    assert built["message"] > 0
+
+
 def test_calls_not_returned_are_logged(tok: Any, caplog: pytest.LogCaptureFixture) -> None:
     """A malformed call is not returned; the server log says so, once per output (not again when
     SGLang's non-streaming path first asks `has_tool_call`)."""
-    for run in (lambda: pipeline(tok, MALFORMED, chunk=1), lambda: non_stream(tok, MALFORMED)):
+    for run in (
+        lambda: pipeline(tok, MALFORMED, chunk=1),
+        lambda: pipeline(tok, MALFORMED, chunk=1, reasoning="qwen3"),  # the tool detector parses alone
+        lambda: non_stream(tok, MALFORMED),
+    ):
         caplog.clear()
         with caplog.at_level("WARNING", logger="chatparse.integrations"):
             run()

@@ -98,6 +98,7 @@ from ._common import (
     Resolved,
     delimiter_literal,
     describe,
+    finish_deltas,
     finish_output,
     forces_tool_calls,
     no_call_id,
@@ -271,7 +272,7 @@ class _OneParse:
 
     def finish(self) -> tuple[str, str]:
         reason = _finish_type(request_context().get("finish_reason"))
-        return self._split(finish_output(self._parser, reason, "sglang")[1], end=True)
+        return self._split(finish_deltas(self._parser, reason, "sglang"), end=True)
 
 
 _NO_TEXT = ReasoningResult()
@@ -589,11 +590,8 @@ class ChatparseDetector(BaseFormatDetector):
         self.__dict__.pop("parse_streaming_increment", None)
         if self._stream is None:  # nothing parsed here (or everything handed over)
             return _NOTHING
-        _, last, _ = finish_output(
-            self._stream, _finish_type(request_context().get("finish_reason")), "sglang"
-        )
-        normal, calls = _items(last)
-        return StreamingParseResult(normal_text=normal, calls=calls)
+        reason = _finish_type(request_context().get("finish_reason"))
+        return _step_result(finish_deltas(self._stream, reason, "sglang"))
 
     def supports_structural_tag(self) -> bool:
         """True: forced calls (`required`, named) are constrained to the template's own syntax, so

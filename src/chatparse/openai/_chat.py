@@ -255,6 +255,17 @@ class ChatParser:
         `finish_reason` is the engine's (`"stop"`, `"length"`, ...); the returned one is
         `"tool_calls"` when it was `"stop"` and calls were returned.
         """
+        deltas = self._end_stream(finish_reason)
+        message = self._message()
+        if finish_reason in ("stop", "tool_calls"):
+            finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
+        return message, deltas, finish_reason
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _end_stream(self, finish_reason: str) -> list[dict[str, Any]]:
+        """`finish` without the message: the last deltas. (The SGLang plugin's detectors return
+        only deltas; `_unreturned` gives what the message's report would list as not returned.)"""
         if self._finished:
             raise RuntimeError("ChatParser already finished")
         self._finished = True
@@ -273,12 +284,11 @@ class ChatParser:
                 events = self._drop_cut_opener(events)
         deltas = self._pending + self._process(events, truncated_drops=finish_reason == "length")
         self._pending = []
-        message = self._message()
-        if finish_reason in ("stop", "tool_calls"):
-            finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
-        return message, deltas, finish_reason
+        return deltas
 
-    # -- internals ---------------------------------------------------------------------------
+    def _unreturned(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """`(errors, dropped)` as the message's `chatparse` report lists them (template mode)."""
+        return self._errors + self._calls.errors, self._calls.dropped
 
     def _drop_cut_opener(self, events: list[Any]) -> list[Any]:
         """Drop the start of a call opener that a cut-off output left at the end of a text region.
