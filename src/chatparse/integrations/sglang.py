@@ -200,6 +200,10 @@ class _OneParse:
         # something there (`ChatParser._answer`): most steps of a turn with calls change nothing.
         self._core = self._parser._core_feed
         self._answer = self._parser._answer
+        # The parser's text streams: a clean chunk of reasoning or content goes to its stream's
+        # `piece` straight from `step` (what `ChatParser._to_sink` does, without its delta dict).
+        self._reasoning = self._parser._reasoning
+        self._content = self._parser._content
         self.in_reasoning = False
         self.handoff: tuple[str, list[dict[str, Any]]] | None = None
         """This step's normal text (the object returned) and its deltas, until the tool parser takes them."""
@@ -228,13 +232,28 @@ class _OneParse:
         returns when it streams reasoning: once per token, so with no intermediate tuple).
 
         The common steps first, without `_split`'s joins and lists: nothing released (a call
-        being written, text held: most steps of a turn with calls), one reasoning delta, one
-        content delta."""
+        being written, text held: most steps of a turn with calls), a clean chunk of reasoning or
+        content (its stream's piece, as `ChatParser._to_sink` commits it), one reasoning delta,
+        one content delta."""
         r = self._core(text)
-        if (not r or (r.__class__ is str and self._parser._sink is None)) and (
-            self.linked and self.handoff is None
-        ):
-            return _NO_TEXT  # the core released nothing, or a chunk that makes no delta
+        if self.linked and self.handoff is None:
+            if not r:
+                return _NO_TEXT  # the core released nothing
+            if r.__class__ is str:
+                sink = self._parser._sink
+                if sink is None:
+                    return _NO_TEXT  # a chunk that makes no delta (a call being written)
+                if sink is self._reasoning or sink is self._content:
+                    piece = sink.piece(r)  # None (nothing committed): the general path below
+                    if piece is not None:
+                        if not piece:
+                            return _NO_TEXT
+                        if sink is self._reasoning:
+                            self.in_reasoning = True
+                            return ReasoningResult(None, piece)
+                        self.in_reasoning = False
+                        self.handoff = (piece, [{"content": piece}])
+                        return ReasoningResult(piece)
         deltas = self._answer(r)
         if not deltas:
             if self.linked and self.handoff is None:
@@ -426,12 +445,22 @@ def _tool_steps(parser: ChatParser) -> Callable[[str, Any], StreamingParseResult
     per-token answer, handed to `parser` only when it can change something there (as
     `_OneParse.step` does); most steps of a call being written return the shared empty result
     after the core alone. The first step went through `ChatParser.feed` (the prefix's deltas)."""
-    core, answer = parser._core_feed, parser._answer
+    core, answer, content = parser._core_feed, parser._answer, parser._content
 
     def step(new_text: str, tools: Any) -> StreamingParseResult:
         r = core(new_text)
-        if not r or (r.__class__ is str and parser._sink is None):
+        if not r:
             return _NOTHING
+        if r.__class__ is str:
+            sink = parser._sink
+            if sink is None:
+                return _NOTHING
+            if sink is content:  # a clean content chunk: its piece, as `ChatParser._to_sink` gives it
+                piece = sink.piece(r)
+                if piece is not None:
+                    return (
+                        cast(StreamingParseResult, _normal_result(normal_text=piece)) if piece else _NOTHING
+                    )
         return _step_result(answer(r))
 
     return step
