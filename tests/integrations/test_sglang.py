@@ -488,6 +488,9 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
     assert asyncio.run(drain(False)) == ["chunk"] and seen[-1]["finish_reason"] is None
     assert seen[-1]["one_parse"] is one  # the tool step still sees the reasoning step's parse
     assert asyncio.run(drain(True)) == ["chunk"] and seen[-1]["finish_reason"] == finish
+    # the server iterates the original's own generator: the hook wraps no generator around it
+    it = plugin._hook_tool_stream(gen, None, 0, "d", {}, {}, req, {}, 0, False, flush=False)
+    assert it.ag_code is gen.__code__
 
 
 def test_detokenization_hook_and_startup_hook(tok: Any) -> None:

@@ -815,7 +815,7 @@ def _publish_tool_step(request: Any, finish: Any) -> None:
     )
 
 
-async def _hook_tool_stream(
+def _hook_tool_stream(
     original: Callable[..., Any],
     self: Any,
     index: int,
@@ -826,13 +826,16 @@ async def _hook_tool_stream(
     *args: Any,
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
+    """Publish the step's context, then hand back the original's own async generator: the server
+    iterates it right away in the same task, so no generator of ours wraps it (one layer less on
+    every chunk of every step)."""
     flush = kwargs.get("flush", args[3] if len(args) > 3 else False)
     meta = content.get("meta_info", {}) if isinstance(content, dict) else {}
-    # Set for this step only (no reset: an async generator may be finalised in another context);
+    # Set for this step only (no reset: the generator may be finalised in another context);
     # every step of this request sets it afresh, and a context variable is per task.
     _publish_tool_step(request, meta.get("finish_reason") if flush else None)
-    async for chunk in original(self, index, delta, parsers, content, request, *args, **kwargs):
-        yield chunk
+    iterator: AsyncIterator[Any] = original(self, index, delta, parsers, content, request, *args, **kwargs)
+    return iterator
 
 
 def _hook_structure_constraint(
