@@ -58,7 +58,10 @@ event is a clean chunk of the open region comes back from the parser as bare tex
 goes straight to that region's `TextStream` (`_set_sink`): the per-token path, no event dict; a
 chunk of a region whose chunks make no delta (`_sink` None: a call body sent at its close) changes
 nothing here at all, so an adapter that steps the core itself (`_core_feed`, the SGLang plugin)
-skips this layer for it and for a feed without events, and hands every other answer to `_answer`.
+skips this layer for it and for a feed without events, and hands every other answer to `_answer`
+(a clean chunk of a text region it may give to that region's `TextStream.piece` itself, as
+`_to_sink` does). `finish` is `_end_stream` (the last deltas) and then the message; an adapter
+that returns only deltas (the SGLang plugin) calls `_end_stream` and reads `_unreturned`.
 What the layer re-derives from the parser's buffer is limited to two things the events do not
 carry: a cut-off call opener at `finish(finish_reason="length")` (from the core's `cut_off`) and
 prefix text the core holds and never re-emits (the refill, see `__init__`).
