@@ -84,7 +84,7 @@ from ..detect import AutoParser
 from ..errors import RequiredFieldsMissing
 from ..tools import build_tool_table
 from ._calls import ToolCallAssembler, random_call_id
-from ._resolve import resolve_template
+from ._resolve import check_prefix, relax_call_keys, resolve_template
 from ._text import TextStream
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
@@ -123,6 +123,29 @@ def _field_plan(t: Template, stream_tool_calls: str) -> tuple[tuple[str, ...], f
         _PLANS.clear()
     _PLANS[key] = (t, text, silent)  # the template is kept with its plan: its id stays its own
     return text, silent
+
+
+_AS_GIVEN: dict[int, tuple[Template, bool]] = {}
+
+
+def _as_given(t: Template) -> bool:
+    """Whether `resolve_template` returns the compiled `t` itself (its call transform needs no
+    relaxing, `_resolve.relax_call_keys`). Once per template (a parser per request asks)."""
+    hit = _AS_GIVEN.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    spec = t.spec
+    found = isinstance(spec, dict) and relax_call_keys(spec) is spec
+    if len(_AS_GIVEN) >= _PLANS_MAX:
+        _AS_GIVEN.clear()
+    _AS_GIVEN[id(t)] = (t, found)  # the template is kept with its answer: its id stays its own
+    return found
+
+
+def _check_prefix(t: Template, prefix: str, policy: str) -> None:
+    """`check_prefix` one call deep, as `resolve_template` calls it (its warning names the frame
+    that made the parser)."""
+    check_prefix(t, prefix, None, policy)
 
 
 class ChatParser:
@@ -187,9 +210,15 @@ class ChatParser:
             self._t = self._auto.template
             offered, stream_tool_calls = None, "complete"
         else:
-            self._t, prefix = resolve_template(
-                model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
-            )
+            if model is None and type(template) is Template and parse_tool_calls and _as_given(template):
+                # A compiled template used as it is (what the engine plugins pass, per request):
+                # `resolve_template` would return it unchanged; only the prefix check remains.
+                self._t, prefix = template, "" if prefix is None else prefix
+                _check_prefix(template, prefix, missing_anchor)
+            else:
+                self._t, prefix = resolve_template(
+                    model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
+                )
             self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
             # The core's close events carry its values uncopied: this layer only reads them (calls
             # and text are rebuilt here) and never returns the core's own message.
@@ -228,7 +257,8 @@ class ChatParser:
         self._core_feed: Callable[[str], Any] = self._parser._feed
         self._finished = False
         self._emit_from = 0
-        self._pending = self._process(self._parser.initial_events, truncated_drops=False)
+        initial = self._parser.initial_events
+        self._pending = self._process(initial, truncated_drops=False) if initial else []
         # The core never re-emits prefix characters it held and released late (D20, the reference's
         # behaviour): they are taken from `input_text` before the next chunk or close of the region
         # they belong to. This refill stays here because a chunk event carries no offset and the

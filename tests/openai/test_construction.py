@@ -1,0 +1,71 @@
+"""`ChatParser` built from a compiled template, as the engine plugins build one per request: the
+template is used as given (no `resolve_template` pass) when resolving would return it unchanged,
+with the same deltas, message and missing-anchor check as from its dict."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+from chatparse._template import load_response_template
+from chatparse.openai import ChatParser, MissingAnchorWarning, _chat
+from chatparse.openai._resolve import relax_call_keys
+
+from .helpers import CASES, FAMILIES, case_kwargs, stream
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    calls = {"resolve_template": 0}
+    real = _chat.resolve_template
+
+    def resolve(*args: Any, **kwargs: Any) -> Any:
+        calls["resolve_template"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_chat, "resolve_template", resolve)
+    return calls
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['template']}-{i}" for i, c in enumerate(CASES)])
+def test_a_compiled_template_parses_as_its_dict(case: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = FAMILIES[case["template"]]
+    compiled = load_response_template(spec)
+    text = case["text"]
+    chunks = [text[i : i + 3] for i in range(0, len(text), 3)]
+    want = stream(chunks, **case_kwargs(case))
+    calls = _counting(monkeypatch)
+    got = stream(chunks, **case_kwargs(case, template=compiled))
+    assert got == want
+    # resolving would give the compiled template back unless its call transform is relaxed
+    assert calls["resolve_template"] == (0 if relax_call_keys(spec) is spec else 1)
+
+
+def test_the_missing_anchor_check_and_its_warning_are_the_same() -> None:
+    case = next(c for c in CASES if relax_call_keys(FAMILIES[c["template"]]) is FAMILIES[c["template"]])
+    spec = FAMILIES[case["template"]]
+    for template in (spec, load_response_template(spec)):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            ChatParser(template=template, prefix="no anchor in this prompt")
+        (w,) = seen
+        assert w.category is MissingAnchorWarning and w.filename == __file__  # the caller's line
+        with pytest.raises(ValueError):
+            ChatParser(template=template, prefix="no anchor in this prompt", missing_anchor="error")
+        with pytest.raises(ValueError):
+            ChatParser(template=template, prefix="", missing_anchor="sometimes")
+
+
+def test_no_initial_events_are_processed_when_the_prefix_leaves_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    processed = {"n": 0}
+    real = ChatParser._process
+
+    def process(self: Any, events: Any, truncated_drops: bool) -> Any:
+        processed["n"] += 1
+        return real(self, events, truncated_drops)
+
+    monkeypatch.setattr(ChatParser, "_process", process)
+    spec = FAMILIES[CASES[0]["template"]]
+    ChatParser(template=spec, prefix="")
+    assert processed["n"] == 0
