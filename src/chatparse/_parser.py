@@ -43,7 +43,7 @@ from ._events import Event
 from ._scan import Commit, Hold, Scanner, StringGuard, WatchList
 from ._template import Field, Template, load_response_template
 from .errors import RequiredFieldsMissing
-from .tools import build_tool_table, coerce_tool_calls
+from .tools import ToolTable, build_tool_table, coerce_tool_calls
 
 _PREFIX_REQUIRED = (
     "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
@@ -110,14 +110,15 @@ class ResponseParser:
         response_template: dict | Template,
         prefix: str | None = None,
         *,
-        tools: list[dict | Callable] | None = None,
+        tools: list[dict | Callable] | ToolTable | None = None,
     ) -> None:
         self._t = load_response_template(response_template)
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
-        self._tools = build_tool_table(tools) if tools else {}
+        # a table `build_tool_table` made is taken as it is (the engine plugins build it per request)
+        self._tools = tools if type(tools) is ToolTable else build_tool_table(tools) if tools else {}
         self._buf = ""
         self._pos = 0
         self._output: dict[str, Any] = copy_value(self._t.defaults)

@@ -75,3 +75,40 @@ def test_no_initial_events_are_processed_when_the_prefix_leaves_none(monkeypatch
     spec = FAMILIES[CASES[0]["template"]]
     ChatParser(template=spec, prefix="")
     assert processed["n"] == 0
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["tools"]][:60], ids=lambda c: c["id"])
+def test_a_tool_table_is_taken_as_the_parsers_table(case: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A `ToolTable` (`build_tool_table`'s result, which the engine plugins build per request)
+    # parses as the tools it was built from, and is the core's table itself (no second build).
+    from chatparse import _parser
+    from chatparse.tools import build_tool_table
+
+    text = case["text"]
+    chunks = [text[i : i + 2] for i in range(0, len(text), 2)]
+    for mode in ("complete", "early"):
+        want = stream(chunks, **case_kwargs(case, stream_tool_calls=mode))
+        table = build_tool_table(case["tools"])
+        got = stream(chunks, **case_kwargs(case, tools=table, stream_tool_calls=mode))
+        assert got == want
+    table = build_tool_table(case["tools"])
+    parser = ChatParser(**case_kwargs(case, tools=table))
+    assert parser._parser._tools is table
+    if not COMPILED:  # (counted in the pure build: compiled code calls it natively)
+        built = {"n": 0}
+        real = _parser.build_tool_table
+
+        def counted(tools: Any) -> Any:
+            built["n"] += 1
+            return real(tools)
+
+        monkeypatch.setattr(_parser, "build_tool_table", counted)
+        ChatParser(**case_kwargs(case, tools=table))
+        assert built["n"] == 0
+
+
+def test_auto_mode_refuses_a_tool_table() -> None:
+    from chatparse.tools import build_tool_table
+
+    with pytest.raises(ValueError, match="tool table"):
+        ChatParser(auto=True, tools=build_tool_table([{"name": "f"}]))

@@ -48,6 +48,7 @@ from typing import Any
 
 from .._template import Template, load_response_template
 from ..openai._resolve import without_fields
+from ..tools import ToolTable, build_tool_table
 
 ENV_TEMPLATE = "CHATPARSE_TEMPLATE"
 ENV_TEMPLATE_OVERRIDE = "CHATPARSE_TEMPLATE_OVERRIDE"
@@ -484,6 +485,25 @@ def parser_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
                 continue
         out.extend(tool_dicts((tool,)))
     return out
+
+
+def parser_tool_table(tools: Sequence[Any] | None) -> ToolTable | None:
+    """`build_tool_table(parser_tools(tools))`, None when it is empty (the request offers no tool
+    a parser reads), built in one pass: the properties schema of each of the engines' pydantic
+    tools goes straight into the table, without the intermediate dicts (other shapes as
+    `parser_tools` gives them). A parser takes the table as it is (`ChatParser(tools=table)`)."""
+    table = ToolTable()
+    for tool in tools or ():
+        fn = None if isinstance(tool, dict) else getattr(tool, "function", None)
+        if fn is not None and not isinstance(fn, dict) and hasattr(tool, "model_dump"):
+            name = getattr(fn, "name", None)
+            params = getattr(fn, "parameters", None)
+            if isinstance(name, str) and (params is None or isinstance(params, dict)):
+                properties = params.get("properties") if params is not None else None
+                table[name] = properties if isinstance(properties, dict) else {}
+                continue
+        table.update(build_tool_table(tool_dicts((tool,))))
+    return table or None
 
 
 _FUNCTION_KEYS = ("name", "description", "parameters", "strict")

@@ -102,7 +102,7 @@ from ._common import (
     finish_output,
     forces_tool_calls,
     no_call_id,
-    parser_tools,
+    parser_tool_table,
     prebuilt,
     resolve,
     tool_constraint,
@@ -191,7 +191,7 @@ class _OneParse:
         self._parser = ChatParser(
             template=resolved.template,
             prefix=prefix,
-            tools=parser_tools(tools) or None,
+            tools=parser_tool_table(tools),
             stream_tool_calls=policy.stream_tool_calls,
             unknown_tools=policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
@@ -555,7 +555,7 @@ class ChatparseDetector(BaseFormatDetector):
         return ChatParser(
             template=self._template,
             prefix=self._prefix(),
-            tools=parser_tools(tools) or None,
+            tools=parser_tool_table(tools),
             stream_tool_calls=self._policy.stream_tool_calls,
             unknown_tools=self._policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids

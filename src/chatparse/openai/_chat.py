@@ -82,7 +82,7 @@ from .._parser import ResponseParser
 from .._template import Template
 from ..detect import AutoParser
 from ..errors import RequiredFieldsMissing
-from ..tools import build_tool_table
+from ..tools import ToolTable, build_tool_table
 from ._calls import ToolCallAssembler, random_call_id
 from ._resolve import check_prefix, relax_call_keys, resolve_template
 from ._text import TextStream
@@ -173,7 +173,7 @@ class ChatParser:
         model: str | None = None,
         template: dict | Template | str | None = None,
         prefix: str | None = None,
-        tools: Sequence[dict | Callable] | None = None,
+        tools: Sequence[dict | Callable] | ToolTable | None = None,
         stream_tool_calls: str = "complete",
         unknown_tools: str = "surface",
         reasoning_key: str = "reasoning_content",
@@ -195,9 +195,14 @@ class ChatParser:
         )
         self._auto: AutoParser | None = None
         self._parser: ResponseParser | AutoParser
-        tool_list = list(tools) if tools is not None else None
+        # A `ToolTable` (`chatparse.tools.build_tool_table`'s result, which the engine plugins build
+        # straight from the request's tools) is the core's table as it is.
+        table = tools if type(tools) is ToolTable else None
+        tool_list = None if table is not None or tools is None else list(tools)
         offered: dict[str, dict[str, Any]] | None
         if auto and model is None and template is None:
+            if table is not None:
+                raise ValueError("auto=True takes tools as a list, not a tool table")
             if unknown_tools != "surface":
                 raise ValueError("auto=True supports unknown_tools='surface' only")
             if not parse_tool_calls:
@@ -219,17 +224,13 @@ class ChatParser:
                 self._t, prefix = resolve_template(
                     model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
                 )
-            self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
+            self._parser = ResponseParser(self._t, prefix=prefix, tools=table or tool_list or None)
             # The core's close events carry its values uncopied: this layer only reads them (calls
             # and text are rebuilt here) and never returns the core's own message.
             self._parser._copy_values = False
             # The table the core built from the same tools (one table per parser, not two).
             offered = (
-                None
-                if tool_list is None
-                else self._parser._tools
-                if tool_list
-                else build_tool_table(tool_list)
+                None if tools is None else self._parser._tools if table or tool_list else build_tool_table(())
             )
         self._content = TextStream()
         self._reasoning = TextStream()
