@@ -16,7 +16,9 @@ Policies (keyword options, defaults first):
   `"stop"` such a call is kept if it parsed (the closer is often the stop token, which engines cut).
 * `unknown_tools="surface" | "drop"`: calls to names not in `tools=` are returned and listed in
   `message["chatparse"]["unknown_tools"]`, or dropped and listed in `dropped`. Without `tools=`
-  nothing is unknown.
+  nothing is unknown. `tools=` also takes a `chatparse.tools.ToolTable` (`build_tool_table`'s
+  result, what the engine plugins build per request) as the parser's table itself (not with
+  `auto=True`).
 * malformed regions never raise and never lose the rest of the message: they are listed in
   `message["chatparse"]["errors"]` as `{field, error, text}`.
 * tool calls written inside reasoning: whatever the template says (qwen3_xml ends reasoning at
