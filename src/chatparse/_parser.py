@@ -24,7 +24,11 @@ output and the events, and nothing in the scanner: a scanner made afresh at that
 what the old one would (the scanner is remade after every commit anyway; its finders are caches).
 That state is kept per template and prefix (`_PREFIX_STATES`), so a prompt that ends in
 `<think>\n`, or closes its own reasoning (`<think></think>`, Gemma 4's empty thought channel),
-costs a lookup instead of a pass of the streaming matcher (~17-27 us).
+costs a lookup instead of a pass of the streaming matcher (~17-27 us). A pass that held its tail
+(a delimiter may still start there: Qwen3's no-thinking prompt ends in the content's leading
+newlines) is kept too: its parser and every restored one go on with a scanner made afresh at the
+held position, which must hold there again on the same text (else nothing is kept); that costs
+one scanner decision on the tail instead of the whole pass.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from ._events import Event
 from ._scan import Commit, Hold, Scanner, StringGuard, WatchList
 from ._template import Field, Template, load_response_template
 from .errors import RequiredFieldsMissing
-from .tools import build_tool_table, coerce_tool_calls
+from .tools import ToolTable, build_tool_table, coerce_tool_calls
 
 _PREFIX_REQUIRED = (
     "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
@@ -106,14 +110,15 @@ class ResponseParser:
         response_template: dict | Template,
         prefix: str | None = None,
         *,
-        tools: list[dict | Callable] | None = None,
+        tools: list[dict | Callable] | ToolTable | None = None,
     ) -> None:
         self._t = load_response_template(response_template)
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
-        self._tools = build_tool_table(tools) if tools else {}
+        # a table `build_tool_table` made is taken as it is (the engine plugins build it per request)
+        self._tools = tools if type(tools) is ToolTable else build_tool_table(tools) if tools else {}
         self._buf = ""
         self._pos = 0
         self._output: dict[str, Any] = copy_value(self._t.defaults)
@@ -153,15 +158,25 @@ class ResponseParser:
             self._zw = zw
             self._dirty = dirty
             self.initial_events = _copy_events(events)
+            if pos < len(truncated):
+                self._process([], eos=False)  # the held tail: a scanner afresh, as the pass left
             return
         self._buf = truncated
         self._process(self.initial_events, eos=False)
-        if (
-            self._pos == len(truncated)
-            and len(truncated) <= _PREFIX_KEY_MAX
-            and not self._malformed
-            and _keepable(self.initial_events)
-        ):
+        if len(truncated) <= _PREFIX_KEY_MAX and not self._malformed and _keepable(self.initial_events):
+            pos = self._pos
+            if pos < len(truncated):
+                # The pass held its tail (text a delimiter may still start in: Qwen3's no-thinking
+                # prompt ends in the content's leading newlines). This parser, like a restored
+                # one, goes on with a scanner made afresh at the held position, which holds there
+                # again (no new text); kept only when it does.
+                self._scanner = None
+                self._states = {}
+                more: list[Event] = []
+                self._process(more, eos=False)
+                if more or self._pos != pos:
+                    self.initial_events += more
+                    return
             if states is None:
                 states = _PREFIX_STATES.setdefault(self._t, {})
             if len(states) >= _PREFIX_STATES_MAX:
@@ -180,9 +195,10 @@ class ResponseParser:
                 if any(e["type"] == "region_close" for e in self.initial_events)
                 else None,
             )
-            # the next feed makes its scanner afresh at the same position, as a restored parser's
-            self._scanner = None
-            self._states = {}
+            if pos == len(truncated):
+                # the next feed makes its scanner afresh at the same position, as a restored parser's
+                self._scanner = None
+                self._states = {}
 
     @property
     def input_text(self) -> str:

@@ -92,15 +92,72 @@ def test_a_reasoning_prompt_is_processed_once_per_template(
     assert second.feed(out) == first.feed(out)
 
 
-def test_a_prefix_that_holds_or_closes_a_call_is_not_kept() -> None:
-    # A prefix ending where a delimiter may still start (held), or one that closes a call (a
-    # value computed with this parser's tools), is processed for every parser.
+def test_a_prefix_that_closes_a_call_is_not_kept() -> None:
+    # A prefix that closes a call (a value computed with this parser's tools) is processed for
+    # every parser.
     t = chatparse.load_response_template(CATALOG["qwen3"])
     _parser._PREFIX_STATES.pop(t, None)
-    ResponseParser(t, prefix="<|im_start|>assistant\n<think>\nhm</thi")
     call = '<|im_start|>assistant\n<tool_call>\n{"name": "f", "arguments": {"a": "1"}}\n</tool_call>\n'
     ResponseParser(t, prefix=call)
     assert not _parser._PREFIX_STATES.get(t)
+
+
+@pure_only
+@pytest.mark.parametrize(
+    "name, prefix",
+    [
+        ("qwen3", "<|im_start|>assistant\n<think>\n\n</think>\n\n"),  # no thinking: held newlines
+        ("qwen3_xml", "<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+        ("qwen3", "<|im_start|>assistant\n<think>\nhm</thi"),  # a closer being written
+        ("deepseek_v3", "<｜Assistant｜>Hi <｜tool▁calls"),  # a call opener being written
+        ("gpt_oss", "<|start|>assistant<|channel|>analysis<|message|>hm<|e"),
+        ("kimi_k2", "<|im_assistant|>assistant<|im_middle|>Hi "),
+    ],
+)
+@pytest.mark.parametrize("out", ["", "Hi", "\n\nHi<|im_end|>", "</think>ok", '<tool_call>\n{"name": "f"'])
+@pytest.mark.parametrize("reason", ["finalize", "feed by characters"])
+def test_a_prefix_whose_tail_is_held_is_kept(
+    name: str, prefix: str, out: str, reason: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pass held the prompt's tail (a delimiter may still start in it): the state is kept, and
+    # each parser, the one that made the pass too, goes on with a scanner made afresh at the held
+    # position; a restored parser makes only that scanner (one `_process` on the held tail, no
+    # events), and parses every output as the pass's parser, its cut-off report included.
+    t = chatparse.load_response_template(CATALOG[name])
+    _parser._PREFIX_STATES.pop(t, None)
+    calls: list[int] = []
+    process = ResponseParser._process
+
+    def counted(self: Any, events: Any, *args: Any, **kwargs: Any) -> Any:
+        before = len(events)
+        process(self, events, *args, **kwargs)
+        calls.append(len(events) - before)
+
+    monkeypatch.setattr(ResponseParser, "_process", counted)
+    first = ResponseParser(t, prefix=prefix)
+    assert first._pos < len(first.input_text), "the tail is held"
+    assert len(calls) == 2 and calls[1] == 0  # the pass, then the fresh scanner's hold
+    assert len(_parser._PREFIX_STATES.get(t) or {}) == 1
+    calls.clear()
+    second = ResponseParser(t, prefix=prefix)
+    assert calls == [0]
+    assert second.initial_events == first.initial_events
+    monkeypatch.setattr(ResponseParser, "_process", process)
+    chunks = list(out) if reason == "feed by characters" else [out]
+
+    def run(p: ResponseParser) -> tuple[Any, ...]:
+        events = [_plain(p.feed(c)) for c in chunks]
+        message, last = p.finalize()
+        return events, message, _plain(last), p.cut_off
+
+    want = run(first)
+    assert run(second) == want
+    # ... and as a parser that kept nothing (it goes on with the scanner its pass held with)
+    _parser._PREFIX_STATES.pop(t, None)
+    monkeypatch.setattr(_parser, "_PREFIX_KEY_MAX", -1)
+    plain = ResponseParser(t, prefix=prefix)
+    assert not _parser._PREFIX_STATES.get(t)
+    assert run(plain) == want
 
 
 @pytest.mark.parametrize(

@@ -255,6 +255,41 @@ def test_parser_tools_read_name_and_parameters_only() -> None:
     assert build_tool_table(got) == want
 
 
+def test_parser_tool_table_is_the_table_of_parser_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`parser_tool_table` gives what `build_tool_table(parser_tools(...))` gives (None when empty),
+    in one pass: no intermediate dict for the engines' pydantic tools, nothing else read of them."""
+    from chatparse.tools import ToolTable, build_tool_table
+
+    read: list[str] = []
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}
+    fn = Attrs(read, name="get_weather", description="d" * 500, parameters=schema, strict=True)
+    bare = Attrs(read, name="ping", description="no parameters", parameters=None, strict=None)
+    again = Attrs(read, name="f", parameters={"type": "object"})  # a later tool of the same name wins
+    dicts = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+    responses = {"type": "function", "name": "g", "parameters": {}}
+    shapes: list[list[Any]] = [
+        [Attrs(read, type="function", function=fn), Attrs(read, type="function", function=bare)],
+        [*dicts, responses, {"type": "web_search"}, Attrs(read, type="function", function=again)],
+        [{"type": "web_search"}],
+        [],
+    ]
+    for offered in shapes:
+        want = build_tool_table(C.parser_tools(offered)) or None
+        got = C.parser_tool_table(offered)
+        assert got == want and (got is None or type(got) is ToolTable)
+    assert "description" not in read and "strict" not in read
+    built = {"dicts": 0}
+    real = C.tool_dicts
+
+    def counted(tools: Any) -> Any:
+        built["dicts"] += 1
+        return real(tools)
+
+    monkeypatch.setattr(C, "tool_dicts", counted)
+    C.parser_tool_table(shapes[0])
+    assert built["dicts"] == 0  # the pydantic tools went straight into the table
+
+
 def test_recover_finish_reason() -> None:
     stops = frozenset({2})
     cases = [

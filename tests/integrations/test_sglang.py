@@ -488,6 +488,9 @@ def test_hooks_publish_the_prompt_and_the_finish_reason(tok: Any) -> None:
     assert asyncio.run(drain(False)) == ["chunk"] and seen[-1]["finish_reason"] is None
     assert seen[-1]["one_parse"] is one  # the tool step still sees the reasoning step's parse
     assert asyncio.run(drain(True)) == ["chunk"] and seen[-1]["finish_reason"] == finish
+    # the server iterates the original's own generator: the hook wraps no generator around it
+    it = plugin._hook_tool_stream(gen, None, 0, "d", {}, {}, req, {}, 0, False, flush=False)
+    assert it.ag_code is gen.__code__
 
 
 def test_detokenization_hook_and_startup_hook(tok: Any) -> None:
@@ -582,10 +585,36 @@ def test_difference_text_is_trimmed_as_the_template_says(tok: Any) -> None:
     assert (ours["reasoning"], ours["content"]) == ("The user wants the weather.", "Let me check.")
 
 
+def test_streamed_turns_end_without_building_a_message(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SGLang's detectors return only the last deltas at the end of a stream: the message
+    (`ChatParser._message`, what `finish` adds) is never built there, whichever detector parses;
+    what it would report as not returned is still logged (`test_calls_not_returned_are_logged`)."""
+    from chatparse.openai import ChatParser
+
+    built = {"message": 0}
+    real = ChatParser._message
+
+    def message(self: Any) -> Any:
+        built["message"] += 1
+        return real(self)
+
+    monkeypatch.setattr(ChatParser, "_message", message)
+    for reasoning in ("chatparse", "qwen3"):
+        msg = pipeline(tok, OUTPUT, chunk=1, reasoning=reasoning)
+        assert msg["content"] == "Let me check." and len(msg["calls"]) == 1
+    assert built["message"] == 0
+    non_stream(tok, OUTPUT)  # the non-streaming path reads the message's report
+    assert built["message"] > 0
+
+
 def test_calls_not_returned_are_logged(tok: Any, caplog: pytest.LogCaptureFixture) -> None:
     """A malformed call is not returned; the server log says so, once per output (not again when
     SGLang's non-streaming path first asks `has_tool_call`)."""
-    for run in (lambda: pipeline(tok, MALFORMED, chunk=1), lambda: non_stream(tok, MALFORMED)):
+    for run in (
+        lambda: pipeline(tok, MALFORMED, chunk=1),
+        lambda: pipeline(tok, MALFORMED, chunk=1, reasoning="qwen3"),  # the tool detector parses alone
+        lambda: non_stream(tok, MALFORMED),
+    ):
         caplog.clear()
         with caplog.at_level("WARNING", logger="chatparse.integrations"):
             run()
@@ -689,7 +718,9 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
     steps = [OUTPUT[i : i + 1] for i in range(len(OUTPUT))]
     kinds: list[Any] = []  # each step's deltas from the parse (from the second step)
     handed: list[bool] = []  # whether the step handed the core's answer to ChatParser
-    quiet: list[bool] = []  # whether the core's answer was nothing, or a chunk making no delta
+    # what the core answered: "quiet" (nothing, or a chunk making no delta), "text" (a clean chunk
+    # of the open reasoning or content region, with its stream), or "other" (events, ...)
+    answers: list[str] = []
     token = counted.real.set(None)
     seen = {"reasoning": "", "content": "", "calls": []}
     try:
@@ -727,7 +758,11 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
                     r = _core(piece)
                     kinds.append([])  # unless the answer goes to ChatParser
                     handed.append(False)
-                    quiet.append(not r or (type(r) is str and _chat._sink is None))
+                    sink = _chat._sink if type(r) is str else None
+                    text = sink is _chat._reasoning or sink is _chat._content
+                    answers.append(
+                        "quiet" if not r or (type(r) is str and sink is None) else "text" if text else "other"
+                    )
                     return r
 
                 one._core, one._answer = stepped_core, answered
@@ -759,8 +794,16 @@ def test_one_parse_steps_touch_the_request_context_only_at_the_edges(
     # released nothing, or one reasoning or content delta, returns without it.
     assert len(stepped) == between and sum(1 for d in stepped if not d) > between // 2
     # A step whose core answer changes nothing in ChatParser (most steps: a call being written,
-    # text held) does not call it; every other step hands it the answer.
-    assert handed[before:] == [not q for q in quiet[before:]] and sum(quiet[before:]) > between // 2
+    # text held) does not call it; a clean reasoning or content chunk goes to its stream's piece
+    # directly, except the first piece of each stream (the stream's general path: leading space);
+    # every other answer goes to ChatParser.
+    answered_kinds = answers[before:]
+    assert [k for k, h in zip(answered_kinds, handed[before:]) if h and k != "text"] == [
+        k for k in answered_kinds if k == "other"
+    ]
+    assert sum(k == "quiet" for k in answered_kinds) > between // 2
+    text_steps = [h for k, h in zip(answered_kinds, handed[before:]) if k == "text"]
+    assert len(text_steps) > 5 and sum(text_steps) <= 2
     assert inner["split"] - middle["split"] == len(mixed) < 3
 
 
@@ -776,6 +819,8 @@ def test_tool_parser_parsing_alone_steps_the_core_and_skips_chatparser_on_quiet_
 
     counts = {"feed": 0, "answer": 0}
     real_feed, real_answer = ChatParser.feed, ChatParser._answer
+    answers: list[str] = []  # per step after the first: what the core answered (see below)
+    handed: set[int] = set()  # the steps whose answer went to `ChatParser._answer`
 
     def feed(self: Any, text: str) -> Any:
         counts["feed"] += 1
@@ -783,6 +828,7 @@ def test_tool_parser_parsing_alone_steps_the_core_and_skips_chatparser_on_quiet_
 
     def answer(self: Any, r: Any) -> Any:
         counts["answer"] += 1
+        handed.add(len(answers) - 1)
         return real_answer(self, r)
 
     monkeypatch.setattr(ChatParser, "feed", feed)
@@ -791,6 +837,16 @@ def test_tool_parser_parsing_alone_steps_the_core_and_skips_chatparser_on_quiet_
     real_step = plugin._tool_steps
 
     def tool_steps(parser: Any) -> Any:
+        core = parser._core_feed
+
+        def recording(text: str) -> Any:
+            r = core(text)
+            sink = parser._sink if type(r) is str else None
+            quiet = not r or (type(r) is str and sink is None)
+            answers.append("quiet" if quiet else "content" if sink is parser._content else "other")
+            return r
+
+        parser._core_feed = recording
         step = real_step(parser)
         seen.append(step)
         return step
@@ -806,6 +862,12 @@ def test_tool_parser_parsing_alone_steps_the_core_and_skips_chatparser_on_quiet_
     assert len(seen) == 1 and counts["feed"] == 1
     # `_answer` only where something can change in ChatParser (plus `feed`'s own first step)
     assert 0 < counts["answer"] < steps // 4, counts
+    # ... and not for a clean content chunk either (its stream's piece, straight from the step),
+    # except the content's first piece (the stream's general path: leading space)
+    assert all(answers[i] != "quiet" for i in handed)
+    assert {i for i, k in enumerate(answers) if k == "other"} <= handed
+    content = [i for i, k in enumerate(answers) if k == "content"]
+    assert len(content) > 5 and len(handed.intersection(content)) <= 1
 
 
 def test_per_request_derivations_are_made_once(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,6 +48,7 @@ from typing import Any
 
 from .._template import Template, load_response_template
 from ..openai._resolve import without_fields
+from ..tools import ToolTable, build_tool_table
 
 ENV_TEMPLATE = "CHATPARSE_TEMPLATE"
 ENV_TEMPLATE_OVERRIDE = "CHATPARSE_TEMPLATE_OVERRIDE"
@@ -92,18 +93,32 @@ def finish_output(parser: Any, reason: str, engine: str, *, report: bool = True)
     out = parser.finish(reason)
     info = out[0].get("chatparse") if report and isinstance(out[0], dict) else None
     if info:
-        errors = info.get("errors") or ()
-        dropped = info.get("dropped") or ()
-        if errors or dropped:
-            first = str(errors[0].get("error", "")).splitlines()[0][:160] if errors else ""
-            _log.warning(
-                "chatparse (%s): not returned: %d malformed region(s), %d dropped call(s)%s",
-                engine,
-                len(errors),
-                len(dropped),
-                f" (first: {first})" if first else "",
-            )
+        _warn_unreturned(engine, info.get("errors") or (), info.get("dropped") or ())
     return out
+
+
+def finish_deltas(parser: Any, reason: str, engine: str) -> list[dict[str, Any]]:
+    """The last deltas of `parser` (a template-mode `chatparse.openai.ChatParser`) and the same
+    warning as `finish_output`, without building the message (SGLang's detectors return only
+    deltas; the message cost about a microsecond per request)."""
+    deltas: list[dict[str, Any]] = parser._end_stream(reason)
+    errors, dropped = parser._unreturned()
+    if errors or dropped:
+        _warn_unreturned(engine, errors, dropped)
+    return deltas
+
+
+def _warn_unreturned(engine: str, errors: Sequence[Any], dropped: Sequence[Any]) -> None:
+    if not errors and not dropped:
+        return
+    first = str(errors[0].get("error", "")).splitlines()[0][:160] if errors else ""
+    _log.warning(
+        "chatparse (%s): not returned: %d malformed region(s), %d dropped call(s)%s",
+        engine,
+        len(errors),
+        len(dropped),
+        f" (first: {first})" if first else "",
+    )
 
 
 def delimiter_literal(d: Any, tokenizer: Any) -> str | None:
@@ -470,6 +485,25 @@ def parser_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
                 continue
         out.extend(tool_dicts((tool,)))
     return out
+
+
+def parser_tool_table(tools: Sequence[Any] | None) -> ToolTable | None:
+    """`build_tool_table(parser_tools(tools))`, None when it is empty (the request offers no tool
+    a parser reads), built in one pass: the properties schema of each of the engines' pydantic
+    tools goes straight into the table, without the intermediate dicts (other shapes as
+    `parser_tools` gives them). A parser takes the table as it is (`ChatParser(tools=table)`)."""
+    table = ToolTable()
+    for tool in tools or ():
+        fn = None if isinstance(tool, dict) else getattr(tool, "function", None)
+        if fn is not None and not isinstance(fn, dict) and hasattr(tool, "model_dump"):
+            name = getattr(fn, "name", None)
+            params = getattr(fn, "parameters", None)
+            if isinstance(name, str) and (params is None or isinstance(params, dict)):
+                properties = params.get("properties") if params is not None else None
+                table[name] = properties if isinstance(properties, dict) else {}
+                continue
+        table.update(build_tool_table(tool_dicts((tool,))))
+    return table or None
 
 
 _FUNCTION_KEYS = ("name", "description", "parameters", "strict")

@@ -98,10 +98,11 @@ from ._common import (
     Resolved,
     delimiter_literal,
     describe,
+    finish_deltas,
     finish_output,
     forces_tool_calls,
     no_call_id,
-    parser_tools,
+    parser_tool_table,
     prebuilt,
     resolve,
     tool_constraint,
@@ -190,7 +191,7 @@ class _OneParse:
         self._parser = ChatParser(
             template=resolved.template,
             prefix=prefix,
-            tools=parser_tools(tools) or None,
+            tools=parser_tool_table(tools),
             stream_tool_calls=policy.stream_tool_calls,
             unknown_tools=policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
@@ -199,6 +200,10 @@ class _OneParse:
         # something there (`ChatParser._answer`): most steps of a turn with calls change nothing.
         self._core = self._parser._core_feed
         self._answer = self._parser._answer
+        # The parser's text streams: a clean chunk of reasoning or content goes to its stream's
+        # `piece` straight from `step` (what `ChatParser._to_sink` does, without its delta dict).
+        self._reasoning = self._parser._reasoning
+        self._content = self._parser._content
         self.in_reasoning = False
         self.handoff: tuple[str, list[dict[str, Any]]] | None = None
         """This step's normal text (the object returned) and its deltas, until the tool parser takes them."""
@@ -227,13 +232,28 @@ class _OneParse:
         returns when it streams reasoning: once per token, so with no intermediate tuple).
 
         The common steps first, without `_split`'s joins and lists: nothing released (a call
-        being written, text held: most steps of a turn with calls), one reasoning delta, one
-        content delta."""
+        being written, text held: most steps of a turn with calls), a clean chunk of reasoning or
+        content (its stream's piece, as `ChatParser._to_sink` commits it), one reasoning delta,
+        one content delta."""
         r = self._core(text)
-        if (not r or (r.__class__ is str and self._parser._sink is None)) and (
-            self.linked and self.handoff is None
-        ):
-            return _NO_TEXT  # the core released nothing, or a chunk that makes no delta
+        if self.linked and self.handoff is None:
+            if not r:
+                return _NO_TEXT  # the core released nothing
+            if r.__class__ is str:
+                sink = self._parser._sink
+                if sink is None:
+                    return _NO_TEXT  # a chunk that makes no delta (a call being written)
+                if sink is self._reasoning or sink is self._content:
+                    piece = sink.piece(r)  # None (nothing committed): the general path below
+                    if piece is not None:
+                        if not piece:
+                            return _NO_TEXT
+                        if sink is self._reasoning:
+                            self.in_reasoning = True
+                            return ReasoningResult(None, piece)
+                        self.in_reasoning = False
+                        self.handoff = (piece, [{"content": piece}])
+                        return ReasoningResult(piece)
         deltas = self._answer(r)
         if not deltas:
             if self.linked and self.handoff is None:
@@ -271,7 +291,7 @@ class _OneParse:
 
     def finish(self) -> tuple[str, str]:
         reason = _finish_type(request_context().get("finish_reason"))
-        return self._split(finish_output(self._parser, reason, "sglang")[1], end=True)
+        return self._split(finish_deltas(self._parser, reason, "sglang"), end=True)
 
 
 _NO_TEXT = ReasoningResult()
@@ -425,12 +445,22 @@ def _tool_steps(parser: ChatParser) -> Callable[[str, Any], StreamingParseResult
     per-token answer, handed to `parser` only when it can change something there (as
     `_OneParse.step` does); most steps of a call being written return the shared empty result
     after the core alone. The first step went through `ChatParser.feed` (the prefix's deltas)."""
-    core, answer = parser._core_feed, parser._answer
+    core, answer, content = parser._core_feed, parser._answer, parser._content
 
     def step(new_text: str, tools: Any) -> StreamingParseResult:
         r = core(new_text)
-        if not r or (r.__class__ is str and parser._sink is None):
+        if not r:
             return _NOTHING
+        if r.__class__ is str:
+            sink = parser._sink
+            if sink is None:
+                return _NOTHING
+            if sink is content:  # a clean content chunk: its piece, as `ChatParser._to_sink` gives it
+                piece = sink.piece(r)
+                if piece is not None:
+                    return (
+                        cast(StreamingParseResult, _normal_result(normal_text=piece)) if piece else _NOTHING
+                    )
         return _step_result(answer(r))
 
     return step
@@ -525,7 +555,7 @@ class ChatparseDetector(BaseFormatDetector):
         return ChatParser(
             template=self._template,
             prefix=self._prefix(),
-            tools=parser_tools(tools) or None,
+            tools=parser_tool_table(tools),
             stream_tool_calls=self._policy.stream_tool_calls,
             unknown_tools=self._policy.unknown_tools,
             id_factory=no_call_id,  # SGLang's server mints the ids
@@ -589,11 +619,8 @@ class ChatparseDetector(BaseFormatDetector):
         self.__dict__.pop("parse_streaming_increment", None)
         if self._stream is None:  # nothing parsed here (or everything handed over)
             return _NOTHING
-        _, last, _ = finish_output(
-            self._stream, _finish_type(request_context().get("finish_reason")), "sglang"
-        )
-        normal, calls = _items(last)
-        return StreamingParseResult(normal_text=normal, calls=calls)
+        reason = _finish_type(request_context().get("finish_reason"))
+        return _step_result(finish_deltas(self._stream, reason, "sglang"))
 
     def supports_structural_tag(self) -> bool:
         """True: forced calls (`required`, named) are constrained to the template's own syntax, so
@@ -788,7 +815,7 @@ def _publish_tool_step(request: Any, finish: Any) -> None:
     )
 
 
-async def _hook_tool_stream(
+def _hook_tool_stream(
     original: Callable[..., Any],
     self: Any,
     index: int,
@@ -799,13 +826,16 @@ async def _hook_tool_stream(
     *args: Any,
     **kwargs: Any,
 ) -> AsyncIterator[Any]:
+    """Publish the step's context, then hand back the original's own async generator: the server
+    iterates it right away in the same task, so no generator of ours wraps it (one layer less on
+    every chunk of every step)."""
     flush = kwargs.get("flush", args[3] if len(args) > 3 else False)
     meta = content.get("meta_info", {}) if isinstance(content, dict) else {}
-    # Set for this step only (no reset: an async generator may be finalised in another context);
+    # Set for this step only (no reset: the generator may be finalised in another context);
     # every step of this request sets it afresh, and a context variable is per task.
     _publish_tool_step(request, meta.get("finish_reason") if flush else None)
-    async for chunk in original(self, index, delta, parsers, content, request, *args, **kwargs):
-        yield chunk
+    iterator: AsyncIterator[Any] = original(self, index, delta, parsers, content, request, *args, **kwargs)
+    return iterator
 
 
 def _hook_structure_constraint(

@@ -16,7 +16,9 @@ Policies (keyword options, defaults first):
   `"stop"` such a call is kept if it parsed (the closer is often the stop token, which engines cut).
 * `unknown_tools="surface" | "drop"`: calls to names not in `tools=` are returned and listed in
   `message["chatparse"]["unknown_tools"]`, or dropped and listed in `dropped`. Without `tools=`
-  nothing is unknown.
+  nothing is unknown. `tools=` also takes a `chatparse.tools.ToolTable` (`build_tool_table`'s
+  result, what the engine plugins build per request) as the parser's table itself (not with
+  `auto=True`).
 * malformed regions never raise and never lose the rest of the message: they are listed in
   `message["chatparse"]["errors"]` as `{field, error, text}`.
 * tool calls written inside reasoning: whatever the template says (qwen3_xml ends reasoning at
@@ -58,7 +60,10 @@ event is a clean chunk of the open region comes back from the parser as bare tex
 goes straight to that region's `TextStream` (`_set_sink`): the per-token path, no event dict; a
 chunk of a region whose chunks make no delta (`_sink` None: a call body sent at its close) changes
 nothing here at all, so an adapter that steps the core itself (`_core_feed`, the SGLang plugin)
-skips this layer for it and for a feed without events, and hands every other answer to `_answer`.
+skips this layer for it and for a feed without events, and hands every other answer to `_answer`
+(a clean chunk of a text region it may give to that region's `TextStream.piece` itself, as
+`_to_sink` does). `finish` is `_end_stream` (the last deltas) and then the message; an adapter
+that returns only deltas (the SGLang plugin) calls `_end_stream` and reads `_unreturned`.
 What the layer re-derives from the parser's buffer is limited to two things the events do not
 carry: a cut-off call opener at `finish(finish_reason="length")` (from the core's `cut_off`) and
 prefix text the core holds and never re-emits (the refill, see `__init__`).
@@ -85,9 +90,9 @@ from .._parser import ResponseParser
 from .._template import Template
 from ..detect import AutoParser
 from ..errors import RequiredFieldsMissing
-from ..tools import build_tool_table
+from ..tools import ToolTable, build_tool_table
 from ._calls import ToolCallAssembler, random_call_id
-from ._resolve import resolve_template
+from ._resolve import check_prefix, relax_call_keys, resolve_template
 from ._text import TextStream
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
@@ -128,6 +133,29 @@ def _field_plan(t: Template, stream_tool_calls: str) -> tuple[tuple[str, ...], f
     return text, silent
 
 
+_AS_GIVEN: dict[int, tuple[Template, bool]] = {}
+
+
+def _as_given(t: Template) -> bool:
+    """Whether `resolve_template` returns the compiled `t` itself (its call transform needs no
+    relaxing, `_resolve.relax_call_keys`). Once per template (a parser per request asks)."""
+    hit = _AS_GIVEN.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    spec = t.spec
+    found = isinstance(spec, dict) and relax_call_keys(spec) is spec
+    if len(_AS_GIVEN) >= _PLANS_MAX:
+        _AS_GIVEN.clear()
+    _AS_GIVEN[id(t)] = (t, found)  # the template is kept with its answer: its id stays its own
+    return found
+
+
+def _check_prefix(t: Template, prefix: str, policy: str) -> None:
+    """`check_prefix` one call deep, as `resolve_template` calls it (its warning names the frame
+    that made the parser)."""
+    check_prefix(t, prefix, None, policy)
+
+
 class ChatParser:
     """Streams one assistant message as Chat Completions `choices[0].delta` dicts.
 
@@ -153,7 +181,7 @@ class ChatParser:
         model: str | None = None,
         template: dict | Template | str | None = None,
         prefix: str | None = None,
-        tools: Sequence[dict | Callable] | None = None,
+        tools: Sequence[dict | Callable] | ToolTable | None = None,
         stream_tool_calls: str = "complete",
         unknown_tools: str = "surface",
         reasoning_key: str = "reasoning_content",
@@ -175,9 +203,14 @@ class ChatParser:
         )
         self._auto: AutoParser | None = None
         self._parser: ResponseParser | AutoParser
-        tool_list = list(tools) if tools is not None else None
+        # A `ToolTable` (`chatparse.tools.build_tool_table`'s result, which the engine plugins build
+        # straight from the request's tools) is the core's table as it is.
+        table = tools if type(tools) is ToolTable else None
+        tool_list = None if table is not None or tools is None else list(tools)
         offered: dict[str, dict[str, Any]] | None
         if auto and model is None and template is None:
+            if table is not None:
+                raise ValueError("auto=True takes tools as a list, not a tool table")
             if unknown_tools != "surface":
                 raise ValueError("auto=True supports unknown_tools='surface' only")
             if not parse_tool_calls:
@@ -190,20 +223,22 @@ class ChatParser:
             self._t = self._auto.template
             offered, stream_tool_calls = None, "complete"
         else:
-            self._t, prefix = resolve_template(
-                model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
-            )
-            self._parser = ResponseParser(self._t, prefix=prefix, tools=tool_list or None)
+            if model is None and type(template) is Template and parse_tool_calls and _as_given(template):
+                # A compiled template used as it is (what the engine plugins pass, per request):
+                # `resolve_template` would return it unchanged; only the prefix check remains.
+                self._t, prefix = template, "" if prefix is None else prefix
+                _check_prefix(template, prefix, missing_anchor)
+            else:
+                self._t, prefix = resolve_template(
+                    model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
+                )
+            self._parser = ResponseParser(self._t, prefix=prefix, tools=table or tool_list or None)
             # The core's close events carry its values uncopied: this layer only reads them (calls
             # and text are rebuilt here) and never returns the core's own message.
             self._parser._copy_values = False
             # The table the core built from the same tools (one table per parser, not two).
             offered = (
-                None
-                if tool_list is None
-                else self._parser._tools
-                if tool_list
-                else build_tool_table(tool_list)
+                None if tools is None else self._parser._tools if table or tool_list else build_tool_table(())
             )
         self._content = TextStream()
         self._reasoning = TextStream()
@@ -231,7 +266,8 @@ class ChatParser:
         self._core_feed: Callable[[str], Any] = self._parser._feed
         self._finished = False
         self._emit_from = 0
-        self._pending = self._process(self._parser.initial_events, truncated_drops=False)
+        initial = self._parser.initial_events
+        self._pending = self._process(initial, truncated_drops=False) if initial else []
         # The core never re-emits prefix characters it held and released late (D20, the reference's
         # behaviour): they are taken from `input_text` before the next chunk or close of the region
         # they belong to. This refill stays here because a chunk event carries no offset and the
@@ -261,6 +297,17 @@ class ChatParser:
         `finish_reason` is the engine's (`"stop"`, `"length"`, ...); the returned one is
         `"tool_calls"` when it was `"stop"` and calls were returned.
         """
+        deltas = self._end_stream(finish_reason)
+        message = self._message()
+        if finish_reason in ("stop", "tool_calls"):
+            finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
+        return message, deltas, finish_reason
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _end_stream(self, finish_reason: str) -> list[dict[str, Any]]:
+        """`finish` without the message: the last deltas. (The SGLang plugin's detectors return
+        only deltas; `_unreturned` gives what the message's report would list as not returned.)"""
         if self._finished:
             raise RuntimeError("ChatParser already finished")
         self._finished = True
@@ -279,12 +326,11 @@ class ChatParser:
                 events = self._drop_cut_opener(events)
         deltas = self._pending + self._process(events, truncated_drops=finish_reason == "length")
         self._pending = []
-        message = self._message()
-        if finish_reason in ("stop", "tool_calls"):
-            finish_reason = "tool_calls" if message.get("tool_calls") else "stop"
-        return message, deltas, finish_reason
+        return deltas
 
-    # -- internals ---------------------------------------------------------------------------
+    def _unreturned(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """`(errors, dropped)` as the message's `chatparse` report lists them (template mode)."""
+        return self._errors + self._calls.errors, self._calls.dropped
 
     def _drop_cut_opener(self, events: list[Any]) -> list[Any]:
         """Drop the start of a call opener that a cut-off output left at the end of a text region.
