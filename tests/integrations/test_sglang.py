@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from ..support.build import pure_only
 from .cases import (
     CALL,
     CALL2,
@@ -585,6 +586,7 @@ def test_difference_text_is_trimmed_as_the_template_says(tok: Any) -> None:
     assert (ours["reasoning"], ours["content"]) == ("The user wants the weather.", "Let me check.")
 
 
+@pure_only  # counts ChatParser._message by patching it
 def test_streamed_turns_end_without_building_a_message(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """SGLang's detectors return only the last deltas at the end of a stream: the message
     (`ChatParser._message`, what `finish` adds) is never built there, whichever detector parses;
