@@ -896,8 +896,24 @@ def _plain_xml_inline(content: str, content_args: Any) -> Callable[[str], dict[s
     if {"key", "value"} - set(compiled.groupindex):
         return None
     limit = REGEX_TIMEOUT if guarded(pattern, regex.DOTALL) else None
+    always = _always_set(pattern, ("key", "value"))
+    if compiled.groups == 2 and compiled.groupindex == {"key": 1, "value": 2} and always:
+        # `findall`'s own tuples are the `(key, value)` pairs (two groups, both always set: no
+        # group that did not take part), so the dict is built from them at once; a repeated key
+        # shows as fewer keys than pairs (`tags` below returns None for it: the generic code).
+        pairs_of = compiled.findall
+
+        def pairs_dict(text: str) -> dict[str, Any] | None:
+            try:
+                pairs = pairs_of(text, timeout=limit)
+            except TimeoutError:
+                raise _timed_out(f"xml-inline: tag_pattern {pattern!r}") from None
+            out = dict(pairs)
+            return out if len(out) == len(pairs) else None
+
+        return pairs_dict
     scan: Callable[[str], list[tuple[Any, Any]]]
-    if limit is not None and _always_set(pattern, ("key", "value")):
+    if limit is not None and always:
         # Under the time limit, `findall` costs about half of `finditer` (the `regex` module
         # checks its clock per match, and more dearly per iterator step); its "" for a group that
         # did not take part cannot be told from an empty value, so only when both always do.

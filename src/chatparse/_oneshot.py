@@ -114,6 +114,20 @@ would make the next query re-scan the run: the fast path then gives up (`Bail`) 
 parses with the streaming scanner instead, so the worst case stays linear (the fast work before
 the bail is at most linear too).
 
+Cursor seekers in the call loop. A call-dense qwen3_xml text asks its two cursor seekers once per
+call each, always where the answer can only start, so the loop decides there directly instead
+of through a finder. A closer whose every match starts with one literal: at that literal's first
+occurrence past the body's start (`_lead_closer_at`: one `str.find` and one `match`, without
+`c_reach`; `_lead_closer` says when attempts at distinct occurrences read each character a
+constant number of times). The opener, at the again step's position: `_CursorSeek.match_at` (the
+seeker's own `regex` decision of a candidate at or past `c_reach`, its read recorded, so the
+proof above is unchanged; `_Again.direct`), or, after such a literal-led closer, `match_here`
+without the read (`_free_opener`: no run of the opener can hold a whole occurrence of the
+closer's literal, and one starts between any two again steps). What fails there goes to the
+seeker as before. The other top delimiters' tests at the again step first check the literals a
+match must begin with (`_test_leads`), so an again step that meets none of them runs no `regex`
+match for them.
+
 Values: a field's body goes through `Field.process` (`_content.compile_processor`, built at
 load: the transform as one expression, `json.loads` for plain JSON), then the tools' coercion.
 """
@@ -430,6 +444,33 @@ class _CursorSeek(_Seek):
                 return s, self._found(s, r[0], n), r[1]
             s = finder.next(buf, finder.failed(buf, s), True)
         return n + 1, 0, None
+
+    def match_at(self, buf: str, s: int) -> Any:
+        """The call loop's again step for this opener (`_Again.direct`): the compiled pattern's
+        match at `s` (None: no match starts there), decided exactly as `_search` decides a
+        candidate at or past `c_reach` (the read it may do is recorded the same way, so the
+        `regex` attempts stay disjoint, and a match is counted in `overlap`), or False when only
+        the matcher may decide at `s` (no `reads`, or an earlier `regex` attempt read there). A
+        match at `s` is the seeker's answer to a query at `s` and none is the end of the again
+        step, so no finder is asked. The answer is not remembered: a later `first` searches
+        afresh (the answers are facts of the text, so they agree)."""
+        if self.reads is None or s < self.c_reach:
+            return False
+        self.c_reach = self._read_end(buf, s)
+        m = self.c_rx.match(buf, s)
+        if m is not None:
+            self._found(s, m.end(), len(buf))
+        return m
+
+    def match_here(self, buf: str, s: int) -> Any:
+        """`match_at` without `c_reach`: the compiled pattern's match at `s` (None: none starts
+        there), counted in `overlap`. Only where another argument bounds the reads (the call
+        loop's again step after a closer that always starts with a literal no run of this
+        pattern can cross: `_Calls.free`)."""
+        m = self.c_rx.match(buf, s)
+        if m is not None:
+            self._found(s, m.end(), len(buf))
+        return m
 
     def _found(self, s: int, e: int, n: int) -> int:
         """Count the characters of the match `[s, e)` that an earlier match covered (`overlap`)."""
@@ -992,14 +1033,51 @@ def _at_test(d: Any, kind: int) -> Any:
     if runs is None:
         return None
     match = d.match_re.match  # (`_rx.match_only`: bounded by the attempt itself)
+    head, after = _test_leads(d)
 
     def test(buf: str, pos: int, lim: int) -> bool | None:
+        if head is not None and not buf.startswith(head, pos):
+            return False  # no match starts here without one of its leads
         for run in runs:
-            if run.match(buf, pos, lim).end() >= lim:
+            e = run.match(buf, pos, lim).end()
+            if e >= lim:
                 return None  # a leading run reaching past the opener: not bounded by it
+            if after is not None and not buf.startswith(after, e):
+                return False  # no lead where the rest after the run must start
         return match(buf, pos) is not None
 
     return test
+
+
+def _test_leads(d: Any) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """Literal prefilters for `_at_test`'s test of pattern delimiter `d` at a position, in C
+    (`str.startswith`) before its `regex` match (most again steps meet none of the other
+    delimiters, qwen3_xml's `<think>` opener and `\\s*(?:<|im_end|>|...)` closer among them):
+    `(head, None)` when every match starts with one of the literals `head` (`PrefixSearch`,
+    `PrefixSetSearch`); `(None, after)` when every branch starts with the same unbounded run of
+    one class C and the rest with one of the literals `after` (`_literal_leads`), none of which
+    starts with a C character: the rest then starts exactly where the maximal C run from the
+    position ends (before it is a C character, which no lead starts with; the run cannot go past
+    it), so no lead there means no match; `(None, None)` otherwise."""
+    s = d.strategy
+    if type(s) in (PrefixSearch, PrefixSetSearch):
+        heads: list[str] = list(s.leads)
+        return (tuple(heads), None) if heads and all(heads) else (None, None)
+    leads = _literal_leads(d)
+    rx = d.module_re
+    if leads is None or rx is None or d.prog.tree is None:
+        return None, None
+    branches = _branches(_flatten(d.prog.tree))
+    classes = {_run_class(b[0]) if b else None for b in branches or []}
+    if len(classes) != 1:
+        return None, None
+    cls = classes.pop()
+    if cls is None:
+        return None, None
+    first = regex.compile(f"(?:{cls})", rx.flags)
+    if any(first.match(lead[0]) is not None for lead in leads):
+        return None, None
+    return None, tuple(leads)
 
 
 class _Found:
@@ -1072,7 +1150,19 @@ class _Again:
     those runs (measured, so disjoint from every later step's: `open_at`) plus a constant each
     (`_branch_runs`' proof), as the separate tests do."""
 
-    __slots__ = ("j", "seeker", "literals", "match", "runs", "names", "others", "calls", "joined", "all_set")
+    __slots__ = (
+        "j",
+        "seeker",
+        "literals",
+        "match",
+        "runs",
+        "names",
+        "others",
+        "calls",
+        "joined",
+        "all_set",
+        "direct",
+    )
 
     def __init__(self, j: int, d: Any, kind: int, others: list[Any], other_ds: list[Any]) -> None:
         self.j = j
@@ -1081,6 +1171,9 @@ class _Again:
         #: the opener's match comes from its own seeker (`first` at the position: linear by the
         #: seeker's proof, as every query of `run` is), not from `open_at`
         self.seeker = kind not in _AGAIN_KINDS
+        #: a `_CursorSeek` opener whose attempts `_attempt_reads` bounds: the call loop asks its
+        #: seeker's `match_at` at the position (its names and `all_set` read that match)
+        self.direct = self.seeker and kind == _CURSOR and _attempt_reads(d) is not None
         joinable = d.module_re is not None and d.module_re.flags == _BASE_FLAGS
         if not self.seeker and joinable and all(_joinable(o) for o in other_ds):
             lookahead = "|".join(f"(?:{o.source})" for o in other_ds)
@@ -1099,7 +1192,7 @@ class _Again:
         own = kind != _LITERAL and not self.seeker  # `open_at` runs the compiled pattern
         self.match = d.match_re.match if own else None  # (`_rx.match_only`)
         self.runs = _leading_runs(d) if own else []
-        self.names = list(d.module_re.groupindex) if own else []
+        self.names = list(d.module_re.groupindex) if own or self.direct else []
         self.others = others
         self.joined = 0
         #: every named group of the opener takes part in each of its matches: the captures are
@@ -1151,7 +1244,7 @@ class _Calls:
     regions of a call-dense text go closer, value, again step, closer, ... with no other decision
     between them. What the loop needs of that region, decided with the plan."""
 
-    __slots__ = ("field", "name", "slot", "quote", "strings", "close_caps")
+    __slots__ = ("field", "name", "slot", "quote", "strings", "close_caps", "lead", "free")
 
     def __init__(self, f: Any, fw: FastWatch) -> None:
         self.field = f
@@ -1163,6 +1256,73 @@ class _Calls:
         #: the closer has named groups (their captures join the region's before its value)
         d = fw.entries[0].delimiter
         self.close_caps = d.module_re is None or bool(d.module_re.groupindex)
+        #: `_lead_closer(d)`: the literal every match of a `_CursorSeek` closer starts with,
+        #: whose first occurrence the loop decides with one `regex` match (`_call_loop`)
+        self.lead = _lead_closer(d) if fw.kinds[0] == _CURSOR and not self.close_caps else None
+        #: the again step's cursor opener is decided by `match_here`, without `c_reach` (set by
+        #: the plan: `_free_opener`)
+        self.free = False
+
+
+def _runs_of(reads: list[list[tuple[Any, int]]]) -> list[Any]:
+    """The compiled runs (`(?:C)*`) of `_attempt_reads` steps, lookahead reads included."""
+    out: list[Any] = []
+    for steps in reads:
+        for run, _w in steps:
+            if type(run) is list:
+                out.extend(_runs_of(run))
+            elif run is not None:
+                out.append(run)
+    return out
+
+
+def _free_opener(d: Any, lead: str | None) -> bool:
+    """Whether the call loop may decide its again step's `_CursorSeek` opener `d` at the position
+    by `match_here`, without the seeker's `c_reach`, when the region's closer always starts with
+    the literal `lead` (`_Calls.lead`): `_attempt_reads` proves the opener's attempts, and each
+    class of the runs they read misses some character of `lead` (qwen3_xml: `\\s` and `[^>\\n]`
+    against `</function>`), so no run holds a whole occurrence of it.
+
+    Why that is linear: the loop's opener attempts start at positions `a1 < a2 < ...`, and an
+    occurrence of `lead` starts in each `[ai, ai+1]` (the closer that ended the call, found at or
+    after the opener's match), so attempt i+m starts past m whole occurrences after attempt i's
+    start. An attempt reads bounded steps and maximal runs; a run cannot hold an occurrence, so
+    to read past one the attempt needs a step boundary or a bounded step over it, of which it has
+    a constant number. An attempt thus reads past a constant number of the later attempts'
+    starts, every character is read by a constant number of the loop's attempts, and the seeker's
+    own `regex` attempts stay disjoint among themselves (`c_reach`)."""
+    if lead is None:
+        return False
+    reads = _attempt_reads(d)
+    return reads is not None and all(run.match(lead).end() < len(lead) for run in _runs_of(reads))
+
+
+def _lead_closer(d: Any) -> str | None:
+    """For a `_CursorSeek` closer (qwen3_xml's lookbehind-led `</function>...`): the literal
+    every one of its matches starts with (`PrefixSearch`), when `_attempt_reads` proves its
+    attempts and the literal's first character is in none of the classes of the runs they read
+    (none of them can then hold the start of an occurrence); else None.
+
+    The call loop then decides the closer at the first occurrence of the literal at or after the
+    body's start with the compiled pattern's `match` there (no earlier start is possible), without
+    the finder or the seeker's `c_reach` bookkeeping; when that fails, the seeker answers from one
+    past it. Why that is linear: those attempts start at distinct occurrences (the loop's
+    queries only grow), and so do the seeker's, which are the finder's candidates, the same
+    occurrences. An attempt reads a bounded lookbehind before its start, and after it bounded
+    steps and maximal runs; no run holds an occurrence's start, so a run it reads lies between two
+    consecutive occurrences, and to reach the gap between two occurrences an attempt crosses
+    every occurrence between its start and that gap with its bounded steps. Only the attempts at
+    the last few occurrences before a gap (as many as the bounded steps' total width and count
+    allow, a constant of the pattern) read into it: every character is read a constant number of
+    times."""
+    s = d.strategy
+    if type(s) is not PrefixSearch or not s.prefix:
+        return None
+    reads = _attempt_reads(d)
+    if reads is None:
+        return None
+    head = s.prefix[0]
+    return s.prefix if all(run.match(head).end() == 0 for run in _runs_of(reads)) else None
 
 
 def _calls_for(t: Template, fw_of: dict[str, FastWatch], w: Watch) -> _Calls | None:
@@ -1232,6 +1392,14 @@ def _call_loop(
     # pattern fails goes to the seeker, which tries the next ones.
     lit = sk.literals[0] if type(sk) is _LiteralSeek and len(sk.literals) == 1 else None
     lead = sk.leads[0] if type(sk) is _LeadRunSeek and len(sk.leads) == 1 and not close_caps else None
+    # A `_CursorSeek` closer whose every match starts with the literal `clead` (`_lead_closer`:
+    # why this is linear): its leftmost match at or after `pos` can start only at an occurrence
+    # of `clead`, so the first occurrence is decided directly, by the pattern's `match` there
+    # (counted in the seeker's `overlap` as its own matches are); when it fails there, the seeker
+    # answers from one past it. No occurrence: no match.
+    clead = calls.lead
+    direct = again.direct
+    free = calls.free
     zw = -1
     # the region's open `(start, end, captures)`, not appended as an event (with `kept`)
     opening: tuple[int, int, dict] | None = None
@@ -1239,6 +1407,10 @@ def _call_loop(
         # -- the closer: its first match, unless refused (the general path decides those) --------
         if lit is not None or lead is not None:
             s, end = _closer_at(buf, pos, lit, lead, sk)
+        elif clead is not None:
+            s, end = _lead_closer_at(buf, pos, clead, sk)
+            if s >= n or s == end == zw:
+                s = -1
         else:
             s = sk.first(buf, pos)
             end = sk.end
@@ -1324,6 +1496,16 @@ def _call_loop(
             if got is None:
                 return False, pos, {}, zw, first_error
             found_end, m = got
+        elif free:
+            m = opener.match_here(buf, pos)
+            if m is None or m.end() <= pos:
+                return False, pos, {}, zw, first_error
+            found_end = m.end()
+        elif direct and (m := opener.match_at(buf, pos)) is not False:
+            # (the seeker's own decision at the position: no other start can be the answer)
+            if m is None or m.end() <= pos:
+                return False, pos, {}, zw, first_error
+            found_end = m.end()
         else:
             if opener.first(buf, pos) != pos or opener.end <= pos:
                 return False, pos, {}, zw, first_error
@@ -1332,7 +1514,7 @@ def _call_loop(
         for test in others:
             if test(buf, pos, lim) is not False:
                 return False, pos, {}, zw, first_error
-        caps = again.captures(m) if own else opener.captures(buf)
+        caps = again.captures(m) if own or m is not None else opener.captures(buf)
         if kept is not None:
             # (the captures are copied now only when the closer's captures may join them later)
             opening = (pos, found_end, dict(caps) if close_caps else caps)
@@ -1365,6 +1547,21 @@ def _closer_at(buf: str, pos: int, lit: str | None, lead: str | None, sk: Any) -
     s = sk.back.match(buf, pos, p).start()
     m = sk.rx.match(buf, s)
     return (s, m.end()) if m is not None else (-1, p + len(lead))  # type: ignore[arg-type]
+
+
+def _lead_closer_at(buf: str, pos: int, lead: str, sk: Any) -> tuple[int, int]:
+    """`_call_loop`'s closer from `pos` for a `_CursorSeek` `sk` whose every match starts with the
+    literal `lead` (`_lead_closer`): the pattern's `match` at the first occurrence of `lead` (no
+    match can start earlier), or, when it fails there, the seeker's answer from one past it;
+    `(start, end)`, the start `len(buf) + 1` when there is no match (no occurrence: `-1`)."""
+    s = buf.find(lead, pos)
+    if s < 0:
+        return -1, len(buf)
+    m = sk.c_rx.match(buf, s)
+    if m is not None:
+        return s, sk._found(s, m.end(), len(buf))  # (counted as the seeker's own matches)
+    s = sk.first(buf, s + 1)
+    return s, sk.end
 
 
 class Plan:
@@ -1407,7 +1604,9 @@ class Plan:
                 fw.slots.append(slot_of[id(d)])
         for ag in self.again:
             if ag is not None:
-                ag.calls = _calls_for(t, self.by_field, top.entries[ag.j])
+                ag.calls = calls = _calls_for(t, self.by_field, top.entries[ag.j])
+                if calls is not None and ag.direct:
+                    calls.free = _free_opener(top.entries[ag.j].delimiter, calls.lead)
 
 
 _PLANS: weakref.WeakKeyDictionary[Template, Plan] = weakref.WeakKeyDictionary()

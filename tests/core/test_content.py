@@ -665,6 +665,8 @@ FIELD_CASES: list[tuple[str, dict[str, Any], Any, bool]] = [
     ("xml-inline", {"tag_pattern": "<(?:(?P<key>\\w+)|!)>(?P<value>[^<]*)"}, None, False),
     # a value group that can stay out of a match (None there, not ""): the `finditer` scan
     ("xml-inline", {"tag_pattern": "<(?P<key>\\w+)>(?P<value>[^<]+)?"}, None, False),
+    # both always set but not the groups (key, value) in that order: `findall`'s tuples reordered
+    ("xml-inline", {"tag_pattern": "(?P<value>[^<]*)<(?P<key>\\w+)>"}, None, False),
 ]
 
 

@@ -212,9 +212,41 @@ def counting_fast() -> Iterator[collections.Counter]:
             return s, e
 
         _oneshot._closer_at = counted_closer_at
+        lead_closer_at = _oneshot._lead_closer_at
+
+        def counted_lead_closer_at(buf: str, pos: int, lead: str, sk: Any) -> Any:
+            # a cursor closer's direct attempt: the text up to the lead's first occurrence and
+            # what the attempt there reads (`_read_end`); the seeker's searches count themselves
+            got = lead_closer_at(buf, pos, lead, sk)
+            at = buf.find(lead, pos)
+            counts["span:lead"] += (sk._read_end(buf, at) if at >= 0 else len(buf)) - pos + 1
+            return got
+
+        _oneshot._lead_closer_at = counted_lead_closer_at
+        match_at = vars(_oneshot._CursorSeek)["match_at"]
+
+        def counted_match_at(self: Any, buf: str, s: int) -> Any:
+            # an opener's direct attempt at the again step: the text it can read
+            got = match_at(self, buf, s)
+            if got is not False:
+                counts["span:match_at"] += self.c_reach - s + 1
+            return got
+
+        _oneshot._CursorSeek.match_at = counted_match_at  # type: ignore[method-assign]
+        match_here = vars(_oneshot._CursorSeek)["match_here"]
+
+        def counted_match_here(self: Any, buf: str, s: int) -> Any:
+            # the same, where the closer's lead bounds the reads (`_free_opener`)
+            counts["span:match_here"] += self._read_end(buf, s) - s + 1
+            return match_here(self, buf, s)
+
+        _oneshot._CursorSeek.match_here = counted_match_here  # type: ignore[method-assign]
         try:
             yield counts
         finally:
+            _oneshot._CursorSeek.match_here = match_here  # type: ignore[method-assign]
+            _oneshot._CursorSeek.match_at = match_at  # type: ignore[method-assign]
+            _oneshot._lead_closer_at = lead_closer_at
             _oneshot._closer_at = closer_at
             _oneshot._Again.open_at = open_at  # type: ignore[method-assign]
             for cls, original in patched:
@@ -779,7 +811,10 @@ def test_cursor_seek_finds_the_leftmost_match_across_queries(data: st.DataObject
 def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.MonkeyPatch) -> None:
     # Its name-run opener and lookbehind-led closer used to send the whole template to the
     # streaming machine at the end of the text: now no bail, no `stream_end`, no
-    # decision of the streaming scanner; the cursor seekers answer.
+    # decision of the streaming scanner; the cursor seekers answer. In the call loop both are
+    # decided at the one place the answer can start (the opener at the again step's position,
+    # `match_here`; the closer at the next `</function>`, `_lead_closer_at`), without a finder's
+    # search: the searches do not grow with the calls, the direct answers are two per call.
     t = chatparse.load_response_template(CATALOG["qwen3_xml"])
     ends = []
     original = _oneshot.stream_end
@@ -791,14 +826,34 @@ def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.M
         "_search",
         lambda self, buf, q: searches.append(q) or original_search(self, buf, q),
     )
-    text = _calls_text("qwen3_xml", 60)
-    bails = _oneshot.BAILS[0]
-    with counting_fast() as counts:
-        got = chatparse.parse_response(text, t, prefix="")
-    assert len(got["tool_calls"]) == 60
-    assert _oneshot.BAILS[0] == bails and not ends
-    assert counts["decide"] == 0 and counts["_scan"] == 0, counts
-    assert len(searches) >= 120  # the cursor seekers answered: an opener and a closer per call
+    direct = []
+    original_here = _oneshot._CursorSeek.match_here
+    monkeypatch.setattr(
+        _oneshot._CursorSeek,
+        "match_here",
+        lambda self, buf, s: direct.append(s) or original_here(self, buf, s),
+    )
+    original_lead = _oneshot._lead_closer_at
+    monkeypatch.setattr(
+        _oneshot,
+        "_lead_closer_at",
+        lambda buf, pos, lead, sk: direct.append(pos) or original_lead(buf, pos, lead, sk),
+    )
+    per_size = []
+    for calls in (30, 60):
+        text = _calls_text("qwen3_xml", calls)
+        bails = _oneshot.BAILS[0]
+        searches.clear()
+        direct.clear()
+        with counting_fast() as counts:
+            got = chatparse.parse_response(text, t, prefix="")
+        assert len(got["tool_calls"]) == calls
+        assert _oneshot.BAILS[0] == bails and not ends
+        assert counts["decide"] == 0 and counts["_scan"] == 0, counts
+        per_size.append((len(searches), len(direct)))
+    (s30, d30), (s60, d60) = per_size
+    assert s60 == s30, per_size  # finder searches: constant in the calls
+    assert d60 - d30 == 2 * 30, per_size  # an opener and a closer per call, asked directly
 
 
 @pure_only
@@ -1037,3 +1092,146 @@ def test_one_shot_matches_at_positions_with_match_re(name: str, monkeypatch: pyt
         with contextlib.suppress(ValueError, KeyError, TypeError):
             _oneshot.parse_events(text, t, "", None)
     assert _oneshot.BAILS[0] == bails
+
+
+# --------------------------------------------------------------------------------------------
+# qwen3_xml's call loop: the closer at its lead, the opener at the again step, the other
+# delimiters' tests behind a literal prefilter
+
+_XML_CALL = "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>\n"
+_XML_TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}},
+    }
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _XML_CALL * 3,
+        # the closer's lead where its pattern fails (a `</function>` inside a value), then the closer
+        _XML_CALL + _XML_CALL.replace("\n1\n", "\nx</function>y\n") + _XML_CALL,
+        # closers of every branch: bare calls, a closer before the next opener, whitespace runs
+        "<function=f>\n</function><function=g>\n<parameter=a>\n2\n</parameter>\n</function>\n",
+        _XML_CALL.replace("</function>\n</tool_call>", "</function>" + " " * 80 + "</tool_call>") * 2,
+        _XML_CALL.replace("</tool_call>\n", "") * 3,
+        _XML_CALL + "<tool_call>\n<function=f>\n<parameter=a>\n1\n",  # cut off: no closer
+        _XML_CALL + "<tool_call>\n<function=f\n>" + _XML_CALL,  # the again step's opener fails
+        _XML_CALL + "<think>x</think>" + _XML_CALL + "<|im_end|>",  # other top delimiters after a call
+        _XML_CALL + "  <|im_end|>",
+        _XML_CALL + "\n<think>" + _XML_CALL,
+    ],
+)
+def test_call_loop_cursor_closer_and_opener_agree_with_the_streaming_parser(text: str) -> None:
+    assert_same(text, CATALOG["qwen3_xml"])
+    assert_same(text, CATALOG["qwen3_xml"], tools=_XML_TOOLS)
+    assert_same("<think>\nr</think>\n" + text, CATALOG["qwen3_xml"], prefix="<|im_start|>assistant\n")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda k: "<tool_call>\n<function=f>\n" + "x</function>" * k,  # the closer fails at each lead
+        lambda k: (_XML_CALL.replace("</function>\n", "</function>" + " " * 100)) * k,
+        lambda k: "<tool_call>\n<function=f>\n</function>" + "</function>" * k + " " * k,
+        lambda k: (_XML_CALL + " " * 100) * k + "x",
+        # the again step's opener reads a name run and fails (`_free_opener`), or a long run
+        lambda k: (_XML_CALL + "<function=" + "a" * 100 + "\n") * k,
+        lambda k: (_XML_CALL + "<function=" + "<function=a" * 20 + "\n") * k,
+        lambda k: (_XML_CALL.replace("</tool_call>\n", " " * 100)) * k,
+    ],
+)
+def test_call_loop_cursor_closer_and_opener_are_linear(make: Callable[[int], str]) -> None:
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
+    assert _oneshot.plan_for(t).again[1].calls.lead == "</function>"  # type: ignore[union-attr]
+    small = _fast_work(t, make(300))
+    large = _fast_work(t, make(600))
+    assert large <= 2.3 * small + 200, (small, large)
+
+
+def test_lead_closer_needs_runs_that_cannot_hold_the_lead() -> None:
+    # qwen3_xml's closer reads whitespace runs only; a closer whose lookahead reads a run of `<`
+    # could read across the next occurrences of its lead: no direct decision there.
+    def closer(source: str) -> Any:
+        t = chatparse.load_response_template(
+            {
+                "start_anchor": "A",
+                "fields": {
+                    "tool_calls": {"open": "<f>", "close_pattern": source, "repeats": True},
+                    "content": {},
+                },
+            }
+        )
+        return t.fields["tool_calls"].closer
+
+    xml = chatparse.load_response_template(CATALOG["qwen3_xml"]).fields["tool_calls"].closer
+    assert _oneshot._lead_closer(xml) == "</function>"
+    assert _oneshot._lead_closer(closer("</f>\\s*</g>|(?<=</p>\\s{0,4})</f>(?!\\s*</g>)")) == "</f>"
+    assert _oneshot._lead_closer(closer("</f>\\s*</g>|(?<=</p>\\s{0,4})</f>(?!<*y)")) is None
+    assert _oneshot._lead_closer(closer("(?<=x)</f>(?!\\s*y)")) is None  # (led by its lookbehind)
+
+
+def test_again_tests_prefilter_agrees_with_the_match() -> None:
+    # The other top delimiters' tests decline with a literal check before their `regex` match;
+    # every answer they give is the match's, and they give every answer the unfiltered test gives.
+    rng = __import__("random").Random(7)
+    pieces = ["<think>", "</think>", "<|im_end|>", "<tool_call>", "<function=f>", " ", "\n", "x", "<"]
+    for name in ("qwen3_xml", "qwen3", "glm", "kimi_k2", "deepseek_v3"):
+        top = _oneshot.plan_for(chatparse.load_response_template(CATALOG[name])).top
+        for w, kind in zip(top.entries, top.kinds):
+            d = w.delimiter
+            test = _oneshot._at_test(d, kind)
+            if test is None or kind == _oneshot._LITERAL:
+                continue
+            runs = _oneshot._branch_runs(d)
+            assert runs is not None
+
+            def reference(buf: str, pos: int, lim: int, runs: list[Any] = runs, d: Any = d) -> bool | None:
+                # `_at_test` without a prefilter: undecided where a leading run reaches `lim`
+                if any(run.match(buf, pos, lim).end() >= lim for run in runs):
+                    return None
+                return d.match_re.match(buf, pos) is not None
+
+            for _ in range(300):
+                buf = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 8)))
+                pos = rng.randrange(len(buf))
+                lim = rng.randrange(pos + 1, len(buf) + 2)
+                got = test(buf, pos, lim)
+                if got is not None:
+                    assert got == (d.match_re.match(buf, pos) is not None), (name, d.source, buf, pos)
+                want = reference(buf, pos, lim)
+                if want is not None:
+                    assert got == want, (name, d.source, buf, pos, lim)
+
+
+@pure_only
+def test_again_tests_on_a_call_dense_text_run_no_match() -> None:
+    # qwen3_xml's `<think>` opener and content closer, tested at each again step: the prefilter
+    # declines every one without their `regex` match.
+    import copy
+
+    calls = collections.Counter()
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
+    top = _oneshot.plan_for(t).top
+    text = _calls_text("qwen3_xml", 50)
+    steps = [m.start() for m in regex.finditer("<tool_call>", text)][1:]
+    for w, kind in zip(top.entries, top.kinds):
+        if w.field == "tool_calls":
+            continue
+        d = copy.copy(w.delimiter)
+        real = d.match_re
+
+        class Counting:
+            def match(self, buf: str, pos: int, _real: Any = real, _source: str = d.source) -> Any:
+                calls[_source] += 1
+                return _real.match(buf, pos)
+
+        d.match_re = Counting()
+        test = _oneshot._at_test(d, kind)
+        assert test is not None
+        for pos in steps:
+            lim = text.index(">", text.index("<function=", pos)) + 2
+            assert test(text, pos, lim) is False
+    assert not calls, calls
