@@ -476,15 +476,25 @@ def parser_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
     attribute costs a little on every request); other shapes as `tool_dicts` gives them."""
     out: list[dict[str, Any]] = []
     for tool in tools or ():
-        fn = None if isinstance(tool, dict) else getattr(tool, "function", None)
-        if fn is not None and not isinstance(fn, dict) and hasattr(tool, "model_dump"):
-            name = getattr(fn, "name", None)
-            params = getattr(fn, "parameters", None)
-            if isinstance(name, str) and (params is None or isinstance(params, dict)):
-                out.append({"name": name, "parameters": params} if params is not None else {"name": name})
-                continue
-        out.extend(tool_dicts((tool,)))
+        read = _engine_function(tool)
+        if read is None:
+            out.extend(tool_dicts((tool,)))
+        else:
+            name, params = read
+            out.append({"name": name, "parameters": params} if params is not None else {"name": name})
     return out
+
+
+def _engine_function(tool: Any) -> tuple[str, dict[str, Any] | None] | None:
+    """The name and parameters schema of one of the engines' pydantic tools (read from its
+    attributes), or None for any other shape (`tool_dicts` reads those)."""
+    fn = None if isinstance(tool, dict) else getattr(tool, "function", None)
+    if fn is not None and not isinstance(fn, dict) and hasattr(tool, "model_dump"):
+        name = getattr(fn, "name", None)
+        params = getattr(fn, "parameters", None)
+        if isinstance(name, str) and (params is None or isinstance(params, dict)):
+            return name, params
+    return None
 
 
 def parser_tool_table(tools: Sequence[Any] | None) -> ToolTable | None:
@@ -494,15 +504,13 @@ def parser_tool_table(tools: Sequence[Any] | None) -> ToolTable | None:
     `parser_tools` gives them). A parser takes the table as it is (`ChatParser(tools=table)`)."""
     table = ToolTable()
     for tool in tools or ():
-        fn = None if isinstance(tool, dict) else getattr(tool, "function", None)
-        if fn is not None and not isinstance(fn, dict) and hasattr(tool, "model_dump"):
-            name = getattr(fn, "name", None)
-            params = getattr(fn, "parameters", None)
-            if isinstance(name, str) and (params is None or isinstance(params, dict)):
-                properties = params.get("properties") if params is not None else None
-                table[name] = properties if isinstance(properties, dict) else {}
-                continue
-        table.update(build_tool_table(tool_dicts((tool,))))
+        read = _engine_function(tool)
+        if read is None:
+            table.update(build_tool_table(tool_dicts((tool,))))
+        else:
+            name, params = read
+            properties = params.get("properties") if params is not None else None
+            table[name] = properties if isinstance(properties, dict) else {}
     return table or None
 
 
