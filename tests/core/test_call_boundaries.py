@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import chatparse
+from chatparse import _scan
 
 from ..support.build import skip_if_compiled
 from .test_call_dense import CALL_TEMPLATES, _calls_text
@@ -84,3 +85,116 @@ def test_a_completed_lead_is_not_matched_against_the_head_trie(template: str, se
     except ValueError:
         return
     assert got == want
+
+
+def _stream_counting(t: Any, text: str, seed: int, counts: collections.Counter) -> dict:
+    """Stream `text` in 1-4 character tokens, counting (in `counts`) the `decide` calls that
+    find a held tail still beginning its lead (`decide`'s first step), and the searches of a
+    prefilter's lead trie made outside `_prefiltered` (where there is no `back` to search)."""
+    skip_if_compiled()
+    scanner = _scan.Scanner
+    decide, prefiltered = vars(scanner)["decide"], vars(scanner)["_prefiltered"]
+    inside = [0]
+
+    def counted_decide(self: Any, buf: str, eos: bool, zw: int = -1) -> Any:
+        j = self._tail_at
+        if j >= 0 and not eos and len(buf) - j < len(self._tail_lead) and self._tail_lead.startswith(buf[j:]):
+            counts["decide on a held tail"] += 1
+        return decide(self, buf, eos, zw)
+
+    def counted_prefiltered(self: Any, buf: str, pre: Any) -> Any:
+        inside[0] += 1
+        try:
+            return prefiltered(self, buf, pre)
+        finally:
+            inside[0] -= 1
+
+    class Search:
+        def __init__(self, rx: Any, back: int) -> None:
+            self.rx = rx
+            self.back = back
+
+        def search(self, *a: Any) -> Any:
+            if not inside[0] and not self.back:
+                counts["lead search outside _prefiltered"] += 1
+            return self.rx.search(*a)
+
+        def match(self, *a: Any) -> Any:
+            return self.rx.match(*a)
+
+    patched = []
+    for watch in {id(w): w for w in [t.watch, *(f.watch for f in t.fields.values())]}.values():
+        pre = watch.prefilter
+        if pre is not None and not isinstance(pre.search_re, Search):
+            patched.append((pre, pre.search_re))
+            pre.search_re = Search(pre.search_re, pre.back)
+    scanner.decide = counted_decide  # type: ignore[method-assign]
+    scanner._prefiltered = counted_prefiltered  # type: ignore[method-assign]
+    try:
+        p = chatparse.ResponseParser(t, prefix="")
+        for piece in _tokens(text, seed):
+            p.feed(piece)
+        return p.finalize()[0]
+    finally:
+        scanner.decide = decide  # type: ignore[method-assign]
+        scanner._prefiltered = prefiltered  # type: ignore[method-assign]
+        for pre, rx in patched:
+            pre.search_re = rx
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_a_held_tail_is_followed_without_decide(template: str) -> None:
+    """While a long lead streams in (a dozen feeds of every DeepSeek call), `_feed` follows the
+    held tail that begins it itself (`decide`'s first step, inlined): no `decide` call there."""
+    t = TEMPLATES[template]
+    text = _calls_text(t, 8, 3)
+    assert text is not None
+    counts: collections.Counter = collections.Counter()
+    got = _stream_counting(t, text, 0, counts)
+    assert counts["decide on a held tail"] == 0, counts
+    try:
+        want = chatparse.parse_response(text, t, prefix="")
+    except ValueError:
+        return
+    assert got == want
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_a_walk_starts_at_the_lead_the_prefilter_found(template: str) -> None:
+    """`_chain_decide` walks from the leftmost lead that `_prefiltered` has just found, without
+    searching the lead trie for it a second time (once per call opener and closer)."""
+    t = TEMPLATES[template]
+    text = _calls_text(t, 8, 3)
+    assert text is not None
+    counts: collections.Counter = collections.Counter()
+    _stream_counting(t, text, 1, counts)
+    assert counts["lead search outside _prefiltered"] == 0, counts
+
+
+def test_walked_captures_leave_out_groups_that_took_no_part() -> None:
+    """The captures of a walked match come from one `regex` match: its `groupdict()` as it is when
+    every group took part, without the groups that did not otherwise (an optional group)."""
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "A",
+            "fields": {
+                "tool_calls": {
+                    "open_pattern": r"<c>(?:(?P<ns>ns)\.)?(?P<name>[^\n<]+)\n",
+                    "close": "</c>",
+                    "repeats": True,
+                    "transform": {"name": "{name}", "ns": "{ns}"},
+                },
+                "content": {},
+            },
+        }
+    )
+    opener = t.fields["tool_calls"].opener
+    assert opener.walks is not None
+    assert _scan._captures(opener, "x<c>ns.f\n", 1, False, None, True) == {"ns": "ns", "name": "f"}
+    assert _scan._captures(opener, "x<c>f\n", 1, False, None, True) == {"name": "f"}
+    for text in ("<c>ns.f\n{}</c><c>g\n{}</c>", "<c>g\n{}</c>"):
+        p = chatparse.ResponseParser(t, prefix="")
+        events = [e for ch in text for e in p.feed(ch)]
+        opens = [e["captures"] for e in events if e["type"] == "region_open" and e["field"] == "tool_calls"]
+        want = [{"ns": "ns", "name": "f"}, {"name": "g"}] if text.startswith("<c>ns") else [{"name": "g"}]
+        assert opens == want
