@@ -10,9 +10,7 @@ lives in this file; where the next delimiter is lies with `_scan`.
 A processing pass asks the current region's `Scanner` for a decision: commit a delimiter match
 (route the text before it, close/open regions, switch watch list, repeat) or hold from a position
 (route the text before it and stop). At end of stream nothing is held: remaining text is routed
-and the open region is closed, flagged `complete: False` when its closer never came. A feed while
-the scanner holds a tail that begins a long lead (a call opener streamed in) takes the scanner's
-first step itself: the tail still only begins the lead, so the hold stays (no `decide` call).
+and the open region is closed, flagged `complete: False` when its closer never came.
 
 The result of a pass depends only on the buffer, never on how it was split, because a scanner
 commits a match only when every continuation of the text would make the one-shot parse commit the
@@ -216,17 +214,6 @@ class ResponseParser:
             self._buf = buf
             sc = self._scanner
             if sc is not None:
-                j = sc._tail_at
-                if j >= 0:
-                    # `decide`'s first step, inlined: the hold is a tail that begins a long lead
-                    # (`<｜tool▁call▁begin｜>function<｜too`, a dozen feeds of every DeepSeek call),
-                    # and the text still only begins it: the hold stays, nothing to release (the
-                    # last feed released up to it).
-                    lead = sc._tail_lead
-                    n = len(buf)
-                    if n - j < len(lead) and lead.startswith(buf[j:]):
-                        sc._searched = n
-                        return []
                 # The per-token path: a hold inside an open region is one chunk.
                 decision = sc.decide(buf, False, self._zw)
                 if type(decision) is Hold:

@@ -40,12 +40,11 @@ inside a literal lead, plus the trailing run of a leading loop class (the whites
 this is the per-token fast path, inlined in `decide` for a feed without the one character every
 lead begins with (`_per_token_general` for two characters, an `after` literal, an open value close
 or a guarded leading loop). A tail that begins a long literal lead is then followed with
-`startswith` on later feeds, not searched for again (the first step of `decide`, which the parser's
-`_feed` takes itself before asking it), and while it begins another lead (a marker streamed in
-pieces: `<｜DSML｜` then `function`) with one anchored match of each trie (the lead trie's first:
-where the lead is complete, the head trie would fail only after backtracking through each level). In a region
-with a JSON string guard the prefilter decides only the feeds with nothing to hold (no lead, no
-tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
+`startswith` on later feeds, not searched for again, and while it begins another lead (a marker
+streamed in pieces: `<｜DSML｜` then `function`) with one anchored match of each trie (the lead
+trie's first: where the lead is complete, the head trie would fail only after backtracking through
+each of its levels). In a region with a JSON string guard the prefilter decides only the feeds
+with nothing to hold (no lead, no tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
 inlined path (with a value close, while the body's value is still open). A region with no text
 yet is decided at once, also at the end of the stream (no match is taken at the very end).
 An unguarded watch list of one literal lead and no leading loop (qwen3_xml's call bodies, watching
@@ -1284,10 +1283,12 @@ def _captures(
         # `regex` module's match there is the same one, with its groups in one C call.
         m = (d.match_re or d.module_re).match(buf, start)  # (`_rx.match_only`)
         assert m is not None
-        caps: dict[str, str] = m.groupdict()
-        if None in caps.values():  # (usually every group took part: no comprehension, ~0.5 us)
-            caps = {g: v for g, v in caps.items() if v is not None}
-        return caps
+        # (values typed `Any`: a group that took no part is None, which the compiled build's
+        # `str` checks would reject before the filter)
+        got: dict[str, Any] = m.groupdict()
+        if None in got.values():  # (usually every group took part: no comprehension, ~0.5 us)
+            return {g: v for g, v in got.items() if v is not None}
+        return got
     if slots is None:
         slots = _rx.capture(d.prog, buf, start, eos)
     caps = {}

@@ -88,19 +88,12 @@ def test_a_completed_lead_is_not_matched_against_the_head_trie(template: str, se
 
 
 def _stream_counting(t: Any, text: str, seed: int, counts: collections.Counter) -> dict:
-    """Stream `text` in 1-4 character tokens, counting (in `counts`) the `decide` calls that
-    find a held tail still beginning its lead (`decide`'s first step), and the searches of a
+    """Stream `text` in 1-4 character tokens, counting (in `counts`) the searches of a
     prefilter's lead trie made outside `_prefiltered` (where there is no `back` to search)."""
     skip_if_compiled()
     scanner = _scan.Scanner
-    decide, prefiltered = vars(scanner)["decide"], vars(scanner)["_prefiltered"]
+    prefiltered = vars(scanner)["_prefiltered"]
     inside = [0]
-
-    def counted_decide(self: Any, buf: str, eos: bool, zw: int = -1) -> Any:
-        j = self._tail_at
-        if j >= 0 and not eos and len(buf) - j < len(self._tail_lead) and self._tail_lead.startswith(buf[j:]):
-            counts["decide on a held tail"] += 1
-        return decide(self, buf, eos, zw)
 
     def counted_prefiltered(self: Any, buf: str, pre: Any) -> Any:
         inside[0] += 1
@@ -128,7 +121,6 @@ def _stream_counting(t: Any, text: str, seed: int, counts: collections.Counter) 
         if pre is not None and not isinstance(pre.search_re, Search):
             patched.append((pre, pre.search_re))
             pre.search_re = Search(pre.search_re, pre.back)
-    scanner.decide = counted_decide  # type: ignore[method-assign]
     scanner._prefiltered = counted_prefiltered  # type: ignore[method-assign]
     try:
         p = chatparse.ResponseParser(t, prefix="")
@@ -136,27 +128,9 @@ def _stream_counting(t: Any, text: str, seed: int, counts: collections.Counter) 
             p.feed(piece)
         return p.finalize()[0]
     finally:
-        scanner.decide = decide  # type: ignore[method-assign]
         scanner._prefiltered = prefiltered  # type: ignore[method-assign]
         for pre, rx in patched:
             pre.search_re = rx
-
-
-@pytest.mark.parametrize("template", CALL_TEMPLATES)
-def test_a_held_tail_is_followed_without_decide(template: str) -> None:
-    """While a long lead streams in (a dozen feeds of every DeepSeek call), `_feed` follows the
-    held tail that begins it itself (`decide`'s first step, inlined): no `decide` call there."""
-    t = TEMPLATES[template]
-    text = _calls_text(t, 8, 3)
-    assert text is not None
-    counts: collections.Counter = collections.Counter()
-    got = _stream_counting(t, text, 0, counts)
-    assert counts["decide on a held tail"] == 0, counts
-    try:
-        want = chatparse.parse_response(text, t, prefix="")
-    except ValueError:
-        return
-    assert got == want
 
 
 @pytest.mark.parametrize("template", CALL_TEMPLATES)
@@ -167,8 +141,13 @@ def test_a_walk_starts_at_the_lead_the_prefilter_found(template: str) -> None:
     text = _calls_text(t, 8, 3)
     assert text is not None
     counts: collections.Counter = collections.Counter()
-    _stream_counting(t, text, 1, counts)
+    got = _stream_counting(t, text, 1, counts)
     assert counts["lead search outside _prefiltered"] == 0, counts
+    try:
+        want = chatparse.parse_response(text, t, prefix="")
+    except ValueError:
+        return
+    assert got == want
 
 
 def test_walked_captures_leave_out_groups_that_took_no_part() -> None:
