@@ -9,13 +9,14 @@ join automatically), and check that the messages streamed that way equal the one
 from __future__ import annotations
 
 import collections
+import contextlib
 import random
 from typing import Any
 
 import pytest
 
 import chatparse
-from chatparse import _scan
+from chatparse import _parser, _scan
 
 from ..support.build import skip_if_compiled
 from .test_call_dense import CALL_TEMPLATES, _calls_text
@@ -177,3 +178,38 @@ def test_walked_captures_leave_out_groups_that_took_no_part() -> None:
         opens = [e["captures"] for e in events if e["type"] == "region_open" and e["field"] == "tool_calls"]
         want = [{"ns": "ns", "name": "f"}, {"name": "g"}] if text.startswith("<c>ns") else [{"name": "g"}]
         assert opens == want
+
+
+@pytest.mark.parametrize("template", CALL_TEMPLATES)
+def test_an_opener_commit_does_not_close_an_unopened_region(template: str) -> None:
+    """Between two calls the implicit region holds no text (it never opened): the next call's
+    opener commit opens the call without a `_close` call for it (before: one per call, which only
+    reset what the opener then sets). Counted as `_close` calls on an unopened region at one place
+    (`start == end`): they do not grow with the number of calls."""
+    skip_if_compiled()
+    t = TEMPLATES[template]
+    close = vars(_parser.ResponseParser)["_close"]
+    counts: collections.Counter = collections.Counter()
+
+    def counted(self: Any, events: list, start: int, end: int, complete: bool) -> None:
+        if not self._opened and start == end:
+            counts["unopened"] += 1
+        close(self, events, start, end, complete)
+
+    def unopened(n_calls: int) -> int:
+        text = _calls_text(t, n_calls, 3)
+        assert text is not None
+        counts.clear()
+        _parser.ResponseParser._close = counted  # type: ignore[method-assign]
+        try:
+            p = chatparse.ResponseParser(t, prefix="")
+            for piece in _tokens(text, 2):
+                p.feed(piece)
+            got = p.finalize()[0]
+        finally:
+            _parser.ResponseParser._close = close  # type: ignore[method-assign]
+        with contextlib.suppress(ValueError):  # (a template whose one-shot parse raises here)
+            assert got == chatparse.parse_response(text, t, prefix="")
+        return counts["unopened"]
+
+    assert unopened(8) == unopened(2), template
