@@ -365,7 +365,8 @@ class ResponseParser:
             self._zw = start if start == end else -1
             caps = decision.captures
             if w.is_open:
-                self._close(events, start, start, True)
+                if self._opened:  # (else `_close` would only reset what is set below)
+                    self._close(events, start, start, True)
                 name = w.field
                 self._current = name
                 self._dirty = self._t.fields[name].dirty

@@ -41,9 +41,10 @@ this is the per-token fast path, inlined in `decide` for a feed without the one 
 lead begins with (`_per_token_general` for two characters, an `after` literal, an open value close
 or a guarded leading loop). A tail that begins a long literal lead is then followed with
 `startswith` on later feeds, not searched for again, and while it begins another lead (a marker
-streamed in pieces: `<｜DSML｜` then `function`) with one anchored match of each trie. In a region
-with a JSON string guard the prefilter decides only the feeds with nothing to hold (no lead, no
-tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
+streamed in pieces: `<｜DSML｜` then `function`) with one anchored match of each trie (the lead
+trie's first: where the lead is complete, the head trie would fail only after backtracking through
+each of its levels). In a region with a JSON string guard the prefilter decides only the feeds
+with nothing to hold (no lead, no tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
 inlined path (with a value close, while the body's value is still open). A region with no text
 yet is decided at once, also at the end of the stream (no match is taken at the very end).
 An unguarded watch list of one literal lead and no leading loop (qwen3_xml's call bodies, watching
@@ -86,7 +87,7 @@ walk, by `decide` itself); its captures come from one `regex` match at the commi
 When the leftmost lead the prefilter finds is a lead of chains that no other lead of the watch list
 begins, is begun by or holds, and that no leading loop of the list can run over (`_chain_leads`),
 only the branches of that delimiter with that lead can match at or before it: the scanner walks
-them itself (`Scanner._chain_decide`), with no cursor (a call body's closer, the call openers of
+them itself (`Scanner._chain_decide`, from the lead the prefilter's search found), with no cursor (a call body's closer, the call openers of
 DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside strings). Where a
 branch with that lead is not a chain (qwen3_xml's call closer
 `</function>\\s*</tool_call>|</function>(?=...)|(?<=...)</function>(?!...)`), the chains before it
@@ -1282,7 +1283,12 @@ def _captures(
         # `regex` module's match there is the same one, with its groups in one C call.
         m = (d.match_re or d.module_re).match(buf, start)  # (`_rx.match_only`)
         assert m is not None
-        return {g: v for g, v in m.groupdict().items() if v is not None}
+        # (values typed `Any`: a group that took no part is None, which the compiled build's
+        # `str` checks would reject before the filter)
+        got: dict[str, Any] = m.groupdict()
+        if None in got.values():  # (usually every group took part: no comprehension, ~0.5 us)
+            return {g: v for g, v in got.items() if v is not None}
+        return got
     if slots is None:
         slots = _rx.capture(d.prog, buf, start, eos)
     caps = {}
@@ -2472,9 +2478,15 @@ class Scanner:
         "_lead1",
         "_late",
         "_awalks",
+        "_lead_at",
+        "_lead",
     )
 
     _cwalks: tuple[int, Any, list[list[Any]], bool]
+    # `_prefiltered`'s leftmost lead and its start, when it answered -1 (read by `_chain_decide`;
+    # not the match object: it would hold the buffer, which `_feed` grows in place)
+    _lead_at: int
+    _lead: str
     # (settings: `_configure`)
     _pre: Prefilter | None
     _gpre: Prefilter | None
@@ -2799,7 +2811,10 @@ class Scanner:
             # The character that starts every lead is absent (one `str.find`).
             self._searched = n
             return self._loop_hold(buf, pre) if pre.loops else n
-        if pre.search_re.search(buf, start) is not None:
+        m = pre.search_re.search(buf, start)
+        if m is not None:
+            self._lead_at = m.start()
+            self._lead = m.group()
             return -1
         self._searched = n
         # A tail that begins a literal lead: nothing can start before it (or before a loop run
@@ -2838,15 +2853,18 @@ class Scanner:
                 return self._hold  # still at `q`, where that tail (or the loop run before it) starts
             # Or it now begins another lead (`<｜DSML｜` + `function` leaves `<｜DSML｜ function_calls>`
             # for `<｜DSML｜function_calls>`): the same holds when no lead holds another after its
-            # first character, and none is complete at the tail's start. Two C matches.
+            # first character, and none is complete at the tail's start. Two C matches, the one for
+            # a complete lead first: the usual way out of this path is a lead written to its end,
+            # which the head trie fails on only after backtracking through every optional level
+            # (~3 us for a 32-character lead), where the lead trie matches at once.
             pre = self._pre
             if pre is None:
                 pre = self._gpre
             if (
                 pre is not None
                 and not pre.inner
-                and pre.head_re.match(buf, j) is not None
                 and pre.search_re.match(buf, j) is None
+                and pre.head_re.match(buf, j) is not None
             ):
                 self._searched = n
                 return self._hold
@@ -2857,6 +2875,7 @@ class Scanner:
             # at it (without a guard's zero-width close: nothing for the cursors to scan).
             return self._hold_at(self.q)
         catt = self._catt
+        walked = False
         if catt is not None and not eos and self.live is None:
             # A chain walk stopped at the end of the text (a long marker or a name streamed in
             # tokens): while the new text leaves it stopped at the same element (`_stopped_again`),
@@ -2875,6 +2894,13 @@ class Scanner:
                     if e != p:
                         self._catt = catt[:5] + (e, catt[6])
                     return self._hold_at(catt[2])
+            if self._rare is None:
+                # The walk moves on: resumed at once. (The per-token paths below decide nothing
+                # while it is in progress: the lead it started at is in the text not released.)
+                chained = self._chain_decide(buf)
+                if chained is not None:
+                    return chained
+                walked = True
         char = self._char
         if char is not None and not eos and self.live is None:
             # The per-token path, inlined: no lead character in the new text, and the last
@@ -2934,7 +2960,7 @@ class Scanner:
             held = self._per_token_general(buf) if self._late is None else self._rare_paths(buf)
             if held is not None:
                 return held
-        if self.chains is not None and not eos and self.live is None:
+        if self.chains is not None and not eos and self.live is None and not walked:
             chained = self._chain_decide(buf)
             if chained is not None:
                 return chained
@@ -3037,13 +3063,16 @@ class Scanner:
                         self._guarded_tail(buf, pre, h)
                     return self._hold_at(h)
                 q = self.q
-                start = self._searched - pre.maxlen + 1  # where `_prefiltered` searched from
-                m = pre.search_re.search(buf, start if start > q else q)
-                got = chains.get(m.group())
+                if pre.back:
+                    start = self._searched - pre.maxlen + 1  # (`_prefiltered` searched from `back` before)
+                    m = pre.search_re.search(buf, start if start > q else q)
+                    i, lead = m.start(), m.group()
+                else:
+                    i, lead = self._lead_at, self._lead  # (the leftmost lead: `_prefiltered` found it)
+                got = chains.get(lead)
                 if got is None:
                     return None
                 j, loop, walks, exhaustive = got
-                i = m.start()
                 s = run_start(loop, buf, q, i) if loop is not None else i
                 if guard is not None and guard.inside(buf, s):
                     return None
