@@ -58,9 +58,10 @@ region events; `_process` routes each to a `TextStream` (content, reasoning) or 
 `ToolCallAssembler` (calls), which commit only what can never be taken back. A feed whose only
 event is a clean chunk of the open region comes back from the parser as bare text (`_feed`) and
 goes straight to that region's `TextStream` (`_set_sink`): the per-token path, no event dict; a
-chunk of a region whose chunks make no delta (`_sink` None: a call body sent at its close) changes
-nothing here at all, so an adapter that steps the core itself (`_core_feed`, the SGLang plugin)
-skips this layer for it and for a feed without events, and hands every other answer to `_answer`
+chunk of a region whose chunks make no delta (`_sink` None: a call body sent at its close) and an
+answer without events (the core holds the text) change nothing here at all: `feed` returns for
+them after one check, and an adapter that steps the core itself (`_core_feed`, the SGLang plugin)
+skips this layer for both, and hands every other answer to `_answer`
 (a clean chunk of a text region it may give to that region's `TextStream.piece` itself, as
 `_to_sink` does). `finish` is `_end_stream` (the last deltas) and then the message; an adapter
 that returns only deltas (the SGLang plugin) calls `_end_stream` and reads `_unreturned`.
@@ -289,6 +290,10 @@ class ChatParser:
                 return []  # a call body while calls are sent complete, or an unmapped field
             if sink is not _SLOW:
                 return self._to_sink(sink, r)
+        elif not r and not self._pending:
+            # The core holds everything (most feeds of a call-dense stream): nothing changed here,
+            # and a check is all it costs (`_answer` decides the same, one call later).
+            return []
         return self._answer(r)
 
     def finish(self, finish_reason: str = "stop") -> tuple[dict[str, Any], list[dict[str, Any]], str]:
