@@ -9,6 +9,7 @@ the number of feeds; and the deltas and message are the ones the one-shot parse 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -90,3 +91,78 @@ def test_answer_only_where_something_changes(
             want = parse_message(text, template=t, prefix="", tools=TOOLS, id_factory=counter_ids())
             assert message == want
         assert merged(message, deltas + last) == public(message)
+
+
+def _family_calls(family: str, n: int) -> str:
+    """`n` calls as the family writes them (after a sentence), with valid arguments."""
+    if family == "qwen3_xml":
+        calls = "".join(
+            f"<tool_call>\n<function=get_weather>\n<parameter=city>\nParis{i}\n</parameter>\n"
+            "</function>\n</tool_call>\n"
+            for i in range(n)
+        )
+    elif family == "kimi_k2":
+        calls = (
+            "<|tool_calls_section_begin|>"
+            + "".join(
+                f"<|tool_call_begin|>functions.get_weather:{i}<|tool_call_argument_begin|>"
+                f'{{"city": "Paris{i}"}}<|tool_call_end|>'
+                for i in range(n)
+            )
+            + "<|tool_calls_section_end|>"
+        )
+    else:
+        assert family == "deepseek_v3"
+        calls = (
+            "<｜tool▁calls▁begin｜>"
+            + "".join(
+                f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+                f'{{"city": "Paris{i}"}}\n```<｜tool▁call▁end｜>'
+                for i in range(n)
+            )
+            + "<｜tool▁calls▁end｜>"
+        )
+    return "Let me check. \n" + calls
+
+
+@pure_only
+@pytest.mark.parametrize("family", ["deepseek_v3", "kimi_k2", "qwen3_xml"])
+def test_a_kept_call_takes_the_short_close(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call of the usual shape, sent whole and kept, is closed without the general value walk
+    (`_calls`) or the `_add`/`_keep` steps, and the text before the calls is flushed once, not
+    at every call; the deltas and message are unchanged (one-shot, and a known tool's typing)."""
+    from chatparse.openai import _calls
+    from chatparse.openai._text import TextStream
+
+    counts = dict.fromkeys(("_calls", "_add", "_keep", "flush"), 0)
+    for owner, attr in ((_calls, "_calls"),):
+        real = getattr(owner, attr)
+        monkeypatch.setattr(
+            owner, attr, lambda *a, _r=real, _n=attr: counts.__setitem__(_n, counts[_n] + 1) or _r(*a)
+        )
+    for cls, attr in (
+        (_calls.ToolCallAssembler, "_add"),
+        (_calls.ToolCallAssembler, "_keep"),
+        (TextStream, "flush"),
+    ):
+        real = vars(cls)[attr]
+        monkeypatch.setattr(
+            cls, attr, lambda *a, _r=real, _n=attr: counts.__setitem__(_n, counts[_n] + 1) or _r(*a)
+        )
+    t = TEMPLATES[family]
+    text = _family_calls(family, N_CALLS)
+    parser = ChatParser(template=t, prefix="", tools=TOOLS, id_factory=counter_ids())
+    deltas: list[dict[str, Any]] = []
+    for c in _tokens(text, 2):
+        deltas += parser.feed(c)
+    message, last, reason = parser.finish()
+    assert counts["_calls"] == counts["_add"] == counts["_keep"] == 0 and counts["flush"] <= 1, counts
+    assert reason == "tool_calls" and message["content"].startswith("Let me check.")
+    assert [json.loads(c["function"]["arguments"]) for c in message["tool_calls"]] == [
+        {"city": f"Paris{i}"} for i in range(N_CALLS)
+    ]
+    # (Kimi K2 writes its call ids; the others take the id factory's)
+    ids = "functions.get_weather:{}" if family == "kimi_k2" else "call_{}"
+    assert [c["id"] for c in message["tool_calls"]] == [ids.format(i) for i in range(N_CALLS)]
+    assert message == parse_message(text, template=t, prefix="", tools=TOOLS, id_factory=counter_ids())
+    assert merged(message, deltas + last) == public(message)

@@ -248,8 +248,10 @@ class ToolCallAssembler:
 
     def open(self, f: Field, captures: dict[str, str], body_start: int, out: list[dict]) -> None:
         r = self._region = _Region(f, captures, body_start)
+        if self.stream != "early":
+            return
         name = captures.get("name")
-        if self.stream != "early" or not name or f.transform_each:
+        if not name or f.transform_each:
             return
         if self._is_unknown(name) and self.unknown_tools == "drop":
             r.drop = "unknown_tool"
@@ -299,8 +301,40 @@ class ToolCallAssembler:
         if r.drop:
             self._report(r, r.drop, r.captures.get("name"))
             return
-        first = True
         offered = self.offered
+        # The usual value (one call `{"function": {"name", "arguments": dict}, "id"?}`, typed by
+        # the core, not announced, kept): what the loop below does for it through `_calls`, `_add`
+        # and `_keep`, without the intermediate list, tuple and call dict or their frames.
+        fn = value.get("function") if type(value) is dict else None
+        if type(fn) is dict and r.index is None and (self.core_typed or not offered):
+            name = fn.get("name")
+            args = fn.get("arguments")
+            if type(name) is str and name and type(args) is dict:
+                unknown = offered is not None and name not in offered
+                if not unknown or self.unknown_tools != "drop":
+                    arguments = _encode_args(args)
+                    index = self._next
+                    self._next = index + 1
+                    call_id = value.get("id")
+                    if not isinstance(call_id, str) or not call_id:
+                        call_id = self.id_factory()
+                    out.append(
+                        {
+                            "index": index,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": arguments},
+                        }
+                    )
+                    if unknown:
+                        self.unknown.append({"index": index, "name": name})
+                    self.calls[index] = {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": arguments},
+                    }
+                    return
+        first = True
         for call, error, typed in _calls(value):
             if call is None:
                 self.errors.append({"field": r.field.name, "error": error, "text": text})

@@ -406,8 +406,10 @@ class ChatParser:
             return []  # the core holds everything: nothing changed here
         else:
             events = r
-        deltas = self._pending + self._process(events, truncated_drops=False)
-        self._pending = []
+        deltas = self._process(events, truncated_drops=False)
+        if self._pending:  # (the initial events' deltas, returned with the first answer)
+            deltas = self._pending + deltas
+            self._pending = []
         self._set_sink()
         return deltas
 
@@ -452,6 +454,9 @@ class ChatParser:
         fields = self._t.fields
         calls = self._calls
         silent = self._silent_fields
+        # One list of each per answer, emptied after each event that filled it.
+        pieces: list[str] = []
+        entries: list[dict[str, Any]] = []
         for e in events:
             kind, name = e["type"], e["field"]
             if kind == "region_open":
@@ -466,12 +471,11 @@ class ChatParser:
                 # close): only the position moves. (One-shot texts are mostly such chunks.)
                 self._region_pos += len(e["text"])
                 continue
-            pieces: list[str] = []
-            entries: list[dict[str, Any]] = []
             if kind == "region_chunk" or kind == "region_close":
-                stop = e["start"] if kind == "region_close" else self._emit_from
-                if self._region_pos < min(stop, self._emit_from):
-                    fill = self._parser.input_text[self._region_pos : min(stop, self._emit_from)]
+                emit = self._emit_from
+                stop = e["start"] if kind == "region_close" else emit
+                if self._region_pos < emit and self._region_pos < stop:
+                    fill = self._parser.input_text[self._region_pos : min(stop, emit)]
                     self._region_pos += len(fill)
                     if name == "tool_calls":
                         calls.chunk(fill, entries)
@@ -505,16 +509,20 @@ class ChatParser:
                         s.abandon()
             if pieces:
                 self._text_deltas(name, pieces, deltas)
+                pieces.clear()
             if entries:
-                if self._auto is None:
+                if self._auto is None and self._content._hold:
                     # A call follows the text: keep the text before it as written (its trailing
                     # whitespace too), as canitoolcall's content-around-calls rule says. (Auto
                     # mode keeps the cleaned content of `chatparse.detect`: stripped around calls.)
+                    # (`flush` does nothing when nothing is held: the check spares its call.)
                     held: list[str] = []
                     self._content.flush(held)
                     if held:
                         self._text_deltas("content", held, deltas)
-                deltas.extend([{"tool_calls": [entry]} for entry in entries])
+                for entry in entries:  # (a loop, not a comprehension: no frame per call)
+                    deltas.append({"tool_calls": [entry]})
+                entries.clear()
         return deltas
 
     def _message(self) -> dict[str, Any]:
