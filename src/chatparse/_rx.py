@@ -33,7 +33,9 @@ runs it with a backtracking interpreter that has the same leftmost-first priorit
   the work of a whole scan is bounded by O(program size x text length) for any pattern, so an
   untrusted template cannot make the scanner hang.
 * **Decide, then capture.** Scanning runs a program without capture instructions; the one match
-  that is committed is re-run once with captures (`capture`).
+  that is committed is re-run once with captures (`capture`), or, when `capture_window` proves
+  that the `regex` module finds the same groups over a window of constant width after the start
+  at a bounded cost, matched once by the `regex` module there (`_scan._captures`).
 * **Exact semantics.** Character classes, case-insensitive characters, word boundaries and
   lookbehinds are delegated to the `regex` module itself, so Unicode semantics are those of the
   reference. Lookbehinds must have a bounded width (checked when the pattern is compiled).
@@ -751,9 +753,10 @@ def backtrack_bound(node: Node, reverse: bool = False) -> int | None:
 #: The most steps `capture_window` may prove for one `regex` module match made at a commit (one
 #: call per committed delimiter, on a window of constant width: a constant cost per commit).
 CAPTURE_STEPS = 1 << 14
-#: How many sequence analyses `capture_window` may make for one pattern (its expansions of
-#: optional groups may otherwise multiply on a hostile pattern; past it the pattern is unproven).
-_CAPTURE_BUDGET = 4096
+#: How many sequence analyses `capture_window` may make for one pattern (gpt-oss's call opener
+#: needs 25): its expansions of optional groups may otherwise multiply on a hostile pattern, and
+#: each analysis may walk a subtree; past it the pattern is unproven.
+_CAPTURE_BUDGET = 1024
 
 
 def capture_window(node: Node) -> int | None:
