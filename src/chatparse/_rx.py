@@ -33,7 +33,9 @@ runs it with a backtracking interpreter that has the same leftmost-first priorit
   the work of a whole scan is bounded by O(program size x text length) for any pattern, so an
   untrusted template cannot make the scanner hang.
 * **Decide, then capture.** Scanning runs a program without capture instructions; the one match
-  that is committed is re-run once with captures (`capture`).
+  that is committed is re-run once with captures (`capture`), or, when `capture_window` proves
+  that the `regex` module finds the same groups over a window of constant width after the start
+  at a bounded cost, matched once by the `regex` module there (`_scan._captures`).
 * **Exact semantics.** Character classes, case-insensitive characters, word boundaries and
   lookbehinds are delegated to the `regex` module itself, so Unicode semantics are those of the
   reference. Lookbehinds must have a bounded width (checked when the pattern is compiled).
@@ -746,6 +748,186 @@ def backtrack_bound(node: Node, reverse: bool = False) -> int | None:
     whatever the text, so it can run without a time limit."""
     b = _steps(_flat(node, []), reverse, top=True)
     return None if b >= _CAP else b
+
+
+#: The most steps `capture_window` may prove for one `regex` module match made at a commit (one
+#: call per committed delimiter, on a window of constant width: a constant cost per commit).
+CAPTURE_STEPS = 1 << 14
+#: How many sequence analyses `capture_window` may make for one pattern (gpt-oss's call opener
+#: needs 25): its expansions of optional groups may otherwise multiply on a hostile pattern, and
+#: each analysis may walk a subtree; past it the pattern is unproven.
+_CAPTURE_BUDGET = 1024
+
+
+def capture_window(node: Node) -> int | None:
+    """A width W such that the `regex` module's `match` of the pattern `node` at a position p,
+    given the text up to p + W + 2 (`endpos`) instead of all of it, costs at most `CAPTURE_STEPS`
+    steps (each reading a bounded number of characters) and finds the same match with the same
+    groups, unless a group ends at that `endpos` (a cut tail run, see below); or None when that is
+    not proven (`capture` then runs the exact interpreter).
+
+    Why the window keeps the result: every path reads at most W characters past p (`_reach`),
+    except an unbounded run of one atom that ends the pattern or a lookahead body (a *tail run*),
+    whose path succeeds at any length once its minimum is read: cutting the text can only shorten
+    such a run, and then the group around it ends at `endpos`. End-sensitive assertions tested at
+    most W characters past p see two real characters after them (`$` before a final newline).
+
+    Why the cost is bounded (`_csteps`, a finer count than `backtrack_bound`'s, for one match with
+    its whole continuation known): a literal string is one step; a lookaround or atomic group
+    matches once (the `regex` module does not backtrack into them); an optional group expands to
+    its two paths; a bounded run of one atom A tried before a continuation X ends at most once at
+    a character outside A (or the end of the text), and at every other length the next character
+    is in A, where a branch of X that must begin outside A fails in one step; a tail run is one
+    step (the module's loop reads at most the window)."""
+    budget = [_CAPTURE_BUDGET]
+    seq = _flat(node, [])
+    steps = _csteps(seq, budget)
+    if steps > CAPTURE_STEPS:
+        return None
+    return _reach(seq, True)
+
+
+def _is_tail_run(x: Node) -> bool:
+    return x.op is Op.REP and x.args[1] is None and x.kids[0].op in ATOMS
+
+
+def _csteps(seq: list[Node], budget: list[int]) -> int:
+    """Steps to find the first way `seq` (a whole continuation: what follows it always succeeds)
+    matches at one position, or to fail there."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return _CAP
+    if not seq:
+        return 1
+    x, rest = seq[0], seq[1:]
+    op = x.op
+    if op is Op.LIT:
+        j = 1
+        while j < len(seq) and seq[j].op is Op.LIT:
+            j += 1
+        return min(_CAP, 1 + _csteps(seq[j:], budget))
+    if op in (Op.CLS, Op.ANY, Op.ASSERT, Op.EMPTY):
+        return min(_CAP, 1 + _csteps(rest, budget))
+    if op is Op.LOOK:
+        if x.args[0]:
+            inner = _csteps(_flat(x.kids[0], []), budget)
+        else:
+            inner = _steps(_flat(x.kids[0], []), True)  # a lookbehind: the general bound
+        return min(_CAP, inner + _csteps(rest, budget))
+    if op is Op.ATOMIC:
+        return min(_CAP, _csteps(_flat(x.kids[0], []), budget) + _csteps(rest, budget))
+    if op is Op.REP:
+        lo, hi, kind = x.args
+        body = x.kids[0]
+        if body.op in ATOMS:
+            if hi is None:
+                return 2 if not rest else _CAP  # a tail run: one loop, then success
+            n = hi - lo + 1  # the lengths the run can end at
+            if kind == "possessive":
+                return min(_CAP, 1 + _csteps(rest, budget))
+            if _must_begin_outside(rest, body):
+                return min(_CAP, 2 * n + _csteps(rest, budget))
+            return min(_CAP, n + n * _csteps_inside(rest, body, budget) + _csteps(rest, budget))
+        if lo == 0 and hi == 1:
+            both = _csteps(_flat(body, []) + rest, budget)
+            return min(_CAP, 1 + both + _csteps(rest, budget))
+    # Anything else (alternations, general repeats): `backtrack_bound`'s counts, each way of `x`
+    # followed by the whole continuation.
+    inner = _inner(x, False)
+    ways = _ways(x, False)
+    if inner >= _CAP or ways >= _CAP:
+        return _CAP
+    return min(_CAP, inner + ways * _csteps(rest, budget))
+
+
+def _seq_edge(seq: list[Node]) -> list[Node] | None:
+    """Atoms one of which every nonempty match of `seq` begins with (zero-width elements
+    skipped), or None when not known or when `seq` can match nothing at all."""
+    out: list[Node] = []
+    for x in seq:
+        if x.op in (Op.ASSERT, Op.LOOK, Op.EMPTY):
+            continue
+        if x.op is Op.REP and x.args[0] == 0:
+            e = _edge(x.kids[0], False)
+        else:
+            e = _edge(x, False)
+        if e is None:
+            return None
+        out += e
+        if not nullable(x):
+            return out
+    return None
+
+
+def _must_begin_outside(seq: list[Node], atom: Node) -> bool:
+    edge = _seq_edge(seq)
+    return edge is not None and all(_disjoint(atom, e) for e in edge)
+
+
+def _csteps_inside(seq: list[Node], atom: Node, budget: list[int]) -> int:
+    """`_csteps(seq)` when the character at the position is known to match `atom`."""
+    if not seq:
+        return 1
+    x = seq[0]
+    if x.op in (Op.ASSERT, Op.LOOK, Op.EMPTY):
+        return _csteps(seq, budget)
+    if nullable(x):
+        if x.op is Op.REP and x.args[0] == 0:
+            e = _edge(x.kids[0], False)
+            if e is not None and all(_disjoint(atom, a) for a in e):
+                # Its body cannot begin here: zero repetitions, the rest at the same character.
+                return min(_CAP, 1 + _csteps_inside(seq[1:], atom, budget))
+        return _csteps(seq, budget)
+    e = _edge(x, False)
+    if e is not None and all(_disjoint(atom, a) for a in e):
+        return 1
+    return _csteps(seq, budget)
+
+
+def _reach(seq: list[Node], tail: bool) -> int | None:
+    """How many characters past its position any path of `seq` reads (lookaheads included), a
+    tail run (allowed when `tail`: `seq` ends the pattern or a lookahead body) counted at its
+    minimum; None when unbounded."""
+    w = best = 0
+    for i, x in enumerate(seq):
+        if tail and i == len(seq) - 1 and _is_tail_run(x):
+            return max(best, w + x.args[0] + 1)
+        if x.op is Op.LOOK:
+            if x.args[0]:
+                r = _reach(_flat(x.kids[0], []), True)
+                if r is None:
+                    return None
+                best = max(best, w + r)
+            continue
+        if x.op is Op.ASSERT:
+            best = max(best, w + 1)  # \b, $: the character at the position
+            continue
+        mw = max_width(x)
+        if mw is None:
+            return None
+        extra = _look_reach(x)
+        if extra is None:
+            return None
+        w += mw
+        best = max(best, w + extra, w + 1)
+    return best
+
+
+def _look_reach(node: Node) -> int | None:
+    """The most characters a lookahead or assertion inside `node` (not spliced into a sequence)
+    reads past the end of `node`'s own widest match: a bound, not exact."""
+    out = 0
+    for k in node.kids:
+        if k.op is Op.LOOK and k.args[0]:
+            r = _reach(_flat(k.kids[0], []), False)
+        else:
+            r = _look_reach(k)
+        if r is None:
+            return None
+        out = max(out, r)
+    if node.op is Op.ASSERT:
+        out = max(out, 1)
+    return out
 
 
 def proven_bound(pattern: str, flags: int) -> int | None:

@@ -1046,6 +1046,9 @@ class Delimiter:
                 rest: Strategy = PrefixSearch(leads[0]) if len(leads) == 1 else PrefixSetSearch(leads)
                 self.strategy = LoopSearch(s.loop, rest, s.unbounded)
         self.group_names = dict(self.prog.names)
+        #: `_rx.capture_window` of the pattern (-1: not proven; -2: not computed yet), computed at
+        #: the first commit that needs the groups (`_captures`).
+        self.capture_width = -2
         # Scanning runs the program with captures when no group sits inside a lookahead (captures
         # never change which path matches): the committed match then has its slots at once.
         cap = self.prog.capture
@@ -1290,6 +1293,29 @@ def _captures(
             return {g: v for g, v in got.items() if v is not None}
         return got
     if slots is None:
+        width = d.capture_width
+        if width == -2:
+            tree = d.prog.tree
+            found = _rx.capture_window(tree) if tree is not None and d.module_re is not None else None
+            width = d.capture_width = -1 if found is None else found
+        if width >= 0:
+            # Proven (`_rx.capture_window`): the `regex` module's match over a window of constant
+            # width after `start` is the committed match, with its groups, in one C call of bounded
+            # cost; a group ending at the window's edge may be a tail run the window cut short.
+            n = len(buf)
+            edge = min(n, start + width + 2)
+            m = (d.match_re or d.module_re).match(buf, start, edge)
+            if m is not None:
+                caps = {}
+                for g in names:
+                    s, e = m.span(g)
+                    if s == -1:
+                        continue
+                    if e == edge and edge < n:
+                        break
+                    caps[g] = buf[s:e]
+                else:
+                    return caps
         slots = _rx.capture(d.prog, buf, start, eos)
     caps = {}
     for g, slot in names.items():
