@@ -16,6 +16,8 @@ from chatparse.errors import RequiredFieldsMissing
 from chatparse.integrations import _common as C
 from chatparse.integrations._split import ReasoningSplitter, ToolsOffSplitter
 
+from ..support.counting import calls_of
+
 QWEN_PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
@@ -278,16 +280,9 @@ def test_parser_tool_table_is_the_table_of_parser_tools(monkeypatch: pytest.Monk
         got = C.parser_tool_table(offered)
         assert got == want and (got is None or type(got) is ToolTable)
     assert "description" not in read and "strict" not in read
-    built = {"dicts": 0}
-    real = C.tool_dicts
-
-    def counted(tools: Any) -> Any:
-        built["dicts"] += 1
-        return real(tools)
-
-    monkeypatch.setattr(C, "tool_dicts", counted)
+    built = calls_of(monkeypatch, C, "tool_dicts")
     C.parser_tool_table(shapes[0])
-    assert built["dicts"] == 0  # the pydantic tools went straight into the table
+    assert built[0] == 0  # the pydantic tools went straight into the table
 
 
 def test_recover_finish_reason() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ..support.build import pure_only
+from ..support.counting import calls_of
 from .cases import (
     CALL,
     CALL2,
@@ -593,20 +594,13 @@ def test_streamed_turns_end_without_building_a_message(tok: Any, monkeypatch: py
     what it would report as not returned is still logged (`test_calls_not_returned_are_logged`)."""
     from chatparse.openai import ChatParser
 
-    built = {"message": 0}
-    real = ChatParser._message
-
-    def message(self: Any) -> Any:
-        built["message"] += 1
-        return real(self)
-
-    monkeypatch.setattr(ChatParser, "_message", message)
+    built = calls_of(monkeypatch, ChatParser, "_message")
     for reasoning in ("chatparse", "qwen3"):
         msg = pipeline(tok, OUTPUT, chunk=1, reasoning=reasoning)
         assert msg["content"] == "Let me check." and len(msg["calls"]) == 1
-    assert built["message"] == 0
+    assert built[0] == 0
     non_stream(tok, OUTPUT)  # the non-streaming path reads the message's report
-    assert built["message"] > 0
+    assert built[0] > 0
 
 
 def test_calls_not_returned_are_logged(tok: Any, caplog: pytest.LogCaptureFixture) -> None:

@@ -14,6 +14,7 @@ from chatparse.openai import ChatParser, MissingAnchorWarning, _chat
 from chatparse.openai._resolve import relax_call_keys
 
 from ..support.build import COMPILED, pure_only
+from ..support.counting import calls_of
 from .helpers import CASES, FAMILIES, case_kwargs, stream
 
 
@@ -95,16 +96,9 @@ def test_a_tool_table_is_taken_as_the_parsers_table(case: dict, monkeypatch: pyt
     parser = ChatParser(**case_kwargs(case, tools=table))
     assert parser._parser._tools is table
     if not COMPILED:  # (counted in the pure build: compiled code calls it natively)
-        built = {"n": 0}
-        real = _parser.build_tool_table
-
-        def counted(tools: Any) -> Any:
-            built["n"] += 1
-            return real(tools)
-
-        monkeypatch.setattr(_parser, "build_tool_table", counted)
+        built = calls_of(monkeypatch, _parser, "build_tool_table")
         ChatParser(**case_kwargs(case, tools=table))
-        assert built["n"] == 0
+        assert built[0] == 0
 
 
 def test_auto_mode_refuses_a_tool_table() -> None:
