@@ -92,7 +92,10 @@ def call_with_timeout(fn: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT) -
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     # The interval re-fires the alarm until the guard is left: one alarm that lands where it cannot
     # interrupt (inside a C call, or while the handler of another one runs) is not the only one.
-    signal.setitimer(signal.ITIMER_REAL, timeout, 0.05)
+    # Half a second apart: an alarm that lands in a finaliser becomes an "unraisable" exception,
+    # whose hook (pytest's: it imports tracemalloc) must finish before the next one fires, or the
+    # hook itself fails and pytest fails the test instead of the guard reporting a timeout.
+    signal.setitimer(signal.ITIMER_REAL, timeout, 0.5)
     try:
         return fn()
     finally:
