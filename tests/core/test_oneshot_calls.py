@@ -17,6 +17,7 @@ import chatparse
 from chatparse import _oneshot, catalog, tools
 
 from ..support.build import pure_only
+from ..support.calls import dense_calls
 
 TOOLS = [
     {
@@ -27,29 +28,6 @@ TOOLS = [
         },
     }
 ]
-
-
-def _dense(family: str, n: int) -> str:
-    if family == "qwen3":
-        return "".join(
-            f'<tool_call>\n{{"name": "f", "arguments": {{"a": "{i}"}}}}\n</tool_call>\n' for i in range(n)
-        )
-    if family == "qwen3_xml":
-        return "".join(
-            f"<tool_call>\n<function=f>\n<parameter=a>\n{i}\n</parameter>\n</function>\n</tool_call>\n"
-            for i in range(n)
-        )
-    if family == "kimi_k2":
-        body = "".join(
-            f'<|tool_call_begin|>functions.f:{i}<|tool_call_argument_begin|>{{"a": "{i}"}}<|tool_call_end|>'
-            for i in range(n)
-        )
-        return "<|tool_calls_section_begin|>" + body + "<|tool_calls_section_end|>"
-    body = "".join(
-        f'<｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{{"a": "{i}"}}\n```<｜tool▁call▁end｜>'
-        for i in range(n)
-    )
-    return "<｜tool▁calls▁begin｜>" + body + "<｜tool▁calls▁end｜>"
 
 
 @pure_only
@@ -77,7 +55,7 @@ def test_no_found_object_or_list_walk_per_call(family: str, monkeypatch: pytest.
     seen = []
     for n in (10, 40):
         counts.update(found=0, walk=0, coerce=0)
-        out = chatparse.parse_response(_dense(family, n), t, prefix="", tools=TOOLS)
+        out = chatparse.parse_response(dense_calls(family, n), t, prefix="", tools=TOOLS)
         assert [c["function"]["arguments"] for c in out["tool_calls"]] == [{"a": i} for i in range(n)]
         seen.append(dict(counts))
     assert seen[1]["coerce"] - seen[0]["coerce"] == 30, seen  # one coercion per call, direct

@@ -17,6 +17,7 @@ from chatparse.openai import ChatParser, parse_message
 
 from ..core import strategies as cst
 from ..support.build import pure_only
+from ..support.calls import dense_calls
 
 CATALOG = {name: catalog.get(name) for name in catalog.names()}
 TOOLS = [
@@ -205,40 +206,16 @@ def test_calls_are_kept_whole_without_regions_or_per_call_processing(monkeypatch
         spec = CATALOG[family]
         seen = []
         for n in (10, 40):
-            slow = _streaming(_dense(family, n), spec, "", TOOLS)
+            slow = _streaming(dense_calls(family, n), spec, "", TOOLS)
             counts.update(open=0, process=0, events=0, passes=0)
-            fast = parse_message(_dense(family, n), template=spec, prefix="", tools=TOOLS, id_factory=_ids())
+            fast = parse_message(
+                dense_calls(family, n), template=spec, prefix="", tools=TOOLS, id_factory=_ids()
+            )
             assert fast == slow and len(fast["tool_calls"]) == n
             assert counts["open"] == 0, (family, counts)
             assert counts["process"] <= 3, (family, counts)  # the prefix, text around the calls
             seen.append(dict(counts))
         assert seen[0] == seen[1], (family, seen)  # nothing per call
-
-
-def _dense(family: str, n: int, name: str = "f") -> str:
-    """`n` calls of `name` in `family`'s call syntax, written as a model writes them."""
-    if family == "qwen3":
-        return "".join(
-            f'<tool_call>\n{{"name": "{name}", "arguments": {{"a": "{i}"}}}}\n</tool_call>\n'
-            for i in range(n)
-        )
-    if family == "qwen3_xml":
-        return "".join(
-            f"<tool_call>\n<function={name}>\n<parameter=a>\n{i}\n</parameter>\n</function>\n</tool_call>\n"
-            for i in range(n)
-        )
-    if family == "kimi_k2":
-        body = "".join(
-            f'<|tool_call_begin|>functions.{name}:{i}<|tool_call_argument_begin|>{{"a": "{i}"}}<|tool_call_end|>'
-            for i in range(n)
-        )
-        return "<|tool_calls_section_begin|>" + body + "<|tool_calls_section_end|>"
-    assert family == "deepseek_v3"
-    body = "".join(
-        f'<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{{"a": "{i}"}}\n```<｜tool▁call▁end｜>'
-        for i in range(n)
-    )
-    return "<｜tool▁calls▁begin｜>" + body + "<｜tool▁calls▁end｜>"
 
 
 @pytest.mark.parametrize("family", ["qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"])
@@ -249,14 +226,18 @@ def test_calls_kept_whole_or_declined_equal_streaming(family: str, unknown_tools
     # between them (its trailing whitespace kept before a call), a call id from the template:
     # the one-shot message equals the streamed one, report included.
     spec = CATALOG[family]
-    bad = _dense(family, 1).replace('"0"}', '"0"').replace("<parameter=a>\n0\n</parameter>\n", "<parameter=")
+    bad = (
+        dense_calls(family, 1)
+        .replace('"0"}', '"0"')
+        .replace("<parameter=a>\n0\n</parameter>\n", "<parameter=")
+    )
     text = (
         "Hi there  \n"
-        + _dense(family, 3)
-        + _dense(family, 2, name="g")
+        + dense_calls(family, 3)
+        + dense_calls(family, 2, name="g")
         + " mid  "
         + bad
-        + _dense(family, 2)
+        + dense_calls(family, 2)
         + "bye"
     )
     for tools in (TOOLS, None):
@@ -288,7 +269,7 @@ def test_a_typical_turn_takes_no_process_pass(family: str, monkeypatch: pytest.M
     monkeypatch.setattr(_chat.ChatParser, "_process", counted)
     spec = CATALOG[family]
     think = "<think>\nI will call the tool twice.\n</think>\n\n" if family.startswith("qwen3") else ""
-    text = think + "Let me check both.  \n" + _dense(family, 2)
+    text = think + "Let me check both.  \n" + dense_calls(family, 2)
     fast = parse_message(text, template=spec, prefix="", tools=TOOLS, id_factory=_ids())
     assert sum(passes) == 0 and len(fast["tool_calls"]) == 2  # (the parser's set-up: no events)
     passes.clear()
@@ -313,6 +294,6 @@ def test_a_parse_the_fast_path_gives_up_on_draws_no_id_before_the_streaming_pars
 
     monkeypatch.setattr(_chat, "run_oneshot", bailing)
     for family in ("qwen3", "kimi_k2", "deepseek_v3"):
-        text = "Hi\n" + _dense(family, 3)
+        text = "Hi\n" + dense_calls(family, 3)
         fast = parse_message(text, template=CATALOG[family], prefix="", tools=TOOLS, id_factory=_ids())
         assert fast == _streaming(text, CATALOG[family], "", TOOLS), family
