@@ -66,9 +66,10 @@ seekers. Where the other delimiters' sources join one pattern (`_joinable`), the
 tests are one match, `(?!OTHER|...)(?:OPENER)`, after the leading runs of all of them are measured
 (so the lookahead's runs are disjoint from every later step's too).
 
-The call loop (`_call_loop`): when the region an again step opened is closed by one delimiter
-alone (its watch list is its closer: a call body), the text of a call-dense output is closer,
-value, again step, closer, ... with no other decision between them; `run` hands that sequence to
+The call loop (`_call_loop`): when the region a top-list opener opened (by the again step, or by
+`_decide` with a non-empty match: the first call of a run) is closed by one delimiter alone (its
+watch list is its closer: a call body), the text of a call-dense output is closer, value, again
+step, closer, ... with no other decision between them; `run` hands that sequence to
 a loop that asks the same seekers the same queries and builds the same values and events, without
 the general step's routing. Anything else (a refused or missing closer, an again step that does
 not apply) goes back to `run`'s general step, which then takes the same decision from the seekers
@@ -1561,6 +1562,12 @@ def _lead_closer_at(buf: str, pos: int, lead: str, sk: Any) -> tuple[int, int]:
     if m is not None:
         return s, sk._found(s, m.end(), len(buf))  # (counted as the seeker's own matches)
     s = sk.first(buf, s + 1)
+    if sk.q0 > pos:
+        # No match starts from `pos` up to the lead where it failed either, so the seeker's
+        # remembered answers hold from `pos` on: when the loop leaves this region to the general
+        # step, its query at `pos` is answered from memory, not by a search that goes back (the
+        # queries of a `_CursorSeek` only grow; see "Theory of operation").
+        sk.q0 = pos
     return s, sk.end
 
 
@@ -1789,7 +1796,6 @@ def run(
                 else:
                     guard = StringGuard(body_start, f.string_guard, f.string_quotes, f.value_close)
         j = -3
-        from_again = False
         if again is not None and fw is top and pos < n:
             # The again step: right after a region that a top opener opened (the next call of a
             # call-dense text), that opener matching here with no other top delimiter matching
@@ -1809,7 +1815,6 @@ def run(
                         break
                 else:
                     j, start, end, sk = again.j, pos, found.end, found
-                    from_again = True
         if j == -3:
             j, start, end, sk = _decide(fw, seekers, buf, pos, guard, zw)
         if j == -2:  # nothing more: route the rest and close
@@ -1895,9 +1900,11 @@ def run(
                 append(
                     {"type": "region_open", "field": cur, "start": start, "end": end, "captures": dict(caps)}
                 )
-            if from_again and again is not None and again.calls is not None:
+            if fw is top and again is not None and again.calls is not None and end > start:
                 # a call-dense run: the next regions go through the call loop until it meets
-                # a decision that is not the plain case, which the next iteration takes
+                # a decision that is not the plain case, which the next iteration takes (from
+                # the first call of a run, whether the again step or `_decide` opened it; a
+                # non-empty open leaves no zero-width commit for the loop to refuse)
                 inside, pos, caps, zw, error = _call_loop(
                     parser,
                     buf,
