@@ -1245,7 +1245,18 @@ class _Calls:
     regions of a call-dense text go closer, value, again step, closer, ... with no other decision
     between them. What the loop needs of that region, decided with the plan."""
 
-    __slots__ = ("field", "name", "slot", "quote", "strings", "close_caps", "lead", "free")
+    __slots__ = (
+        "field",
+        "name",
+        "slot",
+        "quote",
+        "strings",
+        "close_caps",
+        "lead",
+        "free",
+        "prefix",
+        "prefix_match",
+    )
 
     def __init__(self, f: Any, fw: FastWatch) -> None:
         self.field = f
@@ -1260,6 +1271,17 @@ class _Calls:
         #: `_lead_closer(d)`: the literal every match of a `_CursorSeek` closer starts with,
         #: whose first occurrence the loop decides with one `regex` match (`_call_loop`)
         self.lead = _lead_closer(d) if fw.kinds[0] == _CURSOR and not self.close_caps else None
+        #: a closer searched by one `regex` search (`_SEARCH`, `_LEAD`) whose every match starts
+        #: with one literal (`PrefixSearch`: Kimi K2's `<|tool_call_end|>...`): the loop finds
+        #: that literal with `str.find` and runs the pattern's `match` there, the attempt the
+        #: seeker's search would make at that candidate (it fails at the literal everywhere
+        #: before), without the seeker's frames; when that attempt fails, the general step
+        #: decides from the seeker
+        strategy = d.strategy
+        prefix = strategy.prefix if type(strategy) is PrefixSearch else None
+        plain = fw.kinds[0] in (_SEARCH, _LEAD) and not self.close_caps
+        self.prefix: str | None = prefix if plain and prefix else None
+        self.prefix_match: Any = d.match_re.match if self.prefix is not None else None
         #: the again step's cursor opener is decided by `match_here`, without `c_reach` (set by
         #: the plan: `_free_opener`)
         self.free = False
@@ -1399,6 +1421,8 @@ def _call_loop(
     # (counted in the seeker's `overlap` as its own matches are); when it fails there, the seeker
     # answers from one past it. No occurrence: no match.
     clead = calls.lead
+    prefix = calls.prefix
+    prefix_match = calls.prefix_match
     direct = again.direct
     free = calls.free
     zw = -1
@@ -1408,6 +1432,14 @@ def _call_loop(
         # -- the closer: its first match, unless refused (the general path decides those) --------
         if lit is not None or lead is not None:
             s, end = _closer_at(buf, pos, lit, lead, sk)
+        elif prefix is not None:
+            s = buf.find(prefix, pos)
+            if s >= 0:
+                m = prefix_match(buf, s)
+                if m is None:
+                    s = -1  # (the general step asks the seeker, which tries the next candidates)
+                else:
+                    end = m.end()
         elif clead is not None:
             s, end = _lead_closer_at(buf, pos, clead, sk)
             if s >= n or s == end == zw:
@@ -1574,10 +1606,12 @@ def _lead_closer_at(buf: str, pos: int, lead: str, sk: Any) -> tuple[int, int]:
 class Plan:
     """The `FastWatch` of every watch list of a template, and whether the one-shot path applies."""
 
-    __slots__ = ("top", "by_field", "watches", "factories", "fws", "again")
+    __slots__ = ("top", "by_field", "watches", "factories", "fws", "again", "required")
 
     def __init__(self, t: Template) -> None:
         self.top = FastWatch(t.watch)
+        #: some field is `optional: false` (else `parse` has no required field to check)
+        self.required = any(not f.optional for f in t.fields.values())
         #: the watch list of each explicit field (the implicit field's region watches `top`)
         self.by_field = {
             name: FastWatch(f.watch) if f.watch is not t.watch else self.top for name, f in t.fields.items()
@@ -1597,7 +1631,15 @@ class Plan:
         tests = [_at_test(w.delimiter, k) for w, k in zip(top.entries, top.kinds)]
         for j, (w, k) in enumerate(zip(top.entries, top.kinds)):
             others = [t for i, t in enumerate(tests) if i != j]
-            ok = w.is_open and all(t is not None for t in others)
+            # (only for a field that takes several regions: the again step is a bet on the same
+            # opener right after its region, which a field written once, as reasoning, loses,
+            # and every lost bet is a match per top delimiter before `_decide` asks anyway)
+            opens = t.fields[w.field] if w.is_open else None
+            ok = (
+                opens is not None
+                and (opens.repeats or opens.join is not None)
+                and all(t is not None for t in others)
+            )
             other_ds = [x.delimiter for i, x in enumerate(top.entries) if i != j]
             self.again.append(_Again(j, w.delimiter, k, others, other_ds) if ok else None)
         slot_of: dict[int, int] = {}
@@ -1816,7 +1858,10 @@ def run(
                 else:
                     j, start, end, sk = again.j, pos, found.end, found
         if j == -3:
-            j, start, end, sk = _decide(fw, seekers, buf, pos, guard, zw)
+            if pos < n:
+                j, start, end, sk = _decide(fw, seekers, buf, pos, guard, zw)
+            else:
+                j = -2  # (what `_decide` answers at the end: a match there is never taken)
         if j == -2:  # nothing more: route the rest and close
             start = end = n
         # -- route buf[pos:start] ----------------------------------------------------------
@@ -1991,6 +2036,8 @@ def parse(text: str, response_template: Any, prefix: str | None, tools: Any) -> 
     else:
         if error is not None:
             raise error
+        if not plan_for(parser._t).required:
+            return parser._finish()
         try:
             parser._check_required([])
         except RequiredFieldsMissing:

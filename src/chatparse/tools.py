@@ -280,7 +280,7 @@ def build_tool_table(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
     """
     table = ToolTable()
     for tool in tools or []:
-        if inspect.isfunction(tool) or inspect.ismethod(tool):
+        if type(tool) is not dict and (inspect.isfunction(tool) or inspect.ismethod(tool)):
             tool = _function_schema(tool)
         fn = tool.get("function", tool) if isinstance(tool, dict) else None
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
@@ -332,16 +332,19 @@ _ABSENT = object()
 
 
 def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:
-    fn = value.get("function") if isinstance(value, dict) else None
-    if not isinstance(fn, dict):
+    # (`type(x) is dict` first: the parsed values are plain dicts, and a subclass still passes)
+    fn = value.get("function") if type(value) is dict or isinstance(value, dict) else None
+    if type(fn) is not dict and not isinstance(fn, dict):
         return value
     name, arguments = fn.get("name"), fn.get("arguments")
-    if not isinstance(name, str) or not isinstance(arguments, dict):
+    if not (type(name) is str or isinstance(name, str)) or not (
+        type(arguments) is dict or isinstance(arguments, dict)
+    ):
         return value
     # Only the parameters whose types cast can change (`coerce` returns any other text as it is),
     # each looked up in the arguments: the same assignments in any order (a new arguments dict
     # keeps the old order). A tool with none (no properties, only strings) changes nothing.
-    if isinstance(table, ToolTable):
+    if type(table) is ToolTable:
         casting = table._types.get(name)  # (`types_of`, asked directly once it answered)
         if casting is None:
             if not table.get(name):
@@ -357,6 +360,8 @@ def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:
     new_arguments: dict[Any, Any] | None = None
     for key, declared in casting.items():
         argument = arguments.get(key, _ABSENT)
+        if type(argument) is int or argument is _ABSENT:
+            continue  # (the usual typed JSON value, or no such argument: nothing to cast)
         if isinstance(argument, str):
             new = coerce(argument, declared)
             changed = new is not argument

@@ -180,7 +180,8 @@ def test_calls_are_kept_whole_without_regions_or_per_call_processing(monkeypatch
 
     counts = {"open": 0, "process": 0, "events": 0, "passes": 0}
     open_, process = _calls.ToolCallAssembler.open, _chat.ChatParser._process
-    append, keep = _chat._Whole._event, _calls.ToolCallAssembler.keep_records
+    # (a call region's events: text regions' events are taken inline by `_Whole.take`)
+    append, keep = _chat._Whole._call_event, _calls.ToolCallAssembler.keep_records
 
     def counted_open(self: Any, *a: Any) -> None:
         counts["open"] += 1
@@ -200,7 +201,7 @@ def test_calls_are_kept_whole_without_regions_or_per_call_processing(monkeypatch
 
     monkeypatch.setattr(_calls.ToolCallAssembler, "open", counted_open)
     monkeypatch.setattr(_chat.ChatParser, "_process", counted_process)
-    monkeypatch.setattr(_chat._Whole, "_event", counted_append)
+    monkeypatch.setattr(_chat._Whole, "_call_event", counted_append)
     monkeypatch.setattr(_calls.ToolCallAssembler, "keep_records", counted_keep)
     for family in ("qwen3", "deepseek_v3", "kimi_k2", "qwen3_xml"):
         spec = CATALOG[family]

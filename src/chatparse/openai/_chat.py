@@ -578,15 +578,50 @@ class _Whole:
         chat._calls.text_before = chat._content
 
     def take(self, events: list[Any]) -> None:
-        """Take the events (and call-loop records) of one parse, in order, and process the rest."""
-        calls = self.chat._calls
+        """Take the events (and call-loop records) of one parse, in order, and process the rest.
+
+        The events of a content or reasoning region take `_process`'s text branch here, inline
+        (the same `TextStream` calls and position, no deltas): while nothing waits in `rest`, an
+        open, or a chunk or close once no prefix text waits to be refilled (`_emit_from`); any
+        other such event (a malformed region, the refill) goes to `_process`."""
+        chat = self.chat
+        calls = chat._calls
+        pieces = self.scratch
+        # per text field: its stream and field (`_process`'s `_stream(name)` and `fields[name]`)
+        texts = {name: (s, f) for name, f in chat._t.fields.items() if (s := chat._stream(name)) is not None}
+        emit_from = chat._emit_from
         i = 0
         n = len(events)
         while i < n:
             e = events[i]
             if type(e) is not tuple:
-                self._event(e)
                 i += 1
+                name = e["field"]
+                if name == "tool_calls":
+                    self._call_event(e)
+                    continue
+                got = texts.get(name) if not self.rest else None
+                if got is not None:
+                    kind = e["type"]
+                    if kind == "region_open":
+                        chat._open_field = name
+                        chat._region_pos = e["end"]
+                        got[0].open(got[1])
+                        continue
+                    if chat._region_pos >= emit_from:
+                        if kind == "region_chunk":
+                            text = e["text"]
+                            chat._region_pos += len(text)
+                            if not e["dirty"]:
+                                got[0].chunk(text, pieces)
+                                pieces.clear()
+                            continue
+                        if kind == "region_close":
+                            chat._open_field = None
+                            got[0].close(e["value"], got[1].dirty, pieces)
+                            pieces.clear()
+                            continue
+                self.rest.append(e)
                 continue
             # a run of records `(value, start, end, body_start, opening)`: the first one's open
             # event is `opened` when `opening` is None (the open `run` gave before its loop)
@@ -606,7 +641,7 @@ class _Whole:
                     "body_end": start,
                 }
                 self.opened = None
-                self.chat._process([opened, close], truncated_drops=False)
+                chat._process([opened, close], truncated_drops=False)
                 i = calls.keep_records(events, i + 1)
             self.opened = None
         if self.opened is not None:
@@ -614,12 +649,9 @@ class _Whole:
             self.opened = None
         self._drain()
 
-    def _event(self, e: dict[str, Any]) -> None:
-        if e["field"] != "tool_calls":
-            if not self.rest and self._text(e):
-                return
-            self.rest.append(e)
-            return
+    def _call_event(self, e: dict[str, Any]) -> None:
+        """An event of a `tool_calls` region: its open waits (`opened`) for its close, which
+        `keep_records` keeps when it can; its chunks make nothing; anything else goes to `rest`."""
         kind = e["type"]
         if kind == "region_open":
             self._drain()
@@ -635,37 +667,6 @@ class _Whole:
             self.rest.append(opened)
             self.opened = None
         self.rest.append(e)
-
-    def _text(self, e: dict[str, Any]) -> bool:
-        """`_process` of one event of a content or reasoning region, without its deltas: the same
-        `TextStream` calls and position. False (the caller queues it for `_process`) for any other
-        field, a malformed region, or a chunk or close while prefix text waits to be refilled."""
-        chat = self.chat
-        name = e["field"]
-        s = chat._stream(name)
-        f = chat._t.fields.get(name)
-        if s is None or f is None:
-            return False
-        kind = e["type"]
-        if kind == "region_open":
-            chat._open_field = name
-            chat._region_pos = e["end"]
-            s.open(f)
-            return True
-        if chat._region_pos < chat._emit_from:
-            return False  # (the refill: `_process` takes it)
-        pieces = self.scratch
-        if kind == "region_chunk":
-            chat._region_pos += len(e["text"])
-            if not e["dirty"]:
-                s.chunk(e["text"], pieces)
-        elif kind == "region_close":
-            chat._open_field = None
-            s.close(e["value"], f.dirty, pieces)
-        else:
-            return False
-        pieces.clear()
-        return True
 
     def _drain(self) -> None:
         if self.rest:
