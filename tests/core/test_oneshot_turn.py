@@ -15,6 +15,7 @@ from chatparse import _oneshot, catalog
 
 from ..support.build import pure_only
 from ..support.calls import dense_calls
+from ..support.counting import calls_of
 
 FAMILIES = ["qwen3", "qwen3_xml", "kimi_k2", "deepseek_v3"]
 TOOLS = [
@@ -42,6 +43,8 @@ def test_every_call_of_a_run_closes_in_the_call_loop(family: str, monkeypatch: p
     real = _oneshot._decide
 
     def decide(fw: Any, *args: Any) -> Any:
+        seekers, buf, q = args[:3]
+        assert q < len(buf)  # at the end of the text nothing is taken: `run` asks nothing
         asked.append(fw)
         return real(fw, *args)
 
@@ -55,4 +58,35 @@ def test_every_call_of_a_run_closes_in_the_call_loop(family: str, monkeypatch: p
         assert [c["function"]["arguments"] for c in out["tool_calls"]] == [{"a": i} for i in range(n)]
         assert calls_list not in asked, family
         seen.append(len(asked))
+    assert seen[0] == seen[1], seen
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_no_again_step_after_a_field_written_once(family: str) -> None:
+    # The again step bets on the same opener right after its region: only for a field that takes
+    # several regions (the calls), never after reasoning.
+    t = chatparse.load_response_template(catalog.get(family))
+    plan = _oneshot.plan_for(t)
+    for w, again in zip(plan.top.entries, plan.again):
+        f = t.fields[w.field]
+        if not (w.is_open and (f.repeats or f.join is not None)):
+            assert again is None, w.field
+    assert any(a is not None and a.calls is not None for a in plan.again)
+
+
+@pure_only
+@pytest.mark.parametrize("family", FAMILIES)
+def test_call_loop_asks_no_seeker_per_call(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The call loop finds each closer with C calls of its own (a literal, a lead, or Kimi K2's
+    # literal-led pattern: `str.find` and one `match`): the seekers' `first` is asked a constant
+    # number of times per turn, not per call (qwen3_xml's name-run opener is asked at each again
+    # step by its own seeker's `match_here`, not `first`).
+    firsts = calls_of(monkeypatch, _oneshot._Seek, "first")
+    t = chatparse.load_response_template(catalog.get(family))
+    seen = []
+    for n in (2, 12):
+        firsts[0] = 0
+        out = chatparse.parse_response(_turn(family, n), t, prefix="", tools=TOOLS)
+        assert len(out["tool_calls"]) == n
+        seen.append(firsts[0])
     assert seen[0] == seen[1], seen
