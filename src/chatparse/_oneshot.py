@@ -1970,6 +1970,9 @@ def run(
                     cur = implicit
                     dirty = implicit_dirty
                     opened = False
+                    # the loop's own again step did not apply here (or the text ended): the
+                    # general one would only repeat it before `_decide`
+                    again = None
     parser._pos = pos
     parser._current = cur
     parser._opened = opened

@@ -90,3 +90,19 @@ def test_call_loop_asks_no_seeker_per_call(family: str, monkeypatch: pytest.Monk
         assert len(out["tool_calls"]) == n
         seen.append(firsts[0])
     assert seen[0] == seen[1], seen
+
+
+@pure_only
+@pytest.mark.parametrize("family", FAMILIES)
+def test_no_second_again_step_where_the_call_loop_stopped(
+    family: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The call loop ends where its own again step did not apply (text after the calls, or the
+    # end): `run` goes straight to `_decide` there, without the same again step a second time.
+    t = chatparse.load_response_template(catalog.get(family))
+    tries = calls_of(monkeypatch, _oneshot._Again, "open_at")
+    for tail in ("", "\nDone."):
+        tries[0] = 0
+        out = chatparse.parse_response(_turn(family, 3) + tail, t, prefix="", tools=TOOLS)
+        assert len(out["tool_calls"]) == 3
+        assert tries[0] == 0, (family, tail)
