@@ -64,7 +64,11 @@ delimiters' tests (`_at_test`) cost at most the opener's match plus a constant, 
 steps' opener matches are disjoint, so the steps add linear work; anything undecided goes to the
 seekers. Where the other delimiters' sources join one pattern (`_joinable`), the opener and the
 tests are one match, `(?!OTHER|...)(?:OPENER)`, after the leading runs of all of them are measured
-(so the lookahead's runs are disjoint from every later step's too).
+(so the lookahead's runs are disjoint from every later step's too). An opener gets an again step
+only when its field takes several regions (`repeats` or `join`): after a field written once
+(reasoning) the bet is lost and costs a match per top delimiter before `_decide` asks anyway.
+Where the call loop stopped, its own again step did not apply, so `run` does not repeat it; at
+the end of the text `run` asks nothing (a match there is never taken).
 
 The call loop (`_call_loop`): when the region a top-list opener opened (by the again step, or by
 `_decide` with a non-empty match: the first call of a run) is closed by one delimiter alone (its
@@ -73,7 +77,11 @@ step, closer, ... with no other decision between them; `run` hands that sequence
 a loop that asks the same seekers the same queries and builds the same values and events, without
 the general step's routing. Anything else (a refused or missing closer, an again step that does
 not apply) goes back to `run`'s general step, which then takes the same decision from the seekers
-(they remember their answers), so the loop changes the cost per call, not a single answer. For
+(they remember their answers), so the loop changes the cost per call, not a single answer. A
+closer that is a literal, a `C* LEAD...` run or, searched by one `regex` search, a pattern whose
+every match starts with one literal (Kimi K2's `<|tool_call_end|>...`) is found by the loop with
+`str.find` and one `match` at the first candidate, the attempt the seeker's search would make
+there; when that attempt fails the general step asks the seeker. For
 `parse_message` (calls sent complete) the loop appends one record per `tool_calls` region instead
 of its open, chunk and close events (`run`'s `kept`): the OpenAI layer keeps those calls in one
 pass and rebuilds the events of any it declines, so what it receives is the same.

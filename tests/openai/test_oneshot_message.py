@@ -298,3 +298,28 @@ def test_a_parse_the_fast_path_gives_up_on_draws_no_id_before_the_streaming_pars
         text = "Hi\n" + dense_calls(family, 3)
         fast = parse_message(text, template=CATALOG[family], prefix="", tools=TOOLS, id_factory=_ids())
         assert fast == _streaming(text, CATALOG[family], "", TOOLS), family
+
+
+@pytest.mark.parametrize(
+    "text", ["<t>hm</t>Hi<end>", "Hi<end>", "<t>hm</t>", "", '<c>{"name": "f", "arguments": {}}</c>']
+)
+def test_a_required_field_missing_is_reported_as_streaming_reports_it(text: str) -> None:
+    # (the one-shot message checks required fields only for a template that has one)
+    spec = {
+        "start_anchor": "A",
+        "fields": {
+            "thinking": {"open": "<t>", "close": "</t>", "optional": False},
+            "tool_calls": {
+                "open": "<c>",
+                "close": "</c>",
+                "content": "json",
+                "repeats": True,
+                "transform": {"type": "function", "function": "{content}"},
+            },
+            "content": {"close": "<end>"},
+        },
+    }
+    assert_same(text, spec)
+    message = parse_message(text, template=spec, prefix="")
+    missing = "<t>" not in text  # (no thinking region: the required field is missing)
+    assert ("chatparse" in message and "errors" in message["chatparse"]) == missing, message

@@ -85,7 +85,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._oneshot import Bail, open_event
+from .._oneshot import Bail, open_event, plan_for
 from .._oneshot import run as run_oneshot
 from .._parser import ResponseParser
 from .._template import Template
@@ -721,10 +721,11 @@ def parse_message(
             )
         else:
             parser._finished = True
-            try:
-                core._check_required(events)
-            except RequiredFieldsMissing as e:
-                parser._errors.append({"field": None, "error": str(e), "text": None})
+            if plan_for(core._t).required:  # (some field is `optional: false`)
+                try:
+                    core._check_required(events)
+                except RequiredFieldsMissing as e:
+                    parser._errors.append({"field": None, "error": str(e), "text": None})
             if whole is not None:
                 whole.take(events)
             else:
