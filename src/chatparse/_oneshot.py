@@ -1429,8 +1429,17 @@ def _call_loop(
     # (counted in the seeker's `overlap` as its own matches are); when it fails there, the seeker
     # answers from one past it. No occurrence: no match.
     clead = calls.lead
-    prefix = calls.prefix
+    # A closer searched by one `regex` search whose every match starts with one literal
+    # (`_Calls.prefix`): that literal's first occurrence and the pattern's `match` there.
     prefix_match = calls.prefix_match
+    if prefix_match is not None:
+        lead = calls.prefix
+    # the again step's own pattern match and leading runs (`_Again.open_end`; None: a literal
+    # opener, or one its seeker decides)
+    own_match = again.match if own and again.literals is None else None
+    own_runs = again.runs
+    names = again.names
+    all_set = again.all_set
     direct = again.direct
     free = calls.free
     zw = -1
@@ -1439,15 +1448,7 @@ def _call_loop(
     while True:
         # -- the closer: its first match, unless refused (the general path decides those) --------
         if lit is not None or lead is not None:
-            s, end = _closer_at(buf, pos, lit, lead, sk)
-        elif prefix is not None:
-            s = buf.find(prefix, pos)
-            if s >= 0:
-                m = prefix_match(buf, s)
-                if m is None:
-                    s = -1  # (the general step asks the seeker, which tries the next candidates)
-                else:
-                    end = m.end()
+            s, end = _closer_at(buf, pos, lit, lead, sk, prefix_match)
         elif clead is not None:
             s, end = _lead_closer_at(buf, pos, clead, sk)
             if s >= n or s == end == zw:
@@ -1459,7 +1460,11 @@ def _call_loop(
                 s = -1
         if s >= 0:
             if quote:
-                if _outside_end(buf, pos, s) != s:  # (`_QuoteGuard(pos).inside(buf, s)`)
+                # (`_QuoteGuard(pos).inside(buf, s)`: `_outside_end`, its usual case inline)
+                if buf.find("\\", pos, s) < 0:
+                    if buf.count('"', pos, s) & 1:
+                        s = -1
+                elif _outside_end(buf, pos, s) != s:
                     s = -1
             elif strings and StringGuard(pos, f.string_guard, f.string_quotes, False).inside(buf, s):
                 s = -1
@@ -1532,7 +1537,18 @@ def _call_loop(
         # -- the again step (see `run`) ------------------------------------------------------
         if pos >= n:
             return False, pos, {}, zw, first_error
-        if own:
+        if own_match is not None:
+            # (`again.open_end` for a pattern opener, inline: its leading runs measured first)
+            if pos < run_end[0]:
+                return False, pos, {}, zw, first_error
+            for run in own_runs:
+                run_e = run.match(buf, pos).end()
+                if run_e > run_end[0]:
+                    run_end[0] = run_e
+            m = own_match(buf, pos)
+            if m is None or (found_end := m.end()) <= pos:
+                return False, pos, {}, zw, first_error
+        elif own:
             got = again.open_end(buf, pos, run_end)
             if got is None:
                 return False, pos, {}, zw, first_error
@@ -1555,7 +1571,11 @@ def _call_loop(
         for test in others:
             if test(buf, pos, lim) is not False:
                 return False, pos, {}, zw, first_error
-        caps = again.captures(m) if own or m is not None else opener.captures(buf)
+        if own or m is not None:
+            # (`again.captures(m)`, inline)
+            caps = {} if m is None or not names else m.groupdict() if all_set else again.captures(m)
+        else:
+            caps = opener.captures(buf)
         if kept is not None:
             # (the captures are copied now only when the closer's captures may join them later)
             opening = (pos, found_end, dict(caps) if close_caps else caps)
@@ -1574,17 +1594,24 @@ def open_event(name: str, opening: tuple[int, int, dict]) -> dict[str, Any]:
     return {"type": "region_open", "field": name, "start": start, "end": end, "captures": dict(caps)}
 
 
-def _closer_at(buf: str, pos: int, lit: str | None, lead: str | None, sk: Any) -> tuple[int, int]:
+def _closer_at(
+    buf: str, pos: int, lit: str | None, lead: str | None, sk: Any, prefix_match: Any = None
+) -> tuple[int, int]:
     """`_call_loop`'s own closer search from `pos`: the first occurrence of the literal `lit`, or
     the match of `_LeadRunSeek` `sk` at its first `lead` (the run before the lead, the pattern
-    there); `(start, end)`, or `(-1, read)` when that is not the answer (no lead, or the pattern
-    fails at the first one: the seeker then decides), `read` the end of the text searched."""
+    there), or, with `prefix_match` (`_Calls.prefix_match`: every match starts with the literal
+    `lead`), that `match` at the first `lead`; `(start, end)`, or `(-1, read)` when that is not
+    the answer (no lead, or the pattern fails at the first one: the seeker then decides), `read`
+    the end of the text searched."""
     if lit is not None:
         s = buf.find(lit, pos)
         return (s, s + len(lit)) if s >= 0 else (-1, len(buf))
     p = buf.find(lead, pos)  # type: ignore[arg-type]
     if p < 0:
         return -1, len(buf)
+    if prefix_match is not None:
+        m = prefix_match(buf, p)
+        return (p, m.end()) if m is not None else (-1, p + len(lead))  # type: ignore[arg-type]
     s = sk.back.match(buf, pos, p).start()
     m = sk.rx.match(buf, s)
     return (s, m.end()) if m is not None else (-1, p + len(lead))  # type: ignore[arg-type]

@@ -360,8 +360,8 @@ def _coerce_call(value: Any, table: Mapping[str, dict[str, Any]]) -> Any:
     new_arguments: dict[Any, Any] | None = None
     for key, declared in casting.items():
         argument = arguments.get(key, _ABSENT)
-        if type(argument) is int or argument is _ABSENT:
-            continue  # (the usual typed JSON value, or no such argument: nothing to cast)
+        if type(argument) is int:
+            continue  # (the usual typed JSON value: nothing to cast)
         if isinstance(argument, str):
             new = coerce(argument, declared)
             changed = new is not argument
