@@ -106,3 +106,41 @@ def test_no_second_again_step_where_the_call_loop_stopped(
         out = chatparse.parse_response(_turn(family, 3) + tail, t, prefix="", tools=TOOLS)
         assert len(out["tool_calls"]) == 3
         assert tries[0] == 0, (family, tail)
+
+
+_PREFIX_CLOSER = {
+    "start_anchor": "A",
+    "fields": {
+        # the call's closer: one `regex` search, every match starting with `</c>` (the loop finds
+        # it with `str.find` and one `match`); it fails at a `</c>` not followed by `\n`
+        "tool_calls": {
+            "open_pattern": "<c>",
+            "close_pattern": "</c>(?=\\n)",
+            "repeats": True,
+            "content": "json",
+            "content_args": {"close_outside_strings": True},
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close": "<end>"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<c>{"name": "f", "arguments": {}}</c>\n<c>{"name": "g", "arguments": {}}</c>\n',
+        '<c>{"name": "f", "arguments": {}}</c>x</c>\n<c>{"name": "g", "arguments": {}}</c>\n',  # fails first
+        '<c>{"name": "f", "arguments": {"a": "</c>\\n"}}</c>\n<c>{"name": "g"}</c>\n',  # inside a string
+        '<c>{"name": "f", "arguments": {}}</c>x',  # no match at all
+        "Hi<c>{}</c>\n<end>",
+    ],
+)
+def test_literal_led_closer_in_the_call_loop_agrees_with_streaming(text: str) -> None:
+    from .test_oneshot import assert_same
+
+    t = chatparse.load_response_template(_PREFIX_CLOSER)
+    calls = _oneshot.plan_for(t).again[0].calls  # type: ignore[union-attr]
+    assert calls is not None and calls.prefix == "</c>"
+    assert_same(text, t)
+    assert_same(text, t, tools=TOOLS)
