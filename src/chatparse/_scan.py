@@ -70,7 +70,7 @@ of, as in Kimi K2's call closer, or in an unbounded greedy run, as GLM's call op
 `\\s*<tool_call>\\s*(?P<name>[^<\\s]+)`) has one way to match at a start: each run takes its whole
 maximal run, each group is taken exactly when its lead is there; a chain may be led by a
 lookbehind (qwen3's `(?<=^\\s{0,16}...)<think>`), decided where a walk starts by one `regex` match
-(`_Behind`; not made when the literal after it fails there). A delimiter that is a chain, or a
+(`_Behind`, once the rest of the walk has not failed). A delimiter that is a chain, or a
 leading alternation whose every branch is one (Kimi K2's call opener), or a leading run before an
 alternation spread over its branches, with the alternations of literals and optional literals in
 them spelled out, when every sequence that makes is a chain (`_spread_run`: the content closers
@@ -1625,7 +1625,20 @@ def _stopped_again(el: Any, buf: str, p: int, r: int) -> int:
 def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> tuple[int, int, int, int]:
     """Walk a chain's `elements` from element `k` at position `p` (`r`: where the run in progress
     started, or -1): `(MATCH, k, end, r)`, `(LIVE, k, p, r)` (stopped at the end of the text, to be
-    resumed from there) or `(NONE, ...)`."""
+    resumed from there) or `(NONE, ...)`. A leading lookbehind (`_Behind`) is decided once the rest
+    of the walk has not failed, and only then (a walk resumed past it has passed it): it reads only
+    text before `p`, so the outcome is the same, and a branch that fails after it, as five of the
+    six spelled-out branches of gpt-oss's content opener at each header, costs no `regex` call."""
+    if k == 0 and elements and type(elements[0]) is _Behind:
+        status, k2, p2, r2 = _walk_on(elements, buf, 1, p, r, eos)
+        if status != NONE and not elements[0].holds(buf, p):
+            return (NONE, 0, p, r)
+        return (status, k2, p2, r2)
+    return _walk_on(elements, buf, k, p, r, eos)
+
+
+def _walk_on(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> tuple[int, int, int, int]:
+    """`_walk` past a leading lookbehind."""
     n = len(buf)
     while k < len(elements):
         el = elements[k]
@@ -1637,21 +1650,9 @@ def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> t
             if not eos and n - p < len(el) and el.startswith(buf[p:]):
                 return (LIVE, k, p, -1)
             return (NONE, k, p, r)
-        if type(el) is _Behind:
-            # (The literal after it first: where it fails, so does the walk, without the `regex`
-            # call; a spelled-out opener walks its branches from the same start, `final` and
-            # `commentary` after gpt-oss's lookbehind.)
-            lit = elements[k + 1] if k + 1 < len(elements) else None
-            if (
-                type(lit) is str
-                and not buf.startswith(lit, p)
-                and (eos or n - p >= len(lit) or not lit.startswith(buf[p:]))
-            ):
-                return (NONE, k, p, r)
-            if el.holds(buf, p):
-                k += 1
-                continue
-            return (NONE, k, p, r)
+        if type(el) is _Behind:  # (only ever first: `_walk` decides it)
+            k += 1
+            continue
         size = len(el)
         if size == 3:  # a run
             if r < 0:

@@ -522,8 +522,8 @@ def test_literal_delimiters_and_spelled_out_openers_are_walked() -> None:
 
 def test_gpt_oss_content_opener_is_walked() -> None:
     """gpt-oss's content opener (a lookbehind, `final|commentary`, an optional constrain type with
-    runs in it) spelled out is six chains, walked instead of run by the matcher; a branch whose
-    literal after the lookbehind fails there makes no `regex` call for the lookbehind. One
+    runs in it) spelled out is six chains, walked instead of run by the matcher; a branch that
+    fails after the lookbehind makes no `regex` call for the lookbehind. One
     character per feed: 7 matcher runs (before: 25, with the call opener's lookaheads), 3
     lookbehind calls for six branches at two headers."""
     t = chatparse.load_response_template(catalog.get("gpt_oss"))
