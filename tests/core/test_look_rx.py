@@ -130,6 +130,10 @@ def test_random_plain_bodies_decide_as_the_interpreter_decides_them() -> None:
                     else:
                         assert live is not None and ended is not None, (body, buf, pos)
                     assert (_rx._look_rx(look, buf, pos, True) is None) == (ended is None), (body, buf, pos)
+                    if look.rx.fullmatch(buf, pos, partial=True) is None:
+                        # (`Attempt._decided`'s test: no way of matching reaches the end, so
+                        # the interpreter's first way to match is decided without more text)
+                        assert live is not _rx.LIVE, (body, buf, pos)
 
 
 @pytest.mark.parametrize("body", NOT_PLAIN)
