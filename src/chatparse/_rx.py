@@ -32,6 +32,17 @@ runs it with a backtracking interpreter that has the same leftmost-first priorit
   across positions, and a live lookahead is resumed, not restarted. The memos are never cleared:
   the work of a whole scan is bounded by O(program size x text length) for any pattern, so an
   untrusted template cannot make the scanner hang.
+* **Lookaheads without sub-attempts.** A lookahead whose body is a literal is one instruction
+  (`PEEK`: `startswith`, live while the text ends inside the literal). A plain body of bounded
+  reach (`Look.rx`: literals, classes, groups, alternations, greedy repeats, a tail run) is
+  decided by one `regex` module match at the position (`_look_rx`): a match stands for every
+  continuation (nothing in the body reads the end of the text), no match and no partial match is
+  a failure for every continuation, a partial match is live. Shapes the module's partial match
+  gets wrong are left to the interpreter (`_plain`), and a body with named groups is taken so by
+  main attempts only, whose match stands once the interpreter would have decided each such
+  lookahead too (`Attempt._decided`): the committed groups follow the body's first way to match.
+  While undecided, each feed asks the module again over at most the body's window
+  (`LOOK_WINDOW`): linear, with that constant.
 * **Decide, then capture.** Scanning runs a program without capture instructions; the one match
   that is committed is re-run once with captures (`capture`), or, when `capture_window` proves
   that the `regex` module finds the same groups over a window of constant width after the start
@@ -67,6 +78,7 @@ ATOMIC = 9  # arg: Program
 MATCH = 10
 STR = 11  # arg: a run of two or more literal characters, compared with str.startswith
 RUN = 12  # arg: Run
+PEEK = 13  # arg: (literal, negate): a lookahead whose body is a literal string, `(?=<tool_call>)`
 
 # Backtracking stack entries: (kind, ...).
 _BT_SPLIT = 0  # (kind, pc, pos, pathlen)
@@ -1128,15 +1140,129 @@ class Run:
 
 
 class Look:
-    """A lookahead: its sub-program, its sign and an index into a matching context's memos."""
+    """A lookahead: its sub-program, its sign and an index into a matching context's memos.
 
-    __slots__ = ("prog", "negate", "key", "captures")
+    `rx` (else None): the body compiled for the `regex` module, which decides the lookahead at a
+    position in one call (`_look_rx`) instead of a sub-attempt, when the body is run without
+    captures, is made of literals, classes, groups, alternations and greedy or lazy repeats only
+    (no lookaround, assertion, atomic group or lazy repeat: the module's partial match, which the
+    decision reads, is then exact; `test_look_rx` checks it against the interpreter), and
+    `capture_window` proves it reads at most `width - 2` <= `LOOK_WINDOW` characters past the
+    position but a tail run, at a bounded cost.
 
-    def __init__(self, prog: Program, negate: bool, key: int) -> None:
+    `sure`: the body has no named group, so only whether it matches counts, and the module's
+    answer is taken whole. Else (gpt-oss's call opener, `(?=...to=functions\\.(?P<name>...))`)
+    the module may find a match through a later branch while an earlier one is still being
+    written, and the groups of the committed match come from that earlier one (as in the
+    one-shot parse, and in `capture`'s run, which waits for it): a main attempt takes the
+    module's answer and notes the lookahead (`Attempt.unsure`), and its match stands once the
+    interpreter decides each noted lookahead too (`Attempt._decided`: at the match, once per
+    commit, not on every feed); other attempts take only the module's failures."""
+
+    __slots__ = ("prog", "negate", "key", "captures", "rx", "width", "sure")
+
+    def __init__(self, prog: Program, negate: bool, key: int, body: Node | None = None) -> None:
         self.prog = prog
         self.negate = negate
         self.key = key
         self.captures = not negate and has_saves(prog)
+        self.rx: Any = None
+        self.width = 0
+        self.sure = False
+        if body is not None and not self.captures and _plain(body):
+            w = capture_window(body)
+            if w is not None and w <= LOOK_WINDOW:
+                # (`|(?!)`: no required-string search past the window, see `match_only`)
+                self.rx = regex.compile(_source(body) + "|(?!)")
+                self.width = w + 2
+                self.sure = not _named(body)
+
+
+#: The widest lookahead body the `regex` module decides (`Look.rx`): while such a lookahead is
+#: undecided, each feed runs it again, over at most this many characters.
+LOOK_WINDOW = 1024
+
+_PLAIN_OPS = (Op.LIT, Op.CLS, Op.ANY, Op.CAT, Op.ALT, Op.GROUP, Op.REP, Op.EMPTY)
+
+
+def _plain(node: Node) -> bool:
+    """Whether `node` holds only literals, classes, groups, alternations and greedy repeats (what
+    `_look_rx` decides by the `regex` module's partial match; not a lazy repeat: the module
+    reports `x{0,3}?y` on "xq" as a partial match)."""
+    if node.op not in _PLAIN_OPS or (node.op is Op.REP and node.args[2] != "greedy"):
+        return False
+    if node.op is Op.ALT and sum(_class_led(b) for b in _alt_branches(node, [])) > 1:
+        # (the module merges such branches, wrongly: `[^<]|[^a]` fails on "<"; nested
+        # alternations are merged too)
+        return False
+    return all(_plain(k) for k in node.kids)
+
+
+def _alt_branches(node: Node, out: list[Node]) -> list[Node]:
+    """The branches of an alternation, those of alternations nested as whole branches spliced."""
+    for k in node.kids:
+        while k.op is Op.GROUP:
+            k = k.kids[0]
+        if k.op is Op.ALT:
+            _alt_branches(k, out)
+        else:
+            out.append(k)
+    return out
+
+
+def _class_led(node: Node) -> bool:
+    """Whether a match of `node` may begin with a class or a dot (an alternation: may)."""
+    op = node.op
+    if op is Op.LIT or op is Op.EMPTY:
+        return False
+    if op is Op.GROUP or op is Op.REP:
+        return _class_led(node.kids[0])
+    if op is Op.CAT:
+        for k in node.kids:
+            if _class_led(k):
+                return True
+            if not nullable(k):
+                return False
+        return False
+    return True
+
+
+def _source(node: Node) -> str:
+    """The `regex` module source of a `_plain` tree (groups uncaptured: a boolean lookahead)."""
+    op = node.op
+    if op in ATOMS:
+        return atom_source(node)
+    if op is Op.CAT:
+        return "".join(_source(k) for k in node.kids)
+    if op is Op.ALT:
+        return "(?:" + "|".join(_source(k) for k in node.kids) + ")"
+    if op is Op.GROUP:
+        return "(?:" + _source(node.kids[0]) + ")"
+    if op is Op.EMPTY:
+        return ""
+    lo, hi = node.args[0], node.args[1]
+    count = f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
+    return "(?:" + _source(node.kids[0]) + ")" + count
+
+
+def _look_rx(look: Look, buf: str, pos: int, eos: bool) -> Any:
+    """A `Look.rx` lookahead body at `pos`: `(end, [])` (it matches for every continuation),
+    None (it fails for every continuation) or LIVE, from one `regex` match. The body has no
+    construct that reads the end of the text, so a match found now stays a match whatever
+    follows; with no match, the module's partial match (a path that reached the end of the text
+    unfailed) is what more text could still complete. Past `width` characters no path but a tail
+    run (already past its minimum: a match) reads, so a longer text is cut there (a bounded cost
+    per call) and decided at once."""
+    end = pos + look.width
+    if end < len(buf):
+        m = look.rx.match(buf, pos, end)
+    else:
+        m = look.rx.match(buf, pos, partial=not eos)
+    if m is None:
+        return None
+    if m.partial:
+        return LIVE
+    return (m.end(), [])
 
 
 @dataclass(eq=False)
@@ -1262,8 +1388,15 @@ class _Compiler:
         elif op is Op.LOOK:
             ahead, negate = n.args[0], n.args[1]
             if ahead:
+                lit = _literal_text(n.kids[0])
+                if lit:
+                    # A literal body is decided by one `startswith` (no sub-attempt, no memo): the
+                    # lookahead of a branch led by it, `(?=<\\|channel\\|>)`, is tried at every
+                    # candidate of the branch.
+                    self.emit(PEEK, (lit, negate))
+                    return
                 sub = self.sub(n.kids[0])
-                self.emit(LOOKAHEAD, Look(sub, negate, sub.key))
+                self.emit(LOOKAHEAD, Look(sub, negate, sub.key, n.kids[0]))
             else:
                 bound = n.args[4]
                 guarded = bound is None or bound > SAFE_STEPS
@@ -1363,7 +1496,7 @@ def _first_of(code: list[tuple[int, Any]], pc: int, chars: set[str], srcs: list[
             stack.extend(arg)
         elif op == JMP:
             stack.append(arg)
-        elif op in (SAVE, ASSERT, LOOKBEHIND, LOOKAHEAD):
+        elif op in (SAVE, ASSERT, LOOKBEHIND, LOOKAHEAD, PEEK):
             stack.append(pc + 1)
         else:  # MATCH, ANY, ATOMIC
             return False
@@ -1475,7 +1608,20 @@ class Attempt:
     longer buffer). `ctx` holds the memos shared with other attempts of the same scan.
     """
 
-    __slots__ = ("prog", "start", "ctx", "pc", "pos", "slots", "stack", "path", "local", "boolean", "_back")
+    __slots__ = (
+        "prog",
+        "start",
+        "ctx",
+        "pc",
+        "pos",
+        "slots",
+        "stack",
+        "path",
+        "local",
+        "boolean",
+        "_back",
+        "unsure",
+    )
 
     def __init__(self, prog: Program, start: int, ctx: MatchContext | None = None, mode: int = 0) -> None:
         self.prog = prog
@@ -1495,6 +1641,7 @@ class Attempt:
         self.local: set[int] | None = set() if mode != MAIN else None
         self.path: list[int] = []
         self._back = False  # resume by backtracking (suspended inside a lazy run's alternatives)
+        self.unsure: list[tuple[Look | None, int, Attempt | None]] | None = None  # (see `Look`)
 
     def still_live(self, buf: str) -> bool:
         """Whether this suspended attempt is live again where it stopped, decided without setting
@@ -1509,6 +1656,9 @@ class Attempt:
         pos = self.pos
         if op == STR:
             return len(buf) - pos < len(arg) and arg.startswith(buf[pos:])
+        if op == PEEK:
+            lit = arg[0]
+            return len(buf) - pos < len(lit) and lit.startswith(buf[pos:])
         if op == RUN and arg.mode != "lazy":
             # The interpreter's checks on entering the run, in its order.
             pm = self.ctx.memo(self.prog)
@@ -1522,6 +1672,15 @@ class Attempt:
         elif op == LOOKAHEAD:
             # Suspended on a live lookahead body (`(?=<|tool_call_begin|>)` being written).
             pm = self.ctx.memo(arg.prog)
+            if arg.rx is not None and (arg.sure or self.local is None):
+                if pos in pm.done:
+                    return False
+                r = _look_rx(arg, buf, pos, False)
+                if r is LIVE:
+                    return True
+                if arg.sure or r is None:
+                    pm.done[pos] = r  # (decided: `run` reads it; a match to note, `_look` notes)
+                return False
             sub = pm.live.get(pos)
             return sub is not None and pos not in pm.done and sub.still_live(buf)
         return False
@@ -1660,6 +1819,8 @@ class Attempt:
                     self.pc, self.pos = pc, pos
                     if boolean:
                         return self._succeed(pos, succ)
+                    if self.unsure is not None and not eos and not self._decided(buf):
+                        return LIVE  # (resumed here: `run` answers again at the match)
                     return (pos, list(slots))
                 elif op == ASSERT:
                     r = arg.test(buf, pos, eos)
@@ -1688,6 +1849,18 @@ class Attempt:
                     if (r is not None) != arg.negate:
                         if r is not None and r[1]:
                             self._merge(r[1])
+                        pc += 1
+                        continue
+                elif op == PEEK:
+                    lit, negate = arg
+                    if buf.startswith(lit, pos):
+                        if not negate:
+                            pc += 1
+                            continue
+                    elif not eos and n - pos < len(lit) and lit.startswith(buf[pos:]):
+                        self.pc, self.pos = pc, pos
+                        return LIVE
+                    elif negate:
                         pc += 1
                         continue
                 else:  # ATOMIC: a sub-search run to its first success
@@ -1791,6 +1964,31 @@ class Attempt:
             return hi - 1
         return _rsearch(follow, buf, lo, hi)
 
+    def _decided(self, buf: str) -> bool:
+        """Whether every lookahead this attempt took a match of from the `regex` module although
+        its body has named groups (`unsure`: those of abandoned paths too, which `capture`'s run
+        walks as well) is decided as the interpreter decides it: its first way to match, in
+        priority order, found before the end of the text. Certain when no way of matching the
+        body reaches the end of the text (the module's `fullmatch` up to the end, partial
+        included, finds none: one call over at most the body's window, once per match); else
+        asked of a sub-attempt, kept and resumed while it is live (linear, as any attempt)."""
+        unsure = self.unsure
+        assert unsure is not None
+        n = len(buf)
+        for k, (look, pos, att) in enumerate(unsure):
+            if look is None:
+                continue
+            if att is None:
+                if n - pos <= look.width and look.rx.fullmatch(buf, pos, partial=True) is None:
+                    unsure[k] = (None, pos, None)
+                    continue
+                att = Attempt(look.prog, pos, MatchContext(), BOOLEAN)
+            if att.run(buf, False) is LIVE:
+                unsure[k] = (look, pos, att)
+                return False
+            unsure[k] = (None, pos, None)
+        return True
+
     def _succeed(self, pos: int, succ: set[int]) -> Any:
         succ.update(self.path)
         self.stack.clear()
@@ -1809,6 +2007,25 @@ class Attempt:
         pm = self.ctx.memo(look.prog)
         if pos in pm.done:
             return pm.done[pos]
+        if look.rx is not None:
+            r = _look_rx(look, buf, pos, eos)
+            if look.sure:
+                if r is not LIVE:
+                    pm.done[pos] = r
+                return r
+            if r is None:
+                # (a failure is certain, groups or not: the sub-attempt, if any, is dropped)
+                pm.live.pop(pos, None)
+                pm.done[pos] = None
+                return None
+            if self.local is None and not eos:
+                if r is not LIVE:
+                    # A match of a body with groups: noted (see `Look`), not remembered (an
+                    # attempt at another start that meets it notes it too).
+                    if self.unsure is None:
+                        self.unsure = []
+                    self.unsure.append((look, pos, None))
+                return r
         att = pm.live.pop(pos, None)
         if att is None:
             att = Attempt(look.prog, pos, self.ctx, SUB if look.captures else BOOLEAN)

@@ -70,13 +70,14 @@ of, as in Kimi K2's call closer, or in an unbounded greedy run, as GLM's call op
 `\\s*<tool_call>\\s*(?P<name>[^<\\s]+)`) has one way to match at a start: each run takes its whole
 maximal run, each group is taken exactly when its lead is there; a chain may be led by a
 lookbehind (qwen3's `(?<=^\\s{0,16}...)<think>`), decided where a walk starts by one `regex` match
-(`_Behind`). A delimiter that is a chain, or a
+(`_Behind`, once the rest of the walk has not failed). A delimiter that is a chain, or a
 leading alternation whose every branch is one (Kimi K2's call opener), or a leading run before an
 alternation spread over its branches, with the alternations of literals and optional literals in
 them spelled out, when every sequence that makes is a chain (`_spread_run`: the content closers
 `\\s*(?:<|im_end|>|...)`, DSML's `\\s*(?:</?｜DSML｜ ?(?:function_calls|...)>|...)` as 18 chains,
 whose whole literals are then its search leads), or a pattern whose spelled-out sequences are
-all chains without a leading run (`_spelled`: Gemma 4's `<\\|channel>(?:thought\\n?)?`), has walks
+all chains without a leading run (`_spelled`: Gemma 4's `<\\|channel>(?:thought\\n?)?`; runs inside
+a spelled-out group are kept in each sequence: gpt-oss's content opener), has walks
 (`Delimiter.walks`): its
 cursor (`ChainCursor`) decides a candidate by walking the branches in priority order (`startswith`,
 one C run match per run) instead of a matcher attempt, stops the walk where the text ends and
@@ -1122,7 +1123,8 @@ def _spell_out(items: list[Node], cap: int, inner: bool = False) -> list[list[No
     out, nested ones too, in the order the pattern tries them (`<(?:a|b)c>?` -> `<ac>`, `<ac`,
     `<bc>`, `<bc`; `<x>(?:ab?)?` -> `<x>ab`, `<x>a`, `<x>`): the branches' leads are then whole
     literals. None when more than `cap` would come out (or, `inner`, when something else than
-    literals is inside). (Valid when every sequence that comes out is a chain: see `_spread_run`.)"""
+    literals, classes and runs is inside: those are kept as they are in each sequence). (Valid
+    when every sequence that comes out is a chain: see `_spread_run`.)"""
     out: list[list[Node]] = [[]]
     for node in items:
         u = _unwrap(node)
@@ -1142,6 +1144,12 @@ def _spell_out(items: list[Node], cap: int, inner: bool = False) -> list[list[No
             sub = _spell_out(_flatten(u.kids[0]), cap, True)
             if sub is not None:
                 alts = [*sub, []] if u.args[2] == "greedy" else [[], *sub]
+        elif inner and (u.op in _rx.ATOMS or (u.op is Op.REP and _unwrap(u.kids[0]).op in _rx.ATOMS)):
+            # A class or a run inside a spelled-out part (gpt-oss's content opener
+            # `(?:[ \t]*<\|constrain\|>[^\s<]{1,32}|[ \t]+json)?`): kept as it is in each
+            # sequence; the sequence must still be a chain, as every other one.
+            out = [x + [node] for x in out]
+            continue
         if alts is None:
             if inner:
                 return None
@@ -1617,7 +1625,20 @@ def _stopped_again(el: Any, buf: str, p: int, r: int) -> int:
 def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> tuple[int, int, int, int]:
     """Walk a chain's `elements` from element `k` at position `p` (`r`: where the run in progress
     started, or -1): `(MATCH, k, end, r)`, `(LIVE, k, p, r)` (stopped at the end of the text, to be
-    resumed from there) or `(NONE, ...)`."""
+    resumed from there) or `(NONE, ...)`. A leading lookbehind (`_Behind`) is decided once the rest
+    of the walk has not failed, and only then (a walk resumed past it has passed it): it reads only
+    text before `p`, so the outcome is the same, and a branch that fails after it, as five of the
+    six spelled-out branches of gpt-oss's content opener at each header, costs no `regex` call."""
+    if k == 0 and elements and type(elements[0]) is _Behind:
+        status, k2, p2, r2 = _walk_on(elements, buf, 1, p, r, eos)
+        if status != NONE and not elements[0].holds(buf, p):
+            return (NONE, 0, p, r)
+        return (status, k2, p2, r2)
+    return _walk_on(elements, buf, k, p, r, eos)
+
+
+def _walk_on(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> tuple[int, int, int, int]:
+    """`_walk` past a leading lookbehind."""
     n = len(buf)
     while k < len(elements):
         el = elements[k]
@@ -1629,11 +1650,9 @@ def _walk(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -> t
             if not eos and n - p < len(el) and el.startswith(buf[p:]):
                 return (LIVE, k, p, -1)
             return (NONE, k, p, r)
-        if type(el) is _Behind:
-            if el.holds(buf, p):
-                k += 1
-                continue
-            return (NONE, k, p, r)
+        if type(el) is _Behind:  # (only ever first: `_walk` decides it)
+            k += 1
+            continue
         size = len(el)
         if size == 3:  # a run
             if r < 0:
@@ -2212,7 +2231,44 @@ def _disjoint(a: _rx.CharTest, b: _rx.CharTest) -> bool:
             items = _negated_items(other)
             if items is not None and e in items:
                 return True
+    # A class that lists its characters (`[ \t]`) against any class: each character tested
+    # (`[ \t]` and `[^\s<]` in gpt-oss's content opener).
+    for x, other in ((a, b), (b, a)):
+        chars = _listed_chars(x)
+        if chars is not None:
+            return not any(other(ch) for ch in chars)
     return False
+
+
+_CHAR_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "v": "\v"}
+
+
+def _listed_chars(test: _rx.CharTest) -> set[str] | None:
+    """The characters of a class that lists them one by one (`[ \\t]`, `[,;]`), or None when its
+    body holds anything else (a negation, a range, a class escape, a nested set...)."""
+    src = test.src
+    if not (src.startswith("(?:[") and src.endswith("])")) or src.startswith("(?:[^"):
+        return None
+    body = src[4:-2]
+    out: set[str] = set()
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\":
+            nxt = body[i + 1 : i + 2]
+            if nxt in _CHAR_ESCAPES:
+                out.add(_CHAR_ESCAPES[nxt])
+            elif nxt and not nxt.isalnum() and nxt.isascii():
+                out.add(nxt)
+            else:
+                return None
+            i += 2
+            continue
+        if ch in "[]-&|~":
+            return None
+        out.add(ch)
+        i += 1
+    return out or None
 
 
 def _compatible(lit: str, thing: Any) -> bool:

@@ -85,6 +85,10 @@ WALKED = [
     r"(?<=^\s{0,3})<a>",
     r"(?<!x)<a>b",
     r"(?<=^\s{0,4}(?:<t>\s{0,4}</t>\s{0,4})?)<t>",
+    # (spelled out with runs inside the group, each sequence a chain: gpt-oss's content opener,
+    # shortened; runs of a listed class and a negated one, proven disjoint character by character)
+    r"(?<!t=[^\s<]{1,4}[ \t]{0,2})<c>(?:f|cm)(?:[ \t]*<k>[^\s<]{1,3}|[ \t]+j)?[ \t]*<m>",
+    r"<a>(?:[ \t]*<b>|[,;]+x)?[ \t]*<c>",
 ]
 # A leading alternation with branches that are not chains: only the owned lead's walks run, and
 # their failing leaves the place to the cursors (qwen3_xml's call closer, shortened).
@@ -140,7 +144,11 @@ def test_other_shapes_are_not_chains(pattern: str) -> None:
         (r"\d", r"\w", False),
         (r"\s", r"[^\\s]", False),  # an escaped backslash and an "s"
         (r"\s", r"[^a-z\s]", False),  # (a range: not read)
-        (r"[a-z]", r"[^a-z]", False),  # (not proven: only escape classes are)
+        (r"[a-z]", r"[^a-z]", False),  # (not proven: a range is not read)
+        (r"[ \t]", r"[^\s<]", True),  # (a class listing its characters: each one tested)
+        (r"[ \t]", r"[^<]", False),
+        (r"[,;]", r"\d", True),
+        (r"[\.,]", r"[^.]", False),
     ],
 )
 def test_disjoint_classes_share_no_character(a: str, b: str, disjoint: bool) -> None:
@@ -510,6 +518,22 @@ def test_literal_delimiters_and_spelled_out_openers_are_walked() -> None:
     assert few["_scan"] == many["_scan"] == many["run"] == 0, (few, many)
     few, many = _per_call("gemma4", lambda n: "<|channel>thought\nhm<channel|>" + GEMMA4_CALL * n + "<turn|>")
     assert (many["_scan"] - few["_scan"]) / 20 <= 1 and many["run"] == 0, (few, many)
+
+
+def test_gpt_oss_content_opener_is_walked() -> None:
+    """gpt-oss's content opener (a lookbehind, `final|commentary`, an optional constrain type with
+    runs in it) spelled out is six chains, walked instead of run by the matcher; a branch that
+    fails after the lookbehind makes no `regex` call for the lookbehind. One
+    character per feed: 7 matcher runs (before: 25, with the call opener's lookaheads), 3
+    lookbehind calls for six branches at two headers."""
+    t = chatparse.load_response_template(catalog.get("gpt_oss"))
+    opener = t.fields["content"].opener
+    assert opener is not None and opener.walks is not None and len(opener.walks) == 6
+    text = "<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final <|constrain|>x<|message|>Hi"
+    with count_calls((_scan._Behind, "holds"), (_rx.Attempt, "run")) as counts:
+        message = stream_chars(t, text)
+    assert message == chatparse.parse_response(text, t, prefix="") and message["content"] == "Hi"
+    assert counts["holds"] <= 3 and counts["run"] <= 7, counts
 
 
 @pytest.mark.parametrize(

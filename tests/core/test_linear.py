@@ -64,6 +64,7 @@ _COUNTED: list[tuple[Any, str]] = [
     (_scan.StringGuard, "inside"),
     (_rx.Attempt, "run"),
     (_rx.Attempt, "_look"),
+    (_rx.Attempt, "_decided"),
     (_rx.Run, "end"),
     (_rx.CharTest, "__call__"),
 ] + [
@@ -149,6 +150,8 @@ def counting() -> Iterator[collections.Counter]:
     wrap_span(_scan._LoopFinder, "failed", lambda a, r: r - a[2])
     wrap_span(_rx.Attempt, "_viable", lambda a, r: r - a[2])
     wrap_span(_rx.Attempt, "_prev_viable", lambda a, r: a[3] - max(r, a[2]))
+    # (a lookahead decided by the `regex` module: one call over at most its window)
+    wrap_span(_rx, "_look_rx", lambda a, r: min(len(a[1]), a[2] + a[0].width) - a[2])
 
     original_run_start = _scan.run_start
 
@@ -438,6 +441,22 @@ CASES_D = {
     "hostile-alternation-star": one_shot(_hostile("(?:a|aa)*c"), lambda n: "a" * n),
     "hostile-lookahead-loop": one_shot(_hostile("(?=(?:ab|a)*$)x"), lambda n: "ab" * (n // 2)),
     "hostile-tempered": per_char(_hostile("(?:(?!END).)*?STOP"), lambda n: "ENx" * (n // 3)),
+    # Lookaheads the `regex` module decides (`_rx.Look.rx`): a window of 500 characters asked
+    # again on every feed while undecided, candidates all along; a named tail run that the match
+    # waits for (`Attempt._decided`: its sub-attempt resumed, not restarted).
+    "hostile-window-lookahead-per-char": per_char(
+        _hostile("x(?=[^<]{0,500}y)"), lambda n: ("x" + "a" * 40) * (n // 41)
+    ),
+    "hostile-named-lookahead-per-char": per_char(
+        {
+            "start_anchor": "\x00",
+            "fields": {
+                "x": {"open_pattern": "x(?=(?P<k>a+))", "close": "Z", "transform": {"k": "{k}"}},
+                "content": {},
+            },
+        },
+        lambda n: "x" + "a" * n + "bZ",
+    ),
 }
 
 
