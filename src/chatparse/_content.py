@@ -29,7 +29,9 @@ reference accepts, every function here returns an equal value; where the referen
     proven so may still scan one body without it: `tag_scan_proof` bounds a scan's work by the
     body's length and the number of occurrences of the pattern's leading literal in it, and a body
     whose bound is at most `_rx.SAFE_STEPS` per character runs unguarded (the catalog's Qwen3 XML
-    and DSML calls; a hostile body with many unclosed openers keeps the limit).
+    and DSML calls; a hostile body with many unclosed openers keeps the limit). Such a pattern's
+    lazy `(?P<value>.*?)` is scanned in a form that skips, in one possessive run, the characters
+    where what follows the value cannot begin (`skipping_value`: the same matches, less work).
 
 * Values are never shared: transform literals are rebuilt, and a placeholder whose container value
   overlaps one already placed in the same result is deep-copied, so no two places in a result are
@@ -239,6 +241,110 @@ def _at_end(node: Any) -> bool:
     if op is Op.REP:
         return node.args[0] == 0 or _at_end(node.kids[0])
     return _at_end(node.kids[0])  # group, atomic
+
+
+_NO, _AT_END, _ANYWHERE = 0, 1, 2  # where a pattern node may match without consuming
+
+
+def _starts(node: Any) -> tuple[list[Any], int]:
+    r"""The atoms one of which every match of `node` that consumes begins with, and where it may
+    match without consuming: never (`_NO`), only at the end of the text (`_AT_END`: through `\Z`)
+    or anywhere. Conservative: a lookaround or another assertion is taken to hold anywhere."""
+    from ._rx import ATOMS, Op
+
+    op = node.op
+    if op in ATOMS:
+        return [node], _NO
+    if op is Op.ASSERT:
+        return [], _AT_END if node.args[0] == "Z" else _ANYWHERE
+    if op is Op.LOOK or op is Op.EMPTY:
+        return [], _ANYWHERE
+    if op is Op.CAT:
+        atoms: list[Any] = []
+        where = _ANYWHERE  # (the empty prefix)
+        for kid in node.kids:
+            more, kid_where = _starts(kid)
+            atoms += more
+            if kid_where == _NO:
+                return atoms, _NO
+            where = min(where, kid_where)
+        return atoms, where
+    if op is Op.ALT:
+        atoms, where = [], _NO
+        for kid in node.kids:
+            more, kid_where = _starts(kid)
+            atoms += more
+            where = max(where, kid_where)
+        return atoms, where
+    if op is Op.REP:
+        atoms, where = _starts(node.kids[0])
+        return atoms, _ANYWHERE if node.args[0] == 0 else where
+    return _starts(node.kids[0])  # group, atomic
+
+
+@functools.lru_cache(maxsize=256)
+def skipping_value(pattern: str, flags: int) -> str | None:
+    r"""`pattern` with its lazy value `(?P<value>.*?)` (DOTALL) written to skip, in one possessive
+    run, the characters where what follows it cannot match; None when that does not apply.
+
+    The value of `.*?X` ends at the first position, from its start, where X matches (X's first
+    way there), trying every position in turn: the `regex` module's lazy loop then tries X at each
+    character (~45 ns a character on a Qwen3 XML body, most of a closed call's scan). When every
+    match of X begins with one of a few literal characters E, or matches nothing only at the end
+    of the text (`\Z`), X cannot match at any other position, so the value
+    `[^E]*+(?:[E][^E]*+)*?` tries exactly the positions that can succeed, in the same order (each
+    character of E, then the end of the text): the same first success, the same groups (the
+    groups are non-capturing), and, when no position succeeds, the same failure back into what
+    precedes the value. It also does no more work at a position than `.*?` does (a skipped position
+    costs one character test instead of one and a failed X), so `tag_scan_proof`'s bound for the
+    pattern holds for the rewritten one (counted in tests/core/test_tag_scan.py)."""
+    from ._rx import Op, _Parser
+
+    marker = "(?P<value>.*?)"
+    at = pattern.find(marker)
+    if at < 0 or pattern.find(marker, at + 1) >= 0 or (at and pattern[at - 1] == "\\"):
+        return None
+    try:
+        tree = _Parser(pattern, flags).parse()
+    except Exception:  # a pattern the scanner's parser does not take
+        return None
+    if tree.op is not Op.CAT:
+        return None
+    kids = tree.kids
+    i = next((i for i, k in enumerate(kids) if k.op is Op.GROUP and k.args[0] == "value"), -1)
+    if i < 0:
+        return None
+    run = kids[i].kids[0]
+    if (
+        run.op is not Op.REP
+        or run.args != (0, None, "lazy")
+        or run.kids[0].op is not Op.ANY
+        or not run.kids[0].args[0]
+    ):
+        return None
+    atoms, where = _starts(_cat(kids[i + 1 :]))
+    if where == _ANYWHERE or not atoms or any(a.op is not Op.LIT for a in atoms):
+        return None
+    chars = "".join(sorted({f"\\U{ord(a.args[0]):08x}" for a in atoms}))
+    value = f"(?P<value>[^{chars}]*+(?:[{chars}][^{chars}]*+)*?)"
+    return pattern[:at] + value + pattern[at + len(marker) :]
+
+
+def _scanning(pattern: str, compiled: Any) -> Any:
+    """The compiled pattern a body is scanned with: `skipping_value`'s form when it applies."""
+    faster = skipping_value(pattern, regex.DOTALL)
+    if faster is None:
+        return compiled
+    try:
+        return _compile(faster, regex.DOTALL)
+    except regex.error:  # pragma: no cover - the rewrite is valid whenever the pattern is
+        return compiled
+
+
+def _cat(kids: list[Any]) -> Any:
+    from ._rx import Node, Op
+
+    return Node(Op.CAT, kids=list(kids))
 
 
 def body_within_bound(proof: tuple[str, int, int, int, int, int], text: str) -> bool:
@@ -491,7 +597,7 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
             f"xml-inline: 'tag_pattern' content_arg must be a string, got {type(tag_pattern).__name__}"
         )
     try:
-        compiled = _compile(tag_pattern, regex.DOTALL)
+        compiled = _scanning(tag_pattern, _compile(tag_pattern, regex.DOTALL))
     except regex.error as e:
         raise ValueError(f"xml-inline: invalid tag_pattern regex {tag_pattern!r}: {e}") from e
     value_parser = args.get("value_parser")
@@ -1048,7 +1154,7 @@ def _plain_xml_inline(content: str, content_args: Any) -> Callable[[str], dict[s
         return None
     json_body = bool(content_args.get("json_body", False))
     try:
-        compiled = _compile(pattern, regex.DOTALL)
+        compiled = _scanning(pattern, _compile(pattern, regex.DOTALL))
     except regex.error:
         return None
     if {"key", "value"} - set(compiled.groupindex):

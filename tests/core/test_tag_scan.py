@@ -337,3 +337,102 @@ def test_the_dsml_fast_path_equals_the_generic_parser(body: str) -> None:
     except ValueError as e:
         got = ("error", str(e))
     assert got == expected
+
+
+# ------------------------------------------------------------------------------------------------
+# The value written to skip what cannot end it (`skipping_value`)
+
+
+def _rewritten() -> list[tuple[str, str]]:
+    out = []
+    for name in catalog.names():
+        field = catalog.get(name)["fields"].get("tool_calls", {})
+        if field.get("content") == "xml-inline":
+            pattern = field["content_args"]["tag_pattern"]
+            faster = _content.skipping_value(pattern, regex.DOTALL)
+            if faster is not None:
+                out.append((pattern, faster))
+    return out
+
+
+REWRITTEN = _rewritten()
+
+
+def test_the_catalog_values_that_skip() -> None:
+    assert {p for p, _f in REWRITTEN} >= {QWEN3_XML, DSML}
+    faster = _content.skipping_value(QWEN3_XML, regex.DOTALL)
+    assert faster is not None and "(?P<value>[^\\U0000000a\\U0000003c]*+" in faster
+
+
+def _pieces(pattern: str) -> list[str]:
+    """Pieces of bodies for `pattern`: its literal runs, cut in two, and characters that end
+    values, keys and tags."""
+    runs = [r for r in regex.split(r"\\.|[()\[\]{}?*+|^$]", pattern) if r]
+    return runs + [r[: len(r) // 2] for r in runs if len(r) > 1] + ["<", "\n", " ", "x", '"', ">", "/", "="]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_skipping_value_matches_as_the_pattern_does(data: st.DataObject) -> None:
+    pattern, faster = data.draw(st.sampled_from(REWRITTEN))
+    text = "".join(data.draw(st.lists(st.sampled_from(_pieces(pattern)), max_size=40)))
+    a = [(m.span(), m.groupdict()) for m in regex.finditer(pattern, text, regex.DOTALL)]
+    b = [(m.span(), m.groupdict()) for m in regex.finditer(faster, text, regex.DOTALL)]
+    assert a == b, (pattern, text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_a_skipping_value_keeps_the_bound(data: st.DataObject) -> None:
+    """What runs is the rewritten pattern: its counted scan (the naive matcher, which even
+    backtracks into the possessive runs) stays within the pattern's bound."""
+    pattern, pieces = data.draw(st.sampled_from([(QWEN3_XML, _QWEN_PIECES), (DSML, _DSML_PIECES)]))
+    faster = _content.skipping_value(pattern, regex.DOTALL)
+    assert faster is not None
+    text = "".join(data.draw(st.lists(st.sampled_from(pieces + ["x" * 20, "<" * 5]), max_size=30)))
+    spans, tests = naive_scan(faster, text)
+    assert spans == [m.span() for m in regex.finditer(pattern, text, regex.DOTALL)]
+    assert tests <= bound(pattern, text)
+
+
+@pytest.mark.parametrize("pattern", [QWEN3_XML, DSML], ids=["qwen3_xml", "deepseek_dsml"])
+def test_a_skipping_value_skips(pattern: str) -> None:
+    """The speed-up, counted: over a long value with few characters that could end it, the
+    rewritten scan makes a fraction of the tests (the continuation is tried only where it can
+    begin), and the same work on hostile bodies stays linear."""
+    faster = _content.skipping_value(pattern, regex.DOTALL)
+    assert faster is not None
+    opener = "<parameter=k>\n" if pattern == QWEN3_XML else '<｜DSML｜parameter name="k">'
+    closer = "\n</parameter>\n" if pattern == QWEN3_XML else "</｜DSML｜parameter>"
+    body = opener + "def f(x):  return x * 2 if x else None;  " * 20 + closer
+    slow, fast = naive_scan(pattern, body)[1], naive_scan(faster, body)[1]
+    assert fast < 0.6 * slow, (slow, fast)
+    for small, big in zip(_hostile(pattern, 400), _hostile(pattern, 800)):
+        a, b = naive_scan(faster, small)[1], naive_scan(faster, big)[1]
+        assert a <= bound(pattern, small) and b <= 2.3 * a + 50, (small[:40], a, b)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"<a>(?P<value>.*?)(?:</a>)?",  # what follows matches nothing anywhere
+        r"<a>(?P<value>.*?)(?=</a>)",  # a lookahead alone consumes nothing
+        r"<a>(?P<value>.*?)$",  # `$` matches before a final newline too
+        r"<a>(?P<value>.*?)\s*</a>",  # not a literal first character
+        r"<a>(?P<value>.*)</a>",  # greedy
+        r"<a>(?:(?P<value>.*?))</a>",  # not in the top-level sequence
+        r"<a>(?-s:(?P<value>.*?))</a>",  # `.` without DOTALL
+        r"(?:<a>(?P<value>.*?)</a>|<b>)",
+    ],
+)
+def test_values_that_do_not_skip(pattern: str) -> None:
+    assert _content.skipping_value(pattern, regex.DOTALL) is None
+
+
+def test_a_value_before_an_end_assertion_skips_to_the_end() -> None:
+    faster = _content.skipping_value(r"<a>(?P<value>.*?)(?:</a>|\Z)", regex.DOTALL)
+    assert faster == r"<a>(?P<value>[^\U0000003c]*+(?:[\U0000003c][^\U0000003c]*+)*?)(?:</a>|\Z)"
+    for text in ["<a>x</a><a>y", "<a>x<b></a>", "<a>", "<a><<</a"]:
+        assert regex.findall(faster, text, regex.DOTALL) == regex.findall(
+            r"<a>(?P<value>.*?)(?:</a>|\Z)", text, regex.DOTALL
+        )
