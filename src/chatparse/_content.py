@@ -359,6 +359,19 @@ def body_within_bound(proof: tuple[str, int, int, int, int, int], text: str) -> 
     return occ * overlap * (c + tail + f * n) <= (safe - len(lead) - tail) * (n + 1)
 
 
+def short_body(proof: tuple[str, int, int, int, int, int]) -> int:
+    """The longest body that is within `tag_scan_proof`'s bound however many occurrences of the
+    lead it holds (-1 when none is): a body of n characters holds at most `n // len(lead)` of them,
+    so `occ * (c + tail + f * n) <= room * n` holds for every such count once
+    `overlap * (c + tail + f * n) <= len(lead) * room` (`room = SAFE_STEPS - len(lead) - tail`)."""
+    lead, overlap, c, f, tail, safe = proof
+    k0, room = c + tail, safe - len(lead) - tail
+    spare = len(lead) * room - overlap * k0
+    if spare < 0:
+        return -1
+    return spare // (overlap * f) if f else 1 << 62
+
+
 def _timed_out(what: str) -> ValueError:
     return ValueError(f"{what}: regex timed out after {REGEX_TIMEOUT} s on the region text")
 
@@ -1168,9 +1181,11 @@ def _plain_xml_inline(content: str, content_args: Any) -> Callable[[str], dict[s
         # group that did not take part), so the dict is built from them at once; a repeated key
         # shows as fewer keys than pairs (`tags` below returns None for it: the generic code).
         pairs_of = compiled.findall
-        # `body_within_bound`, inline (one call per closed call region)
+        # `body_within_bound`, inline (one call per closed call region), without counting the
+        # lead in a body too short to hold enough of them (`short_body`)
         lit, overlap, c, f, tail, safe = proof if proof is not None else ("", 1, 0, 0, 0, 0)
         k0, room = c + tail, safe - len(lit) - tail
+        short = short_body(proof) if proof is not None else -1
 
         def pairs_dict(text: str) -> dict[str, Any] | None:
             lead = text.lstrip() if json_body else ""
@@ -1178,9 +1193,13 @@ def _plain_xml_inline(content: str, content_args: Any) -> Callable[[str], dict[s
                 return None  # (`json_body`: the generic code reads the JSON object)
             try:
                 n = len(text)
-                if not guard or (
-                    proof is not None
-                    and (not (occ := text.count(lit)) or occ * overlap * (k0 + f * n) <= room * (n + 1))
+                if (
+                    not guard
+                    or n <= short
+                    or (
+                        proof is not None
+                        and (not (occ := text.count(lit)) or occ * overlap * (k0 + f * n) <= room * (n + 1))
+                    )
                 ):
                     pairs = pairs_of(text)
                 else:

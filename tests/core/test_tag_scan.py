@@ -177,6 +177,20 @@ def test_a_lead_that_overlaps_itself_counts_every_start() -> None:
     assert proof is not None and proof[:2] == ("aa", 2)
 
 
+@pytest.mark.parametrize("name", ["qwen3_xml", "deepseek_dsml", "step3", "gigachat35"])
+def test_a_short_body_is_within_the_bound_whatever_it_holds(name: str) -> None:
+    """`short_body`: the fast path skips counting the lead in bodies up to that length; every
+    such body is within the bound, even one made only of leads."""
+    proof = _content.tag_scan_proof(_tag_pattern(name), regex.DOTALL)
+    assert proof is not None
+    short = _content.short_body(proof)
+    assert short > 100  # (the catalog's call bodies are usually shorter)
+    lead = proof[0]
+    for n in list(range(0, min(short, 2000) + 1, 7)) + [short]:
+        text = (lead * (n // len(lead) + 1))[:n]
+        assert _content.body_within_bound(proof, text), (name, n)
+
+
 _QWEN_PIECES = ["<parameter=", "k", ">", "\n", "</parameter>", "</function>", " ", "v", "<", "\n" * 3]
 _DSML_PIECES = [
     "<｜DSML｜",
