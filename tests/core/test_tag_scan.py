@@ -54,6 +54,7 @@ SYNTHETIC = [
     r"<a(?P<key>\w+)>(?P<value>[^<]*)<",
     r"<a(?P<key>[^>]+)>(?P<value>.*)</a>",
     r"<a ?(?:x|xy)?(?P<key>[^>\s]+)\s{0,3}>(?P<value>.*?)(?=</a>|<a)",
+    r"<a(?P<key>[^\"'>]+)[\"']>(?P<value>.*?)</a>",  # forced by a class that lists its characters
 ]
 
 
@@ -203,7 +204,7 @@ _DSML_PIECES = [
     "</｜DSML｜parameter>",
     "v",
 ]
-_SYN_PIECES = ["<a", "k", ">", "</a>", "v", "<", " ", "x", "y"]
+_SYN_PIECES = ["<a", "k", ">", "</a>", "v", "<", " ", "x", "y", '"', "'"]
 
 
 @settings(max_examples=150, deadline=None)
