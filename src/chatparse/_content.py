@@ -347,6 +347,15 @@ def skipping_value(pattern: str, flags: int) -> str | None:
         or not run.kids[0].args[0]
     ):
         return None
+    # The marker's text must be that group: the text before it parses as the i items before the
+    # group and the text after it as the rest (it is not inside a class, a group or a comment).
+    try:
+        before = _Parser(pattern[:at], flags).parse()
+        after = _Parser(pattern[at + len(marker) :], flags).parse()
+    except Exception:
+        return None
+    if _top_count(before) != i or _top_count(after) != len(kids) - i - 1:
+        return None
     atoms, where = _starts(_cat(kids[i + 1 :]))
     if where == _ANYWHERE or not atoms or any(a.op is not Op.LIT for a in atoms):
         return None
@@ -364,6 +373,13 @@ def _scanning(pattern: str, compiled: Any) -> Any:
         return _compile(faster, regex.DOTALL)
     except regex.error:  # pragma: no cover - the rewrite is valid whenever the pattern is
         return compiled
+
+
+def _top_count(node: Any) -> int:
+    """How many items a parsed pattern's top-level sequence has."""
+    from ._rx import Op
+
+    return len(node.kids) if node.op is Op.CAT else 0 if node.op is Op.EMPTY else 1
 
 
 def _cat(kids: list[Any]) -> Any:

@@ -438,6 +438,7 @@ def test_a_skipping_value_skips(pattern: str) -> None:
         r"<a>(?:(?P<value>.*?))</a>",  # not in the top-level sequence
         r"<a>(?-s:(?P<value>.*?))</a>",  # `.` without DOTALL
         r"(?:<a>(?P<value>.*?)</a>|<b>)",
+        r"<a>(?<value>.*?)[(?P<value>.*?)]</a>",  # the text `(?P<value>.*?)` is not the group
     ],
 )
 def test_values_that_do_not_skip(pattern: str) -> None:
