@@ -114,11 +114,11 @@ TIMED_SCANS = [0]
 def tag_scan_proof(pattern: str, flags: int) -> tuple[str, int, int, int, int, int] | None:
     """A per-body bound on the work of one `findall` of a tag pattern `guarded` refuses, or None.
 
-    The result `(lead, overlap, c, f, tail, _rx.SAFE_STEPS)` says: a scan of a text of n characters in which the
-    pattern's leading literal `lead` occurs at most `occ` times (`overlap` x `text.count(lead)`:
-    `count` skips overlapping occurrences, so a lead that overlaps itself counts `len(lead)` for
-    each) makes at most `len(lead) * (n + 1) + occ * (c + f * n) + tail * (n + occ)` character
-    tests of a backtracking matcher (`body_within_bound` compares that with `_rx.SAFE_STEPS` per
+    The result `(lead, overlap, c, f, tail, _rx.SAFE_STEPS)` says: a scan of a text of n
+    characters in which the pattern's leading literal `lead` occurs at most `occ` times (`overlap`
+    x `text.count(lead)`: `count` skips overlapping occurrences, so a lead that overlaps itself
+    counts `len(lead)` for each) makes at most `len(lead) * (n + 1) + occ * (c + f * n) + tail *
+    (n + occ)` character tests of a backtracking matcher (`body_within_bound` compares that with `_rx.SAFE_STEPS` per
     character, the bound a pattern proven cheap meets everywhere). Why:
 
     * A match attempt at a position where `lead` does not occur fails within `len(lead)` tests.
