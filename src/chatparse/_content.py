@@ -25,7 +25,13 @@ reference accepts, every function here returns an equal value; where the referen
     has a time limit (`REGEX_TIMEOUT`); running out raises `ValueError` naming the parser and arg.
     A pattern whose cost per position `_rx.backtrack_bound` proves small (`guarded` is False: no
     unbounded repeat, at most `_rx.SAFE_STEPS` steps) runs without one: its scan is linear anyway,
-    and a time limit costs a few microseconds per call.
+    and a time limit costs a few microseconds per call. An xml-inline `tag_pattern` that is not
+    proven so may still scan one body without it: `tag_scan_proof` bounds a scan's work by the
+    body's length and the number of occurrences of the pattern's leading literal in it, and a body
+    whose bound is at most `_rx.SAFE_STEPS` per character runs unguarded (the catalog's Qwen3 XML
+    and DSML calls; a hostile body with many unclosed openers keeps the limit). Such a pattern's
+    lazy `(?P<value>.*?)` is scanned in a form that skips, in one possessive run, the characters
+    where what follows the value cannot begin (`skipping_value`: the same matches, less work).
 
 * Values are never shared: transform literals are rebuilt, and a placeholder whose container value
   overlaps one already placed in the same result is deep-copied, so no two places in a result are
@@ -97,6 +103,314 @@ def guarded(pattern: str, flags: int) -> bool:
     from ._rx import is_proven_cheap
 
     return not is_proven_cheap(pattern, flags)
+
+
+#: Bodies a tag pattern scanned with the time limit (`tag_scan_proof` did not cover them); the
+#: tests count them.
+TIMED_SCANS = [0]
+
+
+@functools.lru_cache(maxsize=256)
+def tag_scan_proof(pattern: str, flags: int) -> tuple[str, int, int, int, int, int] | None:
+    """A per-body bound on the work of one `findall` of a tag pattern `guarded` refuses, or None.
+
+    The result `(lead, overlap, c, f, tail, _rx.SAFE_STEPS)` says: a scan of a text of n
+    characters in which the pattern's leading literal `lead` occurs at most `occ` times (`overlap`
+    x `text.count(lead)`: `count` skips overlapping occurrences, so a lead that overlaps itself
+    counts `len(lead)` for each) makes at most `len(lead) * (n + 1) + occ * (c + f * n) + tail *
+    (n + occ)` character tests of a backtracking matcher (`body_within_bound` compares that with `_rx.SAFE_STEPS` per
+    character, the bound a pattern proven cheap meets everywhere). Why:
+
+    * A match attempt at a position where `lead` does not occur fails within `len(lead)` tests.
+    * The pattern is `lead`, then a sequence of items each either bounded (`_rx`'s steps and ways:
+      `backtrack_bound`'s counts) or an unbounded run of one atom. A run is *forced* when what
+      follows it must begin with a character the atom cannot match: at every length but the longest
+      the next character is in the atom, so the continuation fails within `pre` tests (the steps of
+      the continuation up to its first character-consuming item), and only one length goes on. An
+      attempt enters such a run once per way of the items before it (`ways`), and it costs at most
+      `(1 + pre) * (n + 1)` there.
+    * At most one run is *free* (not forced), and everything after it (its continuation X) is
+      bounded: `S` steps at each of its at most n + 1 lengths, entered once per way before it. When
+      the free run is a lazy `.*?` (DOTALL) and X matches at the end of any text (no lookbehind, no
+      assertion about the previous character, and X matches the empty string), an attempt that
+      reaches the run always succeeds: it tries lengths only up to its match's value end, so over
+      the scan (matches do not overlap) it costs `S * (n + occ)` in all (`tail`), and the items
+      before it are never re-entered. Otherwise each attempt may try every length: `(1 + S) * ways`
+      per character (in `f`).
+
+    So a body with few occurrences of the lead scans in time linear in its length without a time
+    limit; a body with many (a hostile line of `<parameter=` openers without `>`: each attempt
+    reads to the line end) is scanned under the limit, as before."""
+    from ._rx import (
+        _CAP,
+        ATOMS,
+        SAFE_STEPS,
+        Op,
+        _inner,
+        _Parser,
+        _seq_edge,
+        _steps,
+        _ways,
+        nullable,
+    )
+
+    try:
+        seq = _flat_top(_Parser(pattern, flags).parse())
+    except Exception:  # a pattern the scanner's parser does not take: no proof
+        return None
+    j = 0
+    while j < len(seq) and seq[j].op is Op.LIT:
+        j += 1
+    lead = "".join(str(x.args[0]) for x in seq[:j])
+    if not lead:
+        return None
+    overlap = len(lead) if any(lead[:k] == lead[-k:] for k in range(1, len(lead))) else 1
+    c, f, ways = 0, 0, 1
+    for i in range(j, len(seq)):
+        x = seq[i]
+        if x.op is Op.REP and x.args[1] is None:
+            atom = x.kids[0]
+            if atom.op not in ATOMS:
+                return None
+            rest = seq[i + 1 :]
+            edge = _seq_edge(rest)
+            if edge is not None and all(_apart(atom, e) for e in edge):
+                k = 0
+                while rest[k].op in (Op.ASSERT, Op.LOOK, Op.EMPTY) or nullable(rest[k]):
+                    k += 1
+                pre = _steps(rest[: k + 1], False)
+                if pre >= _CAP:
+                    return None
+                c, f = c + ways * (1 + pre), f + ways * (1 + pre)
+                continue
+            s = _steps(rest, False, True)
+            if s >= _CAP:
+                return None
+            if x.args[2] == "lazy" and atom.op is Op.ANY and atom.args[0] and _ends_anywhere(rest):
+                return lead, overlap, c, f, s + 1, SAFE_STEPS
+            c, f = c + ways * (1 + s), f + ways * (1 + s)
+            return lead, overlap, c, f, 0, SAFE_STEPS
+        inner, w = _inner(x, False), _ways(x, False)
+        if inner >= _CAP or w >= _CAP:
+            return None
+        c, ways = c + ways * inner, min(_CAP, ways * w)
+    return lead, overlap, c + ways, f, 0, SAFE_STEPS
+
+
+_SIMPLE_SET = regex.compile(r"\[[^\^\\\]\[\-][^\\\]\[\-]*\]")
+
+
+def _apart(a: Any, b: Any) -> bool:
+    """Whether no character matches both atoms (`_rx._disjoint`), cheaply where that can be told
+    cheaply: a literal or a class listing its characters (`["']`) is tested character by
+    character, `.` shares every character, and a common character (space, a letter, a digit, ...)
+    matching both is an answer; only two classes that share none of those go to `_rx._disjoint`,
+    which decides over every code point (~30 ms a pair, once: it is cached)."""
+    from ._rx import Op, _atom_matches, _disjoint
+
+    for x, y in ((a, b), (b, a)):
+        if x.op is Op.LIT:
+            return not _atom_matches(y, x.args[0])
+        if x.op is Op.CLS and _SIMPLE_SET.fullmatch(x.args[0]) and not x.args[1] & regex.IGNORECASE:
+            return not any(_atom_matches(y, ch) for ch in x.args[0][1:-1])
+    if a.op is Op.ANY or b.op is Op.ANY:
+        return False  # (each class here matches some character other than a line break)
+    if any(_atom_matches(a, ch) and _atom_matches(b, ch) for ch in _COMMON):
+        return False
+    return bool(_disjoint(a, b))
+
+
+_COMMON = " \n\ta0_-.,:;\"'<>/=()[]{}|"
+
+
+def _flat_top(node: Any) -> list[Any]:
+    from ._rx import _flat
+
+    return _flat(node, [])
+
+
+def _ends_anywhere(rest: list[Any]) -> bool:
+    """Whether the sequence `rest` matches at the end of any text: it reads nothing before its
+    position (no lookbehind, no assertion about the previous character) and matches the empty
+    string there (`_at_end`)."""
+    from ._rx import Op
+
+    stack = list(rest)
+    while stack:
+        node = stack.pop()
+        if node.op is Op.LOOK and not node.args[0]:
+            return False
+        if node.op is Op.ASSERT and node.args[0] not in ("eos", "eol", "Z"):
+            return False
+        stack.extend(node.kids)
+    return all(_at_end(x) for x in rest)
+
+
+def _at_end(node: Any) -> bool:
+    """Whether `node` (no lookbehind, no assertion but the end-of-text ones) matches at the end of
+    a text. Exact: nothing is left to consume, so it must match the empty string, and every
+    end-of-text assertion holds there."""
+    from ._rx import ATOMS, Op
+
+    op = node.op
+    if op in ATOMS:
+        return False
+    if op is Op.EMPTY or op is Op.ASSERT:
+        return True
+    if op is Op.LOOK:
+        return _at_end(node.kids[0]) != bool(node.args[1])
+    if op is Op.CAT:
+        return all(_at_end(k) for k in node.kids)
+    if op is Op.ALT:
+        return any(_at_end(k) for k in node.kids)
+    if op is Op.REP:
+        return node.args[0] == 0 or _at_end(node.kids[0])
+    return _at_end(node.kids[0])  # group, atomic
+
+
+_NO, _AT_END, _ANYWHERE = 0, 1, 2  # where a pattern node may match without consuming
+
+
+def _starts(node: Any) -> tuple[list[Any], int]:
+    r"""The atoms one of which every match of `node` that consumes begins with, and where it may
+    match without consuming: never (`_NO`), only at the end of the text (`_AT_END`: through `\Z`)
+    or anywhere. Conservative: a lookaround or another assertion is taken to hold anywhere."""
+    from ._rx import ATOMS, Op
+
+    op = node.op
+    if op in ATOMS:
+        return [node], _NO
+    if op is Op.ASSERT:
+        return [], _AT_END if node.args[0] == "Z" else _ANYWHERE
+    if op is Op.LOOK or op is Op.EMPTY:
+        return [], _ANYWHERE
+    if op is Op.CAT:
+        atoms: list[Any] = []
+        where = _ANYWHERE  # (the empty prefix)
+        for kid in node.kids:
+            more, kid_where = _starts(kid)
+            atoms += more
+            if kid_where == _NO:
+                return atoms, _NO
+            where = min(where, kid_where)
+        return atoms, where
+    if op is Op.ALT:
+        atoms, where = [], _NO
+        for kid in node.kids:
+            more, kid_where = _starts(kid)
+            atoms += more
+            where = max(where, kid_where)
+        return atoms, where
+    if op is Op.REP:
+        atoms, where = _starts(node.kids[0])
+        return atoms, _ANYWHERE if node.args[0] == 0 else where
+    return _starts(node.kids[0])  # group, atomic
+
+
+@functools.lru_cache(maxsize=256)
+def skipping_value(pattern: str, flags: int) -> str | None:
+    r"""`pattern` with its lazy value `(?P<value>.*?)` (DOTALL) written to skip, in one possessive
+    run, the characters where what follows it cannot match; None when that does not apply.
+
+    The value of `.*?X` ends at the first position, from its start, where X matches (X's first
+    way there), trying every position in turn: the `regex` module's lazy loop then tries X at each
+    character (~45 ns a character on a Qwen3 XML body, most of a closed call's scan). When every
+    match of X begins with one of a few literal characters E, or matches nothing only at the end
+    of the text (`\Z`), X cannot match at any other position, so the value
+    `[^E]*+(?:[E][^E]*+)*?` tries exactly the positions that can succeed, in the same order (each
+    character of E, then the end of the text): the same first success, the same groups (the
+    groups are non-capturing), and, when no position succeeds, the same failure back into what
+    precedes the value. It also does no more work at a position than `.*?` does (a skipped position
+    costs one character test instead of one and a failed X), so `tag_scan_proof`'s bound for the
+    pattern holds for the rewritten one (counted in tests/core/test_tag_scan.py)."""
+    from ._rx import Op, _Parser
+
+    marker = "(?P<value>.*?)"
+    at = pattern.find(marker)
+    if at < 0 or pattern.find(marker, at + 1) >= 0 or (at and pattern[at - 1] == "\\"):
+        return None
+    try:
+        tree = _Parser(pattern, flags).parse()
+    except Exception:  # a pattern the scanner's parser does not take
+        return None
+    if tree.op is not Op.CAT:
+        return None
+    kids = tree.kids
+    i = next((i for i, k in enumerate(kids) if k.op is Op.GROUP and k.args[0] == "value"), -1)
+    if i < 0:
+        return None
+    run = kids[i].kids[0]
+    if (
+        run.op is not Op.REP
+        or run.args != (0, None, "lazy")
+        or run.kids[0].op is not Op.ANY
+        or not run.kids[0].args[0]
+    ):
+        return None
+    # The marker's text must be that group: the text before it parses as the i items before the
+    # group and the text after it as the rest (it is not inside a class, a group or a comment).
+    try:
+        before = _Parser(pattern[:at], flags).parse()
+        after = _Parser(pattern[at + len(marker) :], flags).parse()
+    except Exception:
+        return None
+    if _top_count(before) != i or _top_count(after) != len(kids) - i - 1:
+        return None
+    atoms, where = _starts(_cat(kids[i + 1 :]))
+    if where == _ANYWHERE or not atoms or any(a.op is not Op.LIT for a in atoms):
+        return None
+    chars = "".join(sorted({f"\\U{ord(a.args[0]):08x}" for a in atoms}))
+    value = f"(?P<value>[^{chars}]*+(?:[{chars}][^{chars}]*+)*?)"
+    return pattern[:at] + value + pattern[at + len(marker) :]
+
+
+def _scanning(pattern: str, compiled: Any) -> Any:
+    """The compiled pattern a body is scanned with: `skipping_value`'s form when it applies."""
+    faster = skipping_value(pattern, regex.DOTALL)
+    if faster is None:
+        return compiled
+    try:
+        return _compile(faster, regex.DOTALL)
+    except regex.error:  # pragma: no cover - the rewrite is valid whenever the pattern is
+        return compiled
+
+
+def _top_count(node: Any) -> int:
+    """How many items a parsed pattern's top-level sequence has."""
+    from ._rx import Op
+
+    return len(node.kids) if node.op is Op.CAT else 0 if node.op is Op.EMPTY else 1
+
+
+def _cat(kids: list[Any]) -> Any:
+    from ._rx import Node, Op
+
+    return Node(Op.CAT, kids=list(kids))
+
+
+def body_within_bound(proof: tuple[str, int, int, int, int, int], text: str) -> bool:
+    """Whether `tag_scan_proof`'s bound for `text` is at most `_rx.SAFE_STEPS` character tests per
+    character: then the scan runs without the time limit. (The bound rearranged:
+    `occ * (c + tail + f * n) <= (SAFE_STEPS - len(lead) - tail) * (n + 1)`.)"""
+    lead, overlap, c, f, tail, safe = proof
+    occ = text.count(lead)
+    if not occ:
+        return True  # (no attempt gets past the lead: len(lead) tests per position)
+    n = len(text)
+    return occ * overlap * (c + tail + f * n) <= (safe - len(lead) - tail) * (n + 1)
+
+
+def short_body(proof: tuple[str, int, int, int, int, int]) -> int:
+    """The longest body that is within `tag_scan_proof`'s bound however many occurrences of the
+    lead it holds (-1 when none is): a body of n characters holds at most `n // len(lead)` of them,
+    so `occ * (c + tail + f * n) <= room * n` holds for every such count once
+    `overlap * (c + tail + f * n) <= len(lead) * room` (`room = SAFE_STEPS - len(lead) - tail`)."""
+    lead, overlap, c, f, tail, safe = proof
+    k0, room = c + tail, safe - len(lead) - tail
+    spare = len(lead) * room - overlap * k0
+    if spare < 0:
+        return -1
+    return spare // (overlap * f) if f else 1 << 62
 
 
 def _timed_out(what: str) -> ValueError:
@@ -337,7 +651,7 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
             f"xml-inline: 'tag_pattern' content_arg must be a string, got {type(tag_pattern).__name__}"
         )
     try:
-        compiled = _compile(tag_pattern, regex.DOTALL)
+        compiled = _scanning(tag_pattern, _compile(tag_pattern, regex.DOTALL))
     except regex.error as e:
         raise ValueError(f"xml-inline: invalid tag_pattern regex {tag_pattern!r}: {e}") from e
     value_parser = args.get("value_parser")
@@ -372,11 +686,10 @@ def _xml_inline(text: str, args: dict[str, Any]) -> dict[str, Any]:
         return body
 
     # Collect all matches first: the time limit covers the whole scan, not the value parsers.
+    guard = guarded(tag_pattern, regex.DOTALL)
+    limit = _scan_limit(guard, tag_scan_proof(tag_pattern, regex.DOTALL) if guard else None, text)
     try:
-        if guarded(tag_pattern, regex.DOTALL):
-            matches = list(compiled.finditer(text, timeout=REGEX_TIMEOUT))
-        else:
-            matches = list(compiled.finditer(text))
+        matches = list(compiled.finditer(text) if limit is None else compiled.finditer(text, timeout=limit))
     except TimeoutError:
         raise _timed_out(f"xml-inline: tag_pattern {tag_pattern!r}") from None
     if json_body and not matches and text.strip():
@@ -879,65 +1192,102 @@ def _plain_json(content: str, content_args: Any) -> bool:
 
 
 def _plain_xml_inline(content: str, content_args: Any) -> Callable[[str], dict[str, Any] | None] | None:
-    """`_xml_inline` for a `tag_pattern` alone (no value parser or other option): the matches' raw
-    values by key, or None for a body the generic code must take (a key group that did not take
-    part: its error; a repeated key: the generic code's last value). The same scan, under the same
-    time limit when the pattern's cost is not proven bounded. None when the arguments are not
-    that plain case."""
-    if content != "xml-inline" or not isinstance(content_args, dict) or set(content_args) != {"tag_pattern"}:
+    """`_xml_inline` for a `tag_pattern` alone (no value parser or other option but `json_body`):
+    the matches' raw values by key, or None for a body the generic code must take (a key group
+    that did not take part: its error; a repeated key: the generic code's last value; with
+    `json_body`, a body that is a JSON object or has text but no tag). The same scan, under the
+    same time limit when neither the pattern's cost nor the body's (`tag_scan_proof`) is proven
+    bounded. None when the arguments are not that plain case."""
+    if content != "xml-inline" or not isinstance(content_args, dict):
+        return None
+    keys = set(content_args)
+    if keys != {"tag_pattern"} and keys != {"tag_pattern", "json_body"}:
         return None
     pattern = content_args["tag_pattern"]
     if not isinstance(pattern, str):
         return None
+    json_body = bool(content_args.get("json_body", False))
     try:
-        compiled = _compile(pattern, regex.DOTALL)
+        compiled = _scanning(pattern, _compile(pattern, regex.DOTALL))
     except regex.error:
         return None
     if {"key", "value"} - set(compiled.groupindex):
         return None
-    limit = REGEX_TIMEOUT if guarded(pattern, regex.DOTALL) else None
+    guard = guarded(pattern, regex.DOTALL)
+    proof = tag_scan_proof(pattern, regex.DOTALL) if guard else None
     always = _always_set(pattern, ("key", "value"))
+    what = f"xml-inline: tag_pattern {pattern!r}"
     if compiled.groups == 2 and compiled.groupindex == {"key": 1, "value": 2} and always:
         # `findall`'s own tuples are the `(key, value)` pairs (two groups, both always set: no
         # group that did not take part), so the dict is built from them at once; a repeated key
         # shows as fewer keys than pairs (`tags` below returns None for it: the generic code).
         pairs_of = compiled.findall
+        # `body_within_bound`, inline (one call per closed call region), without counting the
+        # lead in a body too short to hold enough of them (`short_body`)
+        lit, overlap, c, f, tail, safe = proof if proof is not None else ("", 1, 0, 0, 0, 0)
+        k0, room = c + tail, safe - len(lit) - tail
+        short = short_body(proof) if proof is not None else -1
 
         def pairs_dict(text: str) -> dict[str, Any] | None:
+            lead = text.lstrip() if json_body else ""
+            if lead.startswith("{"):
+                return None  # (`json_body`: the generic code reads the JSON object)
             try:
-                pairs = pairs_of(text, timeout=limit)
+                n = len(text)
+                if (
+                    not guard
+                    or n <= short
+                    or (
+                        proof is not None
+                        and (not (occ := text.count(lit)) or occ * overlap * (k0 + f * n) <= room * (n + 1))
+                    )
+                ):
+                    pairs = pairs_of(text)
+                else:
+                    TIMED_SCANS[0] += 1
+                    pairs = pairs_of(text, timeout=REGEX_TIMEOUT)
             except TimeoutError:
-                raise _timed_out(f"xml-inline: tag_pattern {pattern!r}") from None
+                raise _timed_out(what) from None
             out = dict(pairs)
-            return out if len(out) == len(pairs) else None
+            if len(out) != len(pairs) or (not pairs and lead):
+                return None
+            return out
 
         return pairs_dict
-    scan: Callable[[str], list[tuple[Any, Any]]]
-    if limit is not None and always:
+    scan: Callable[[str, float | None], list[tuple[Any, Any]]]
+    if guard and always:
         # Under the time limit, `findall` costs about half of `finditer` (the `regex` module
         # checks its clock per match, and more dearly per iterator step); its "" for a group that
         # did not take part cannot be told from an empty value, so only when both always do.
         findall = compiled.findall
         k, v = compiled.groupindex["key"] - 1, compiled.groupindex["value"] - 1
 
-        def found(text: str) -> list[tuple[Any, Any]]:
-            return [(groups[k], groups[v]) for groups in findall(text, timeout=limit)]
+        def found(text: str, limit: float | None) -> list[tuple[Any, Any]]:
+            # (no `timeout=None`: the keyword alone costs the `regex` module ~1 us a call)
+            got = findall(text) if limit is None else findall(text, timeout=limit)
+            return [(groups[k], groups[v]) for groups in got]
 
         scan = found
     else:
         finditer = compiled.finditer
 
-        def matched(text: str) -> list[tuple[Any, Any]]:
-            return [(m.group("key"), m.group("value")) for m in finditer(text, timeout=limit)]
+        def matched(text: str, limit: float | None) -> list[tuple[Any, Any]]:
+            got = finditer(text) if limit is None else finditer(text, timeout=limit)
+            return [(m.group("key"), m.group("value")) for m in got]
 
         scan = matched
 
     def tags(text: str) -> dict[str, Any] | None:
+        lead = text.lstrip() if json_body else ""
+        if lead.startswith("{"):
+            return None
         out: dict[str, Any] = {}
         try:
-            pairs = scan(text)
+            pairs = scan(text, _scan_limit(guard, proof, text))
         except TimeoutError:
-            raise _timed_out(f"xml-inline: tag_pattern {pattern!r}") from None
+            raise _timed_out(what) from None
+        if not pairs and lead:
+            return None
         for key, value in pairs:
             if key is None or key in out:
                 return None
@@ -945,6 +1295,15 @@ def _plain_xml_inline(content: str, content_args: Any) -> Callable[[str], dict[s
         return out
 
     return tags
+
+
+def _scan_limit(guard: bool, proof: tuple[str, int, int, int, int, int] | None, text: str) -> float | None:
+    """The time limit for a scan of `text` by a tag pattern: none when the pattern's cost is proven
+    bounded (`guard` False) or the body's (`tag_scan_proof`), else `REGEX_TIMEOUT` (counted)."""
+    if not guard or (proof is not None and body_within_bound(proof, text)):
+        return None
+    TIMED_SCANS[0] += 1
+    return REGEX_TIMEOUT
 
 
 def _always_set(pattern: str, names: tuple[str, ...]) -> bool:
@@ -1024,6 +1383,17 @@ def _compile_processor(
     if compiled is None:
         return lambda body, captures: parse(body)
     apply = compiled
+    if tags is not None:
+        # (the call objects of xml-inline templates: `parse` inline, one frame less per call)
+        xml_tags = tags
+
+        def xml_call(body: str, captures: dict[str, Any]) -> Any:
+            value = xml_tags(body)
+            if value is None:
+                value = parse_content(body, content, content_args)
+            return apply({**captures, "content": value})
+
+        return xml_call
     if plain:
         # (the call objects of most templates: `parse` inline, one frame less per call)
         def plain_call(body: str, captures: dict[str, Any]) -> Any:

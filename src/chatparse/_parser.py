@@ -44,6 +44,7 @@ from ._scan import Commit, Hold, Scanner, StringGuard, WatchList
 from ._template import Field, Template, load_response_template
 from .errors import RequiredFieldsMissing
 from .tools import ToolTable, build_tool_table, coerce_tool_calls
+from .tools import _coerce_call as coerce_call
 
 _PREFIX_REQUIRED = (
     "`ResponseParser`/`parse_response` requires `prefix` (the chat prompt sent to the model before "
@@ -442,9 +443,17 @@ class ResponseParser:
         self._reset()
 
     def _value(self, f: Field, body: str) -> Any:
-        value = process_field(body, f, self._captures)
-        if self._tools and type(value) is not str:  # (a text value holds no call to coerce)
-            value = coerce_tool_calls(value, self._tools)
+        # (`process_field` and `coerce_tool_calls` without their frames where the field has a
+        # compiled value path and the value is one call: the closing feed of every tool call)
+        process = f.process
+        value = (
+            process.fn(body, self._captures)
+            if process is not None
+            else process_field(body, f, self._captures)
+        )
+        tools = self._tools
+        if tools and type(value) is not str:  # (a text value holds no call to coerce)
+            value = coerce_call(value, tools) if type(value) is dict else coerce_tool_calls(value, tools)
         out = self._output
         name = f.name
         if f.join is not None:

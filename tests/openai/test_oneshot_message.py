@@ -115,10 +115,11 @@ def test_calls_the_core_typed_are_coerced_once(monkeypatch: pytest.MonkeyPatch) 
             seen.append(value)
         return original(value, table)
 
-    from chatparse import _oneshot
+    from chatparse import _oneshot, _parser
 
     monkeypatch.setattr(tools_module, "_coerce_call", counted)
     monkeypatch.setattr(_oneshot, "coerce_call", counted)  # (the core's call loop calls it directly)
+    monkeypatch.setattr(_parser, "coerce_call", counted)  # (and `ResponseParser._value`)
     text = "".join(
         f'<tool_call>\n{{"name": "f", "arguments": {{"a": "{i}", "b": "x"}}}}\n</tool_call>\n'
         for i in range(5)
