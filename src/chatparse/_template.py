@@ -158,7 +158,9 @@ def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: st
         d.match_re = _rx.match_only(d.source, regex.DOTALL)
         return d
     if pattern_key in spec:
-        src = spec[pattern_key]
+        given = spec[pattern_key]
+        # (the `regex` module's own forms must match as the interpreter does: `_rx.module_safe`)
+        src = _rx.module_safe(given) if isinstance(given, str) else given
         try:
             compiled = regex.compile(src, regex.DOTALL)
         except (regex.error, TypeError, OverflowError) as e:
@@ -168,7 +170,7 @@ def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: st
         try:
             d = Delimiter(src, None, f"{scope}: '{pattern_key}'")
         except _rx.UnsupportedPattern as e:
-            raise ValueError(f"{scope}: {pattern_key} {src!r} uses {e}") from e
+            raise ValueError(f"{scope}: {pattern_key} {given!r} uses {e}") from e
         except RecursionError as e:
             raise ValueError(f"{scope}: {pattern_key} is nested too deeply") from e
         d.module_re = compiled

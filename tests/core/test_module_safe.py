@@ -1,0 +1,116 @@
+"""Delimiters the `regex` module would match wrongly (`_rx.module_safe`): the module (2026.11.19)
+merges alternatives that are single negated characters into one wrong set, also after taking a
+common literal prefix out of the branches (`[^<]|[^a]`, `x[^<]|x[^a]`, `a(?:[^<]|b)|a[^a]` match
+neither "<" nor "a" where they should). chatparse's interpreter matches them as written, so
+without the rewrite a streamed parse and a one-shot parse (whose seekers are module-compiled)
+disagreed. Checked: the rewrite matches as Python's `re` does; streamed == one-shot on templates
+built from such patterns; no catalog delimiter is rewritten (the module runs `[^<<]*` ~10x slower
+than `[^<]*`)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+import regex
+
+import chatparse
+from chatparse import _rx
+
+#: Patterns the module gets wrong as written (each checked below against the module itself).
+MERGED = [
+    r"[^<]|[^a]",
+    r"c(?:[^<]|[^a])",
+    r"c[^<]|c[^a]",
+    r"[^<]|x|[^a]",
+    r"(?:[^<]|y)|[^a]",
+    r"[^\x3c]|[^a]",
+    r"[^<]{1}|[^a]",
+    r"[^<](?:)|[^a]",
+    r"a(?:[^<]|b)|a[^a]",
+    r"[^]]|[^a]",
+    r"[^-]|[^^]|[^[]",
+    r"[^\n]|[^a]",
+]
+
+#: Patterns left as they are (no alternation of two negated characters, or one character twice).
+KEPT = [r"[^<]*<x>", r"[^<]|[^<]", r"[^ab]|[^<]", r"\S|[^a]", r"(?:<\|m\|>)?[^<]*<\|c\|>", r"[^<]x"]
+
+ALPHABET = "<a]-^[\nxybc"
+
+
+def _spans(compiled: re.Pattern[str] | regex.Pattern[str], text: str) -> list[tuple[int, int] | None]:
+    return [(m.span() if (m := compiled.match(text, i)) else None) for i in range(len(text) + 1)]
+
+
+@pytest.mark.parametrize("pattern", MERGED)
+def test_the_module_gets_these_wrong_and_the_rewrite_matches_as_re(pattern: str) -> None:
+    rng = random.Random(pattern)
+    texts = ["".join(rng.choice(ALPHABET) for _ in range(rng.randrange(1, 6))) for _ in range(400)]
+    expected = re.compile(pattern, re.DOTALL)
+    as_written = regex.compile(pattern, regex.DOTALL)
+    # (the premise: the module as written differs from `re` somewhere on these texts)
+    assert any(_spans(as_written, t) != _spans(expected, t) for t in texts), pattern
+    fixed = regex.compile(_rx.module_safe(pattern), regex.DOTALL)
+    for t in texts:
+        assert _spans(fixed, t) == _spans(expected, t), (pattern, t)
+
+
+@pytest.mark.parametrize("pattern", KEPT)
+def test_patterns_without_the_shape_are_not_rewritten(pattern: str) -> None:
+    assert _rx.module_safe(pattern) is pattern
+
+
+def test_no_catalog_delimiter_is_rewritten() -> None:
+    """The rewrite costs speed (a set instead of one character in the module): no catalog
+    template pays it."""
+    root = Path(chatparse.__file__).parent / "catalog" / "templates"
+    seen = 0
+
+    def walk(node: object) -> None:
+        nonlocal seen
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, str) and key.endswith("_pattern") and key != "tag_pattern":
+                    seen += 1
+                    assert _rx.module_safe(value) == value, value
+                else:
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for path in sorted(root.glob("*.json")):
+        walk(json.loads(path.read_text(encoding="utf-8")))
+    assert seen > 100
+
+
+def _template(opener: str) -> dict:
+    return {"start_anchor": "\x00", "fields": {"x": {"open_pattern": opener, "close": "Z"}, "content": {}}}
+
+
+@pytest.mark.parametrize("pattern", [p for p in MERGED if "\n" not in p])
+def test_streamed_equals_one_shot_on_such_openers(pattern: str) -> None:
+    """One character per feed and random chunks give `parse_response`'s message (the one-shot
+    seekers compile the delimiter with the module, the streamed attempts run the interpreter)."""
+    t = chatparse.load_response_template(_template(pattern))
+    rng = random.Random(pattern)
+    pieces = ["<", "a", "c", "x", "y", "b", " ", "Z", "hi ", "]", "-"]
+    opened = 0
+    for _ in range(200):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12)))
+        whole = chatparse.parse_response(text, t, prefix="")
+        opened += "x" in whole
+        for sizes in ([1] * len(text), [rng.randrange(1, 4) for _ in text]):
+            p = chatparse.ResponseParser(t, prefix="")
+            i = 0
+            for n in sizes:
+                if i >= len(text):
+                    break
+                p.feed(text[i : i + n])
+                i += n
+            assert p.finalize()[0] == whole, (pattern, text, sizes)
+    assert opened > 0  # (the openers do match: `<` and `a` after their prefix included)
