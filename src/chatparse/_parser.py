@@ -16,6 +16,12 @@ The result of a pass depends only on the buffer, never on how it was split, beca
 commits a match only when every continuation of the text would make the one-shot parse commit the
 same one. Hence streamed == one-shot for every chunking.
 
+Per token, a feed inside an open region asks the scanner once and returns the released text as
+a bare string (`_feed`). When the scanner answers that it released everything and that a feed
+without its trip characters would be released the same way (`Scanner.quiet`: no lead character
+of the watched delimiters in it), the parser releases such next feeds without asking (most tokens
+of a call body or of reasoning), until one holds a trip character.
+
 The prefix (the prompt's tail after the last anchor) is processed when the parser is made, once
 per request in a server. When that pass routes the whole prefix (nothing held: no match can still
 start in it) and every region it closes has a text value (a str: no tool coercion, so the same for
@@ -132,6 +138,8 @@ class ResponseParser:
         self._states: dict[int, Any] = {}  # per delimiter: its finder, kept across region visits
         self._cut_off: list[dict[str, Any]] = []
         self._scanner: Scanner | None = None
+        # The scanner, while its last answer to `_feed` was a quiet release (see `_feed`)
+        self._quiet: Scanner | None = None
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
         self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
         self._copy_values = True
@@ -215,6 +223,22 @@ class ResponseParser:
     def _feed(self, text: str) -> str | list[Event]:
         """`feed`, except that a feed whose only event is a chunk of the open region returns that
         chunk's text (the per-token path; the OpenAI layer takes it without an event dict)."""
+        sc = self._quiet
+        if sc is not None:
+            # The last feed released everything as a chunk and its scanner said a feed without
+            # its trip characters would too (`Scanner.quiet`): the scanner's decision, without
+            # asking it (most tokens of a call body, of reasoning, of a JSON string).
+            if text.__class__ is str and sc.trip1 not in text and sc.trip2 not in text and text:
+                buf = self._buf
+                self._buf = ""
+                buf += text
+                self._buf = buf
+                n = len(buf)
+                sc.q = sc._searched = n  # (what that decision sets: all searched and released)
+                pos = self._pos
+                self._pos = n
+                return buf[pos:]
+            self._quiet = None
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         if type(text) is not str:
@@ -239,6 +263,8 @@ class ResponseParser:
                         return []
                     if self._opened and self._current is not None and pos >= self._emit_from:
                         self._pos = at
+                        if decision is sc.quiet:
+                            self._quiet = sc
                         return buf[pos:at]
                 del buf
                 events: list[Event] = []
@@ -272,6 +298,7 @@ class ResponseParser:
     def _end(self, cut_off: bool = True) -> list[Event]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
+        self._quiet = None  # (a feed after the end goes the checked way)
         sc = self._scanner
         if cut_off and sc is not None and self._pos < len(self._buf):
             watches, at = sc.undecided(self._buf, self._zw)

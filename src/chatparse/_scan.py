@@ -50,6 +50,11 @@ yet is decided at once, also at the end of the stream (no match is taken at the 
 An unguarded watch list of one literal lead and no leading loop (qwen3_xml's call bodies, watching
 `</function>`) also decides there a feed with the lead's first character but not the lead
 (`<parameter=`): a hold at a tail that begins the lead, or nothing held.
+Where the per-token path (or a single literal's search) released everything with no loop run to
+hold, a next feed without the lead characters (and, inside a quoted string of a value-closed
+body, without its quote) takes the same path to the same answer: `decide` then returns the
+scanner's `quiet` hold with those trip characters, and the parser releases such next feeds itself
+(`ResponseParser._feed`), moving the scanner's position and searched end as that path would.
 
 While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
 asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
@@ -2506,6 +2511,9 @@ class Scanner:
         "_awalks",
         "_lead_at",
         "_lead",
+        "quiet",
+        "trip1",
+        "trip2",
     )
 
     _cwalks: tuple[int, Any, list[list[Any]], bool]
@@ -2547,6 +2555,11 @@ class Scanner:
         # fails)
         self._catt: tuple[int, list[Any], int, int, int, int, int] | None = None
         self._hold = Hold(q)
+        # A release of everything after which a feed with none of the trip characters releases
+        # everything too, by the same path (see `ResponseParser._feed`, which then does not ask):
+        # returned in place of `_hold` there. ("" trips nothing is ever without.)
+        self.quiet = Hold(q)
+        self.trip1 = self.trip2 = ""
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
         self._pend_idx: list[int] = []  # the indices of those cursors
@@ -2726,6 +2739,7 @@ class Scanner:
         if vg is not None and vg.value_close_at(buf, False) is not None:
             return None
         la = self._loop_any
+        h = self._hold
         if la is not None:
             hit = la(buf[n - 1])
             if hit:
@@ -2735,9 +2749,27 @@ class Scanner:
                     n -= 1  # (the new character alone, or a run clipped at `q`)
                 else:
                     n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+        elif vg is None or vg._vend == -2:
+            # Everything released, nothing held: a next feed without the lead characters comes
+            # here again (searched from `back` before the end, which holds neither) and
+            # releases everything (no value close to find: none, or no value in the body).
+            self.trip1, self.trip2 = char, char2 or char
+            h = self.quiet
+        elif (
+            char2 is None
+            and (close := vg._vclose) is not None
+            and not vg._vescape
+            and len(close) == 1
+            and close in vg.quotes
+        ):
+            # Inside a quoted string of the body's value (a JSON call body's argument, the most
+            # feeds of one): without its quote, the new text leaves the value open. (The guard's
+            # value scan is not moved: its next call scans the text from where it stopped, so it
+            # sees a backslash such a feed ends with.)
+            self.trip1, self.trip2 = char, close
+            h = self.quiet
         self._searched = n
         self.q = n
-        h = self._hold
         h.at = n
         return h
 
@@ -2937,7 +2969,15 @@ class Scanner:
             if n > q and buf.find(char, start if start > q else q) < 0:
                 self._searched = n
                 la = self._loop_any
-                if la is not None:
+                if la is None:
+                    # Everything released, nothing held: a next feed without `char` comes here
+                    # again and releases everything (the search starts at `q`, now the end).
+                    self.trip1 = self.trip2 = char
+                    self.q = n
+                    h = self.quiet
+                    h.at = n
+                    return h
+                else:
                     last = buf[n - 1]
                     hit = la.cache.get(last)
                     if hit is None:
@@ -2973,11 +3013,16 @@ class Scanner:
                         j = buf.find(char, j + 1)
                     if j < 0 or self.guard is None:
                         self._searched = n
+                        h = self._hold
                         if j >= 0:
                             self._tail_at, self._tail_lead = j, one
                             n = j
+                        elif self._loop_any is None:
+                            # Everything released: a next feed without `char` releases
+                            # everything above (no tail can begin the lead before it).
+                            self.trip1 = self.trip2 = char
+                            h = self.quiet
                         self.q = n
-                        h = self._hold
                         h.at = n
                         return h
         elif self._rare is not None and not eos and self.live is None:
@@ -3011,6 +3056,10 @@ class Scanner:
                         self.q = h.at = j
                         return h
                     j = buf.find(lit[0], j + 1)
+                # Everything released, no tail begins the literal: a next feed without its first
+                # character cannot complete one, nor leave a tail that begins it.
+                self.trip1 = self.trip2 = lit[0]
+                h = self.quiet
             self.q = h.at = n
             return h
         q = self.q
