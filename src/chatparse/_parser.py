@@ -147,6 +147,7 @@ class ResponseParser:
         truncated = self._t.truncate_past_last_anchor(prefix) if prefix else ""
         if truncated:
             self._start(truncated)
+            self._quiet = None  # (the pass may leave no scanner: the first feed asks)
         self._emit_from = len(self._buf)
 
     def _start(self, truncated: str) -> None:
@@ -233,11 +234,10 @@ class ResponseParser:
                 self._buf = ""
                 buf += text
                 self._buf = buf
-                n = len(buf)
-                sc.q = sc._searched = n  # (what that decision sets: all searched and released)
-                pos = self._pos
-                self._pos = n
-                return buf[pos:]
+                # (what that decision sets: all searched and released; the chunk is the new text,
+                # everything before it was released)
+                sc.q = sc._searched = self._pos = len(buf)
+                return text
             self._quiet = None
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
@@ -271,6 +271,8 @@ class ResponseParser:
                 self._process(events, False, decision)
                 return events
             del buf
+        elif self._scanner is not None:
+            return []  # (no new text: the scanner's last hold stands, nothing to route)
         events = []
         self._process(events, eos=False)
         return events
@@ -380,6 +382,8 @@ class ResponseParser:
                                     "dirty": self._dirty,
                                 }
                             )
+                            if decision is scanner.quiet:
+                                self._quiet = scanner  # (as `_feed`'s own chunk)
                         else:
                             self._route(events, buf, pos, at)
                 return

@@ -41,9 +41,9 @@ this is the per-token fast path, inlined in `decide` for a feed without the one 
 lead begins with (`_per_token_general` for two characters, an `after` literal, an open value close
 or a guarded leading loop). A tail that begins a long literal lead is then followed with
 `startswith` on later feeds, not searched for again, and while it begins another lead (a marker
-streamed in pieces: `<｜DSML｜` then `function`) with one anchored match of each trie (the lead
-trie's first: where the lead is complete, the head trie would fail only after backtracking through
-each of its levels). In a region with a JSON string guard the prefilter decides only the feeds
+streamed in pieces: `<｜DSML｜` then `function`) by one lookup in the set of the tails that begin a
+lead with none complete at their start (`Prefilter.open_heads`, what the two tries' anchored
+matches would say). In a region with a JSON string guard the prefilter decides only the feeds
 with nothing to hold (no lead, no tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
 inlined path (with a value close, while the body's value is still open). A region with no text
 yet is decided at once, also at the end of the stream (no match is taken at the very end).
@@ -1958,6 +1958,16 @@ class Prefilter:
         # The leads that hold another lead after their first character: a buffer tail that begins
         # one of them may hold a complete lead too (the held-tail shortcut of `Scanner` is off).
         self.inner = {x for x in self.literals if any(y in x[1:] for y in self.literals)}
+        # Without such leads: the tails `head_re` matches where `search_re` matches nothing (a
+        # tail that begins a lead, no lead complete at its start), for the held-tail check of
+        # `Scanner.decide` by one lookup instead of those two matches.
+        self.open_heads = (
+            frozenset(
+                h[:k] for h in heads for k in range(1, len(h) + 1) if self.search_re.match(h[:k]) is None
+            )
+            if not self.inner
+            else frozenset()
+        )
         self.loops = list(loops.values())
         self.loop_any = _rx.CharTest("|".join(f"(?:{t.src})" for t in self.loops), 0) if self.loops else None
         self.at0 = any(s.at0 for s in strategies)
@@ -2813,6 +2823,49 @@ class Scanner:
         h.at = at
         return h
 
+    def _released(self, buf: str, n: int) -> Hold:
+        """`_hold_at(n)` for a hold that releases everything (`n` the end of `buf`, searched to
+        it), found by a path other than the per-token path: the `quiet` hold when a next feed
+        without the per-token path's lead characters would be released by that path (nothing
+        in progress, no loop run to hold, the `after` literals' reach back clean, the value
+        close's scan inside a string or absent)."""
+        self.q = n
+        h = self._hold
+        if (
+            self._searched == n
+            and self.live is None
+            and self._catt is None
+            and self._tail_at < 0
+            and self._loop_any is None
+            and self._late is None
+            and not self._gloops
+        ):
+            char = self._char
+            chars = self._chars
+            if char is not None:
+                self.trip1 = self.trip2 = char
+                h = self.quiet
+            elif chars is not None:
+                char, char2, back = chars
+                lo = n - back if n > back else 0
+                if buf.find(char, lo) < 0 and (char2 is None or buf.find(char2, lo) < 0):
+                    vg = self._vguard
+                    if vg is None or vg._vend == -2:
+                        self.trip1, self.trip2 = char, char2 or char
+                        h = self.quiet
+                    elif (
+                        char2 is None
+                        and vg._vend == -1
+                        and (close := vg._vclose) is not None
+                        and not vg._vescape
+                        and len(close) == 1
+                        and close in vg.quotes
+                    ):
+                        self.trip1, self.trip2 = char, close
+                        h = self.quiet
+        h.at = n
+        return h
+
     # -- the fast paths -----------------------------------------------------------------------
 
     def undecided(self, buf: str, zw_forbid: int) -> tuple[list[Watch], int]:
@@ -2911,19 +2964,13 @@ class Scanner:
                 return self._hold  # still at `q`, where that tail (or the loop run before it) starts
             # Or it now begins another lead (`<｜DSML｜` + `function` leaves `<｜DSML｜ function_calls>`
             # for `<｜DSML｜function_calls>`): the same holds when no lead holds another after its
-            # first character, and none is complete at the tail's start. Two C matches, the one for
-            # a complete lead first: the usual way out of this path is a lead written to its end,
-            # which the head trie fails on only after backtracking through every optional level
-            # (~3 us for a 32-character lead), where the lead trie matches at once.
+            # first character, and none is complete at the tail's start: the tail is one of the
+            # prefilter's `open_heads` (one lookup; the two trie matches it stands for cost
+            # ~0.4 us a token of a marker streamed in pieces).
             pre = self._pre
             if pre is None:
                 pre = self._gpre
-            if (
-                pre is not None
-                and not pre.inner
-                and pre.search_re.match(buf, j) is None
-                and pre.head_re.match(buf, j) is not None
-            ):
+            if pre is not None and buf[j:] in pre.open_heads:
                 self._searched = n
                 return self._hold
             self._tail_at = -1
@@ -3094,7 +3141,7 @@ class Scanner:
             if pre is not None and q < len(buf) and (q or not pre.at0):
                 h2 = self._prefiltered(buf, pre)
                 if h2 >= 0:
-                    return self._hold_at(h2)
+                    return self._hold_at(h2) if h2 < len(buf) else self._released(buf, h2)
             else:
                 pre = self._gpre
                 if pre is not None and q < len(buf) and (q or not pre.at0):
@@ -3104,7 +3151,7 @@ class Scanner:
                     if (not guard.value_close or guard.value_close_at(buf, False) is None) and (
                         self._prefiltered(buf, pre) == n
                     ):
-                        return self._hold_at(n)
+                        return self._released(buf, n)
         return self._scan(buf, eos, zw_forbid)
 
     def _chain_decide(self, buf: str) -> Hold | Commit | None:
@@ -3136,7 +3183,7 @@ class Scanner:
                         if guard.inside(buf, h):
                             return None
                         self._guarded_tail(buf, pre, h)
-                    return self._hold_at(h)
+                    return self._hold_at(h) if h < len(buf) else self._released(buf, h)
                 q = self.q
                 if pre.back:
                     start = self._searched - pre.maxlen + 1  # (`_prefiltered` searched from `back` before)
@@ -3297,7 +3344,7 @@ class Scanner:
                 return Commit(self.entries[0], e_pos, e_pos, {})  # the close after the value
             return Commit(self.entries[j], e_pos, end, cursors[j].captures(buf, e_pos, eos))
         self._searched = n
-        return self._hold_at(n)
+        return self._released(buf, n)
 
 
 _REV_RUN: dict[int, Any] = {}

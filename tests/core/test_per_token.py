@@ -47,13 +47,19 @@ def _plain(r: Any) -> Any:
 
 def _lockstep(t: Any, prefix: str, chunks: list[str]) -> None:
     """Feed `chunks` to two parsers: one as it is, one that never takes the quiet path (its mark
-    cleared before every feed). After every feed both returned the same, stand at the same
-    position, and their scanners (when there is one) hold the same position and searched end."""
+    cleared before every feed) and asks its scanner on an empty feed too. After every feed both
+    returned the same, stand at the same position, and their scanners (when there is one) hold
+    the same position and searched end."""
     fast = ResponseParser(t, prefix=prefix)
     asked = ResponseParser(t, prefix=prefix)
     for c in chunks:
         asked._quiet = None
-        a, b = _plain(fast._feed(c)), _plain(asked._feed(c))
+        if c:
+            b = asked._feed(c)
+        else:
+            b = []  # an empty feed, asking the scanner again (what it did before it returned at once)
+            asked._process(b, eos=False)
+        a, b = _plain(fast._feed(c)), _plain(b)
         assert a == b and type(a) is type(b), (c, a, b)
         assert fast._pos == asked._pos and fast._buf == asked._buf
         sa, sb = fast._scanner, asked._scanner
@@ -86,6 +92,9 @@ def test_a_quiet_feed_is_the_scanners_own_answer(name: str, data: st.DataObject)
     )
     text = "".join(pieces)
     chunks = data.draw(cst.chunkings(text, cst.delimiter_strings(spec)), label="chunks")
+    empty = data.draw(st.lists(st.integers(0, len(chunks)), max_size=3), label="empty feeds at")
+    for i in sorted(empty, reverse=True):
+        chunks.insert(i, "")  # (an empty feed: a token that decodes to no text yet)
     _lockstep(t, prefix, chunks)
 
 
@@ -146,3 +155,98 @@ def test_ordinary_feeds_do_not_ask_the_scanner(case: str, monkeypatch: pytest.Mo
         message = p.finalize()[0]
         assert message == chatparse.parse_response(head + word * words + tail, t, prefix="")
     assert counts[0] == counts[1] <= 2, counts
+
+
+# --------------------------------------------------------------------------------------------
+# Held tails: a marker streamed in pieces
+
+
+def _prefilters() -> list[tuple[str, _scan.Prefilter]]:
+    out = []
+    for name, spec in sorted(CATALOG.items()):
+        t = chatparse.load_response_template(spec)
+        lists = [t.watch] + [f.watch for f in t.fields.values()]
+        out += [(name, w.prefilter) for w in lists if w.prefilter is not None and not w.prefilter.inner]
+    return out
+
+
+PREFILTERS = _prefilters()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_open_heads_are_the_tails_the_tries_hold(data: st.DataObject) -> None:
+    """`Prefilter.open_heads` holds exactly the tails that begin a lead (`head_re` matches to the
+    end) where no lead is complete at their start (`search_re` does not match): the held-tail
+    check of `decide` looks a tail up there instead of running both tries."""
+    name, pre = data.draw(st.sampled_from(PREFILTERS), label="prefilter")
+    lead = data.draw(st.sampled_from(pre.literals), label="lead")
+    alphabet = "".join(sorted(set("".join(pre.literals)))) + "x \n"
+    tail = data.draw(
+        st.one_of(
+            st.integers(1, len(lead)).map(lambda k: lead[:k]),
+            st.builds(lambda k, s: lead[:k] + s, st.integers(0, len(lead)), st.text(alphabet, max_size=4)),
+            st.text(alphabet, min_size=1, max_size=8),
+        ),
+        label="tail",
+    )
+    tries = pre.head_re.match(tail) is not None and pre.search_re.match(tail) is None
+    assert (tail in pre.open_heads) == tries, (name, tail)
+
+
+class _Counted:
+    """A compiled pattern whose `match` calls are counted."""
+
+    def __init__(self, rx: Any, counts: list[int]) -> None:
+        self._rx, self._counts = rx, counts
+
+    def match(self, *args: Any) -> Any:
+        self._counts[0] += 1
+        return self._rx.match(*args)
+
+    def search(self, *args: Any) -> Any:
+        return self._rx.search(*args)
+
+
+@pure_only
+def test_a_marker_streamed_in_pieces_is_held_without_trie_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeepSeek's DSML markers arrive in pieces (`<`, `｜DSML｜`, `invoke`, ` name`, `="`...): once
+    the tail no longer begins the lead it was first taken for, each piece is held by one lookup
+    (`Prefilter.open_heads`), not the two tries' anchored matches (before: 2 a piece)."""
+    t = chatparse.load_response_template(CATALOG["deepseek_dsml"])
+    pre = t.watch.prefilter
+    assert pre is not None and pre.open_heads
+    matches = [0]
+    monkeypatch.setattr(pre, "search_re", _Counted(pre.search_re, matches))
+    monkeypatch.setattr(pre, "head_re", _Counted(pre.head_re, matches))
+    pieces = ["Hi", " there", "<", "｜DSML｜", "function", "_", "calls", ">", "\n"]
+    p = ResponseParser(t, prefix="")
+    for piece in pieces[:3]:
+        p.feed(piece)
+    before = matches[0]
+    for piece in pieces[3:7]:
+        assert p.feed(piece) == []  # (held: the marker is still being written)
+    assert matches[0] == before
+    for piece in pieces[7:]:
+        p.feed(piece)
+    text = "".join(pieces) + '<｜DSML｜invoke name="f">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>'
+    p.feed(text[len("".join(pieces)) :])
+    assert p.finalize()[0] == chatparse.parse_response(text, t, prefix="")
+
+
+@pure_only
+def test_an_empty_feed_does_not_ask_the_scanner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token that decodes to no text yet (SGLang then steps the parser with "") changes nothing
+    once a scanner holds: no processing pass (before: one, asking the scanner again)."""
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
+    head, word, tail = QUIET_CASES["qwen3_xml"]
+    p = ResponseParser(t, prefix="")
+    p.feed(head + word)
+    passes = calls_of(monkeypatch, ResponseParser, "_process")
+    decisions = calls_of(monkeypatch, _scan.Scanner, "decide")
+    for piece in ["", "<", "", "/", ""]:
+        p.feed(piece)
+    assert passes[0] == 0 and decisions[0] == 2
+    p.feed("function>\n</tool_call>")
+    text = head + word + "</function>\n</tool_call>"
+    assert p.finalize()[0] == chatparse.parse_response(text, t, prefix="")
