@@ -230,14 +230,16 @@ class ResponseParser:
             # its trip characters would too (`Scanner.quiet`): the scanner's decision, without
             # asking it (most tokens of a call body, of reasoning, of a JSON string).
             if text.__class__ is str and sc.trip1 not in text and sc.trip2 not in text and text:
-                buf = self._buf
-                self._buf = ""
-                buf += text
-                self._buf = buf
-                # (what that decision sets: all searched and released; the chunk is the new text,
-                # everything before it was released)
-                sc.q = sc._searched = self._pos = len(buf)
-                return text
+                la = sc.trip_loop
+                if la is None or la.cache.get(text[-1]) is False:
+                    buf = self._buf
+                    self._buf = ""
+                    buf += text
+                    self._buf = buf
+                    # (what that decision sets: all searched and released; the chunk is the new
+                    # text, everything before it was released)
+                    sc.q = sc._searched = self._pos = len(buf)
+                    return text
             self._quiet = None
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")

@@ -2524,6 +2524,7 @@ class Scanner:
         "quiet",
         "trip1",
         "trip2",
+        "trip_loop",
     )
 
     _cwalks: tuple[int, Any, list[list[Any]], bool]
@@ -2570,6 +2571,9 @@ class Scanner:
         # returned in place of `_hold` there. ("" trips nothing is ever without.)
         self.quiet = Hold(q)
         self.trip1 = self.trip2 = ""
+        # With a leading loop: the released text ended with none of its characters, and a next
+        # feed that ends with one holds its trailing run (the parser asks then).
+        self.trip_loop: _rx.CharTest | None = None
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
         self._pend_idx: list[int] = []  # the indices of those cursors
@@ -2750,20 +2754,20 @@ class Scanner:
             return None
         la = self._loop_any
         h = self._hold
-        if la is not None:
-            hit = la(buf[n - 1])
-            if hit:
-                if self._gloops:
-                    return None
-                if q == n - 1 or not la(buf[n - 2]):
-                    n -= 1  # (the new character alone, or a run clipped at `q`)
-                else:
-                    n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+        if la is not None and la(buf[n - 1]):
+            if self._gloops:
+                return None
+            if q == n - 1 or not la(buf[n - 2]):
+                n -= 1  # (the new character alone, or a run clipped at `q`)
+            else:
+                n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
         elif vg is None or vg._vend == -2:
-            # Everything released, nothing held: a next feed without the lead characters comes
-            # here again (searched from `back` before the end, which holds neither) and
-            # releases everything (no value close to find: none, or no value in the body).
+            # Everything released, nothing held: a next feed without the lead characters (that
+            # does not end in a loop character) comes here again (searched from `back` before
+            # the end, which holds neither) and releases everything (no value close to find:
+            # none, or no value in the body).
             self.trip1, self.trip2 = char, char2 or char
+            self.trip_loop = la
             h = self.quiet
         elif (
             char2 is None
@@ -2777,6 +2781,7 @@ class Scanner:
             # value scan is not moved: its next call scans the text from where it stopped, so it
             # sees a backslash such a feed ends with.)
             self.trip1, self.trip2 = char, close
+            self.trip_loop = la
             h = self.quiet
         self._searched = n
         self.q = n
@@ -2831,19 +2836,21 @@ class Scanner:
         close's scan inside a string or absent)."""
         self.q = n
         h = self._hold
+        la = self._loop_any
         if (
             self._searched == n
             and self.live is None
             and self._catt is None
             and self._tail_at < 0
-            and self._loop_any is None
             and self._late is None
             and not self._gloops
+            and (la is None or not la(buf[n - 1]))
         ):
             char = self._char
             chars = self._chars
             if char is not None:
                 self.trip1 = self.trip2 = char
+                self.trip_loop = la
                 h = self.quiet
             elif chars is not None:
                 char, char2, back = chars
@@ -2852,6 +2859,7 @@ class Scanner:
                     vg = self._vguard
                     if vg is None or vg._vend == -2:
                         self.trip1, self.trip2 = char, char2 or char
+                        self.trip_loop = la
                         h = self.quiet
                     elif (
                         char2 is None
@@ -2862,6 +2870,7 @@ class Scanner:
                         and close in vg.quotes
                     ):
                         self.trip1, self.trip2 = char, close
+                        self.trip_loop = la
                         h = self.quiet
         h.at = n
         return h
@@ -3016,34 +3025,28 @@ class Scanner:
             if n > q and buf.find(char, start if start > q else q) < 0:
                 self._searched = n
                 la = self._loop_any
-                if la is None:
-                    # Everything released, nothing held: a next feed without `char` comes here
-                    # again and releases everything (the search starts at `q`, now the end).
-                    self.trip1 = self.trip2 = char
-                    self.q = n
-                    h = self.quiet
-                    h.at = n
-                    return h
-                else:
-                    last = buf[n - 1]
-                    hit = la.cache.get(last)
-                    if hit is None:
-                        hit = la(last)
-                    if hit:
-                        # Hold the trailing run of a leading loop class; usually just the last
-                        # character ("word "), found without a call.
-                        if q == n - 1:
-                            n -= 1  # (a run clipped at `q`)
-                        else:
-                            prev = la.cache.get(buf[n - 2])
-                            if prev is None:
-                                prev = la(buf[n - 2])
-                            if prev:
-                                n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
-                            else:
-                                n -= 1
-                self.q = n
                 h = self._hold
+                if la is None or not la(buf[n - 1]):
+                    # Everything released, nothing held: a next feed without `char` (that does
+                    # not end in a loop character) comes here again and releases everything (the
+                    # search starts at `q`, now the end).
+                    self.trip1 = self.trip2 = char
+                    self.trip_loop = la
+                    h = self.quiet
+                else:
+                    # Hold the trailing run of a leading loop class; usually just the last
+                    # character ("word "), found without a call.
+                    if q == n - 1:
+                        n -= 1  # (a run clipped at `q`)
+                    else:
+                        prev = la.cache.get(buf[n - 2])
+                        if prev is None:
+                            prev = la(buf[n - 2])
+                        if prev:
+                            n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+                        else:
+                            n -= 1
+                self.q = n
                 h.at = n
                 return h
             one = self._lead1
@@ -3068,6 +3071,7 @@ class Scanner:
                             # Everything released: a next feed without `char` releases
                             # everything above (no tail can begin the lead before it).
                             self.trip1 = self.trip2 = char
+                            self.trip_loop = None
                             h = self.quiet
                         self.q = n
                         h.at = n
@@ -3106,6 +3110,7 @@ class Scanner:
                 # Everything released, no tail begins the literal: a next feed without its first
                 # character cannot complete one, nor leave a tail that begins it.
                 self.trip1 = self.trip2 = lit[0]
+                self.trip_loop = None
                 h = self.quiet
             self.q = h.at = n
             return h

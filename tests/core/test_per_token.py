@@ -52,6 +52,7 @@ def _lockstep(t: Any, prefix: str, chunks: list[str]) -> None:
     the same position and searched end."""
     fast = ResponseParser(t, prefix=prefix)
     asked = ResponseParser(t, prefix=prefix)
+    emptied = False
     for c in chunks:
         asked._quiet = None
         if c:
@@ -62,10 +63,14 @@ def _lockstep(t: Any, prefix: str, chunks: list[str]) -> None:
         a, b = _plain(fast._feed(c)), _plain(b)
         assert a == b and type(a) is type(b), (c, a, b)
         assert fast._pos == asked._pos and fast._buf == asked._buf
+        emptied = emptied or not c
         sa, sb = fast._scanner, asked._scanner
         assert (sa is None) == (sb is None)
         if sa is not None and sb is not None:
-            assert (sa.q, sa._searched, sa._tail_at) == (sb.q, sb._searched, sb._tail_at), c
+            assert (sa.q, sa._tail_at) == (sb.q, sb._tail_at), c
+            # (asked again on an empty feed, a scanner may note a shorter searched stretch: a
+            # lower bound either way; after one, only the answers are compared)
+            assert emptied or sa._searched == sb._searched, c
     asked._quiet = None
     try:
         ma, ea = fast.finalize()
@@ -131,6 +136,13 @@ QUIET_CASES = {
     ),
     # a literal closer (gpt-oss's analysis channel ends at `<|end|>`)
     "gpt_oss:reasoning": ("<|channel|>analysis<|message|>", " word", "<|end|>"),
+    # a leading loop (`\s*` before the closers): feeds that do not end in whitespace
+    "qwen3_xml:content": ("Sure", " word", "<|im_end|>"),
+    "deepseek_v3": (
+        '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{"q": "',
+        " word",
+        '"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    ),
 }
 
 
@@ -154,7 +166,7 @@ def test_ordinary_feeds_do_not_ask_the_scanner(case: str, monkeypatch: pytest.Mo
         p.feed(tail)
         message = p.finalize()[0]
         assert message == chatparse.parse_response(head + word * words + tail, t, prefix="")
-    assert counts[0] == counts[1] <= 2, counts
+    assert counts[1] <= counts[0] <= 2, counts  # (the first may meet a character not yet in a class cache)
 
 
 # --------------------------------------------------------------------------------------------
