@@ -241,40 +241,44 @@ class ResponseParser:
                     sc.q = sc._searched = self._pos = len(buf)
                     return text
             self._quiet = None
-        if self._finalized:
-            raise RuntimeError("ResponseParser already finalized")
         if type(text) is not str:
             if not isinstance(text, str):
                 raise TypeError(f"feed() takes a str, got {type(text).__name__}")
             text = str(text)
-        if text:
+        sc = self._scanner
+        if sc is not None:  # (never once finalized: the end of the stream drops the scanner)
+            if not text:
+                return []  # no new text: the scanner's last hold stands, nothing to route
             # Drop the attribute's reference first so CPython can grow the string in place:
             # `self._buf += text` would copy the whole buffer on every feed (quadratic).
             buf = self._buf
             self._buf = ""
             buf += text
             self._buf = buf
-            sc = self._scanner
-            if sc is not None:
-                # The per-token path: a hold inside an open region is one chunk.
-                decision = sc.decide(buf, False, self._zw)
-                if type(decision) is Hold:
-                    pos = self._pos
-                    at = decision.at
-                    if at <= pos:
-                        return []
-                    if self._opened and self._current is not None and pos >= self._emit_from:
-                        self._pos = at
-                        if decision is sc.quiet:
-                            self._quiet = sc
-                        return buf[pos:at]
-                del buf
-                events: list[Event] = []
-                self._process(events, False, decision)
-                return events
+            # The per-token path: a hold inside an open region is one chunk.
+            decision = sc.decide(buf, False, self._zw)
+            if type(decision) is Hold:
+                pos = self._pos
+                at = decision.at
+                if at <= pos:
+                    return []
+                if self._opened and self._current is not None and pos >= self._emit_from:
+                    self._pos = at
+                    if decision is sc.quiet:
+                        self._quiet = sc
+                    return buf[pos:at]
             del buf
-        elif self._scanner is not None:
-            return []  # (no new text: the scanner's last hold stands, nothing to route)
+            events: list[Event] = []
+            self._process(events, False, decision)
+            return events
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        if text:
+            buf = self._buf
+            self._buf = ""
+            buf += text
+            self._buf = buf
+            del buf
         events = []
         self._process(events, eos=False)
         return events

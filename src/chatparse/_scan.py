@@ -50,11 +50,13 @@ yet is decided at once, also at the end of the stream (no match is taken at the 
 An unguarded watch list of one literal lead and no leading loop (qwen3_xml's call bodies, watching
 `</function>`) also decides there a feed with the lead's first character but not the lead
 (`<parameter=`): a hold at a tail that begins the lead, or nothing held.
-Where the per-token path (or a single literal's search) released everything with no loop run to
-hold, a next feed without the lead characters (and, inside a quoted string of a value-closed
-body, without its quote) takes the same path to the same answer: `decide` then returns the
-scanner's `quiet` hold with those trip characters, and the parser releases such next feeds itself
-(`ResponseParser._feed`), moving the scanner's position and searched end as that path would.
+Where the per-token path (or a single literal's search, or another path, `_released`) released
+everything with nothing in progress, a next feed without the lead characters (inside a quoted
+string of a value-closed body, without its quote; with a leading loop, not ending in one of its
+characters) takes the per-token path to the same answer: `decide` then returns the scanner's
+`quiet` hold with those trip characters (and loop), and the parser releases such next feeds
+itself (`ResponseParser._feed`), moving the scanner's position and searched end as that path
+would: most tokens of a call body, of reasoning or of a JSON string cost no decision.
 
 While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
 asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
@@ -2507,6 +2509,7 @@ class Scanner:
         "_char",
         "_chars",
         "_rare",
+        "_quietable",
         "_vguard",
         "_gloops",
         "_maxlen",
@@ -2540,6 +2543,7 @@ class Scanner:
     _char: str | None
     _chars: tuple[str, str | None, int] | None
     _rare: bool | None
+    _quietable: bool
     _maxlen: int
     _loop_any: _rx.CharTest | None
     _gloops: bool
@@ -2600,6 +2604,7 @@ class Scanner:
                 self._vguard,
                 self._lead1,
                 self.chains,
+                self._quietable,
             )
             return
         (
@@ -2616,6 +2621,7 @@ class Scanner:
             self._vguard,
             self._lead1,
             self.chains,
+            self._quietable,
         ) = plan
 
     def _configure(self, watch: WatchList, q: int, guard: StringGuard | None) -> None:
@@ -2686,6 +2692,9 @@ class Scanner:
             self._chars = (self._char, None, 0)
             self._char = None
         self._rare = True if self._chars is not None or self._late is not None else None
+        # Whether a release of everything by another path may be quiet (`_released`): there is
+        # a per-token path to take the next feeds, and no guarded loop.
+        self._quietable = (self._char is not None or self._chars is not None) and not self._gloops
 
     def _anchor_walk(self, buf: str, watch: WatchList) -> Hold | None:
         """While position 0 is undecided (before end of stream): walk the `^` delimiters' chains
@@ -2830,24 +2839,23 @@ class Scanner:
 
     def _released(self, buf: str, n: int) -> Hold:
         """`_hold_at(n)` for a hold that releases everything (`n` the end of `buf`, searched to
-        it), found by a path other than the per-token path: the `quiet` hold when a next feed
+        it), found by a path other than the per-token path, in a scanner that has one
+        (`_quietable`): the `quiet` hold when a next feed
         without the per-token path's lead characters would be released by that path (nothing
         in progress, no loop run to hold, the `after` literals' reach back clean, the value
         close's scan inside a string or absent)."""
         self.q = n
         h = self._hold
-        la = self._loop_any
+        char = self._char
+        chars = self._chars
         if (
             self._searched == n
             and self.live is None
             and self._catt is None
             and self._tail_at < 0
             and self._late is None
-            and not self._gloops
-            and (la is None or not la(buf[n - 1]))
+            and ((la := self._loop_any) is None or not la(buf[n - 1]))
         ):
-            char = self._char
-            chars = self._chars
             if char is not None:
                 self.trip1 = self.trip2 = char
                 self.trip_loop = la
@@ -3146,7 +3154,9 @@ class Scanner:
             if pre is not None and q < len(buf) and (q or not pre.at0):
                 h2 = self._prefiltered(buf, pre)
                 if h2 >= 0:
-                    return self._hold_at(h2) if h2 < len(buf) else self._released(buf, h2)
+                    return (
+                        self._released(buf, h2) if self._quietable and h2 == len(buf) else self._hold_at(h2)
+                    )
             else:
                 pre = self._gpre
                 if pre is not None and q < len(buf) and (q or not pre.at0):
@@ -3156,7 +3166,7 @@ class Scanner:
                     if (not guard.value_close or guard.value_close_at(buf, False) is None) and (
                         self._prefiltered(buf, pre) == n
                     ):
-                        return self._released(buf, n)
+                        return self._released(buf, n) if self._quietable else self._hold_at(n)
         return self._scan(buf, eos, zw_forbid)
 
     def _chain_decide(self, buf: str) -> Hold | Commit | None:
@@ -3188,7 +3198,7 @@ class Scanner:
                         if guard.inside(buf, h):
                             return None
                         self._guarded_tail(buf, pre, h)
-                    return self._hold_at(h) if h < len(buf) else self._released(buf, h)
+                    return self._released(buf, h) if self._quietable and h == len(buf) else self._hold_at(h)
                 q = self.q
                 if pre.back:
                     start = self._searched - pre.maxlen + 1  # (`_prefiltered` searched from `back` before)
@@ -3349,7 +3359,7 @@ class Scanner:
                 return Commit(self.entries[0], e_pos, e_pos, {})  # the close after the value
             return Commit(self.entries[j], e_pos, end, cursors[j].captures(buf, e_pos, eos))
         self._searched = n
-        return self._released(buf, n)
+        return self._released(buf, n) if self._quietable else self._hold_at(n)
 
 
 _REV_RUN: dict[int, Any] = {}
