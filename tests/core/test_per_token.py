@@ -262,3 +262,32 @@ def test_an_empty_feed_does_not_ask_the_scanner(monkeypatch: pytest.MonkeyPatch)
     p.feed("function>\n</tool_call>")
     text = head + word + "</function>\n</tool_call>"
     assert p.finalize()[0] == chatparse.parse_response(text, t, prefix="")
+
+
+@pure_only
+def test_a_dsml_parameter_streamed_in_pieces_asks_the_scanner_at_its_tags_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DeepSeek's DSML call body in the pieces its tokenizer makes: the scanner decides the
+    pieces of a parameter's two tags that begin with a lead character or follow one (`<`,
+    `｜DSML｜`, `</`, `｜DSML｜`, `parameter`), 5 of its 18 pieces; the rest are quiet, also right
+    after a tag whose release was found by the prefilter (`Scanner._released`; before: 18)."""
+    t = chatparse.load_response_template(CATALOG["deepseek_dsml"])
+    head = ["<｜DSML｜function_calls>", "\n", '<｜DSML｜invoke name="f">', "\n"]
+    param = ["<", "｜DSML｜", "parameter", " name", '="', "a", '"', " string", '="', "true", '">']
+    param += ["some", " value", "</", "｜DSML｜", "parameter", ">", "\n"]
+    tail = ["</｜DSML｜invoke>", "\n", "</｜DSML｜function_calls>"]
+    decisions = calls_of(monkeypatch, _scan.Scanner, "decide")
+    for k in (2, 8):
+        p = ResponseParser(t, prefix="")
+        for piece in head:
+            p.feed(piece)
+        before = decisions[0]
+        for _ in range(k):
+            for piece in param:
+                p.feed(piece)
+        assert decisions[0] - before == 5 * k
+        for piece in tail:
+            p.feed(piece)
+        text = "".join(head + param * k + tail)
+        assert p.finalize()[0] == chatparse.parse_response(text, t, prefix="")
