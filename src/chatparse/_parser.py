@@ -16,6 +16,12 @@ The result of a pass depends only on the buffer, never on how it was split, beca
 commits a match only when every continuation of the text would make the one-shot parse commit the
 same one. Hence streamed == one-shot for every chunking.
 
+Per token, a feed inside an open region asks the scanner once and returns the released text as
+a bare string (`_feed`). When the scanner answers that it released everything and that a feed
+without its trip characters would be released the same way (`Scanner.quiet`: no lead character
+of the watched delimiters in it), the parser releases such next feeds without asking (most tokens
+of a call body or of reasoning), until one holds a trip character.
+
 The prefix (the prompt's tail after the last anchor) is processed when the parser is made, once
 per request in a server. When that pass routes the whole prefix (nothing held: no match can still
 start in it) and every region it closes has a text value (a str: no tool coercion, so the same for
@@ -133,6 +139,8 @@ class ResponseParser:
         self._states: dict[int, Any] = {}  # per delimiter: its finder, kept across region visits
         self._cut_off: list[dict[str, Any]] = []
         self._scanner: Scanner | None = None
+        # The scanner, while its last answer to `_feed` was a quiet release (see `_feed`)
+        self._quiet: Scanner | None = None
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
         self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
         self._copy_values = True
@@ -140,6 +148,7 @@ class ResponseParser:
         truncated = self._t.truncate_past_last_anchor(prefix) if prefix else ""
         if truncated:
             self._start(truncated)
+            self._quiet = None  # (the pass may leave no scanner: the first feed asks)
         self._emit_from = len(self._buf)
 
     def _start(self, truncated: str) -> None:
@@ -216,35 +225,60 @@ class ResponseParser:
     def _feed(self, text: str) -> str | list[Event]:
         """`feed`, except that a feed whose only event is a chunk of the open region returns that
         chunk's text (the per-token path; the OpenAI layer takes it without an event dict)."""
-        if self._finalized:
-            raise RuntimeError("ResponseParser already finalized")
+        sc = self._quiet
+        if sc is not None:
+            # The last feed released everything as a chunk and its scanner said a feed without
+            # its trip characters would too (`Scanner.quiet`): the scanner's decision, without
+            # asking it (most tokens of a call body, of reasoning, of a JSON string).
+            if text.__class__ is str and sc.trip1 not in text and sc.trip2 not in text and text:
+                la = sc.trip_loop
+                if la is None or la.cache.get(text[-1]) is False:
+                    buf = self._buf
+                    self._buf = ""
+                    buf += text
+                    self._buf = buf
+                    # (what that decision sets: all searched and released; the chunk is the new
+                    # text, everything before it was released)
+                    sc.q = sc._searched = self._pos = len(buf)
+                    return text
+            self._quiet = None
         if type(text) is not str:
             if not isinstance(text, str):
                 raise TypeError(f"feed() takes a str, got {type(text).__name__}")
             text = str(text)
-        if text:
+        sc = self._scanner
+        if sc is not None:  # (never once finalized: the end of the stream drops the scanner)
+            if not text:
+                return []  # no new text: the scanner's last hold stands, nothing to route
             # Drop the attribute's reference first so CPython can grow the string in place:
             # `self._buf += text` would copy the whole buffer on every feed (quadratic).
             buf = self._buf
             self._buf = ""
             buf += text
             self._buf = buf
-            sc = self._scanner
-            if sc is not None:
-                # The per-token path: a hold inside an open region is one chunk.
-                decision = sc.decide(buf, False, self._zw)
-                if type(decision) is Hold:
-                    pos = self._pos
-                    at = decision.at
-                    if at <= pos:
-                        return []
-                    if self._opened and self._current is not None and pos >= self._emit_from:
-                        self._pos = at
-                        return buf[pos:at]
-                del buf
-                events: list[Event] = []
-                self._process(events, False, decision)
-                return events
+            # The per-token path: a hold inside an open region is one chunk.
+            decision = sc.decide(buf, False, self._zw)
+            if type(decision) is Hold:
+                pos = self._pos
+                at = decision.at
+                if at <= pos:
+                    return []
+                if self._opened and self._current is not None and pos >= self._emit_from:
+                    self._pos = at
+                    if decision is sc.quiet:
+                        self._quiet = sc
+                    return buf[pos:at]
+            del buf
+            events: list[Event] = []
+            self._process(events, False, decision)
+            return events
+        if self._finalized:
+            raise RuntimeError("ResponseParser already finalized")
+        if text:
+            buf = self._buf
+            self._buf = ""
+            buf += text
+            self._buf = buf
             del buf
         events = []
         self._process(events, eos=False)
@@ -273,6 +307,7 @@ class ResponseParser:
     def _end(self, cut_off: bool = True) -> list[Event]:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
+        self._quiet = None  # (a feed after the end goes the checked way)
         sc = self._scanner
         if cut_off and sc is not None and self._pos < len(self._buf):
             watches, at = sc.undecided(self._buf, self._zw)
@@ -354,6 +389,8 @@ class ResponseParser:
                                     "dirty": self._dirty,
                                 }
                             )
+                            if decision is scanner.quiet:
+                                self._quiet = scanner  # (as `_feed`'s own chunk)
                         else:
                             self._route(events, buf, pos, at)
                 return

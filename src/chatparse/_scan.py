@@ -41,15 +41,22 @@ this is the per-token fast path, inlined in `decide` for a feed without the one 
 lead begins with (`_per_token_general` for two characters, an `after` literal, an open value close
 or a guarded leading loop). A tail that begins a long literal lead is then followed with
 `startswith` on later feeds, not searched for again, and while it begins another lead (a marker
-streamed in pieces: `<｜DSML｜` then `function`) with one anchored match of each trie (the lead
-trie's first: where the lead is complete, the head trie would fail only after backtracking through
-each of its levels). In a region with a JSON string guard the prefilter decides only the feeds
+streamed in pieces: `<｜DSML｜` then `function`) by one lookup in the set of the tails that begin a
+lead with none complete at their start (`Prefilter.open_heads`, what the two tries' anchored
+matches would say). In a region with a JSON string guard the prefilter decides only the feeds
 with nothing to hold (no lead, no tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
 inlined path (with a value close, while the body's value is still open). A region with no text
 yet is decided at once, also at the end of the stream (no match is taken at the very end).
 An unguarded watch list of one literal lead and no leading loop (qwen3_xml's call bodies, watching
 `</function>`) also decides there a feed with the lead's first character but not the lead
 (`<parameter=`): a hold at a tail that begins the lead, or nothing held.
+Where the per-token path (or a single literal's search, or another path, `_released`) released
+everything with nothing in progress, a next feed without the lead characters (inside a quoted
+string of a value-closed body, without its quote; with a leading loop, not ending in one of its
+characters) takes the per-token path to the same answer: `decide` then returns the scanner's
+`quiet` hold with those trip characters (and loop), and the parser releases such next feeds
+itself (`ResponseParser._feed`), moving the scanner's position and searched end as that path
+would: most tokens of a call body, of reasoning or of a JSON string cost no decision.
 
 While a delimiter is being written, the cursor whose attempt was undecided at the hold point is
 asked first whether the new text leaves it undecided where it stopped (`Cursor.still_live`: inside
@@ -1972,6 +1979,16 @@ class Prefilter:
         # The leads that hold another lead after their first character: a buffer tail that begins
         # one of them may hold a complete lead too (the held-tail shortcut of `Scanner` is off).
         self.inner = {x for x in self.literals if any(y in x[1:] for y in self.literals)}
+        # Without such leads: the tails `head_re` matches where `search_re` matches nothing (a
+        # tail that begins a lead, no lead complete at its start), for the held-tail check of
+        # `Scanner.decide` by one lookup instead of those two matches.
+        self.open_heads = (
+            frozenset(
+                h[:k] for h in heads for k in range(1, len(h) + 1) if self.search_re.match(h[:k]) is None
+            )
+            if not self.inner
+            else frozenset()
+        )
         self.loops = list(loops.values())
         self.loop_any = _rx.CharTest("|".join(f"(?:{t.src})" for t in self.loops), 0) if self.loops else None
         self.at0 = any(s.at0 for s in strategies)
@@ -2548,6 +2565,7 @@ class Scanner:
         "_char",
         "_chars",
         "_rare",
+        "_quietable",
         "_vguard",
         "_gloops",
         "_maxlen",
@@ -2562,6 +2580,10 @@ class Scanner:
         "_awalks",
         "_lead_at",
         "_lead",
+        "quiet",
+        "trip1",
+        "trip2",
+        "trip_loop",
     )
 
     _cwalks: tuple[int, Any, list[list[Any]], bool]
@@ -2577,6 +2599,7 @@ class Scanner:
     _char: str | None
     _chars: tuple[str, str | None, int] | None
     _rare: bool | None
+    _quietable: bool
     _maxlen: int
     _loop_any: _rx.CharTest | None
     _gloops: bool
@@ -2603,6 +2626,14 @@ class Scanner:
         # fails)
         self._catt: tuple[int, list[Any], int, int, int, int, int] | None = None
         self._hold = Hold(q)
+        # A release of everything after which a feed with none of the trip characters releases
+        # everything too, by the same path (see `ResponseParser._feed`, which then does not ask):
+        # returned in place of `_hold` there. ("" trips nothing is ever without.)
+        self.quiet = Hold(q)
+        self.trip1 = self.trip2 = ""
+        # With a leading loop: the released text ended with none of its characters, and a next
+        # feed that ends with one holds its trailing run (the parser asks then).
+        self.trip_loop: _rx.CharTest | None = None
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
         self._pend_idx: list[int] = []  # the indices of those cursors
@@ -2629,6 +2660,7 @@ class Scanner:
                 self._vguard,
                 self._lead1,
                 self.chains,
+                self._quietable,
             )
             return
         (
@@ -2645,6 +2677,7 @@ class Scanner:
             self._vguard,
             self._lead1,
             self.chains,
+            self._quietable,
         ) = plan
 
     def _configure(self, watch: WatchList, q: int, guard: StringGuard | None) -> None:
@@ -2715,6 +2748,9 @@ class Scanner:
             self._chars = (self._char, None, 0)
             self._char = None
         self._rare = True if self._chars is not None or self._late is not None else None
+        # Whether a release of everything by another path may be quiet (`_released`): there is
+        # a per-token path to take the next feeds, and no guarded loop.
+        self._quietable = (self._char is not None or self._chars is not None) and not self._gloops
 
     def _anchor_walk(self, buf: str, watch: WatchList) -> Hold | None:
         """While position 0 is undecided (before end of stream): walk the `^` delimiters' chains
@@ -2782,18 +2818,38 @@ class Scanner:
         if vg is not None and vg.value_close_at(buf, False) is not None:
             return None
         la = self._loop_any
-        if la is not None:
-            hit = la(buf[n - 1])
-            if hit:
-                if self._gloops:
-                    return None
-                if q == n - 1 or not la(buf[n - 2]):
-                    n -= 1  # (the new character alone, or a run clipped at `q`)
-                else:
-                    n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+        h = self._hold
+        if la is not None and la(buf[n - 1]):
+            if self._gloops:
+                return None
+            if q == n - 1 or not la(buf[n - 2]):
+                n -= 1  # (the new character alone, or a run clipped at `q`)
+            else:
+                n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+        elif vg is None or vg._vend == -2:
+            # Everything released, nothing held: a next feed without the lead characters (that
+            # does not end in a loop character) comes here again (searched from `back` before
+            # the end, which holds neither) and releases everything (no value close to find:
+            # none, or no value in the body).
+            self.trip1, self.trip2 = char, char2 or char
+            self.trip_loop = la
+            h = self.quiet
+        elif (
+            char2 is None
+            and (close := vg._vclose) is not None
+            and not vg._vescape
+            and len(close) == 1
+            and close in vg.quotes
+        ):
+            # Inside a quoted string of the body's value (a JSON call body's argument, the most
+            # feeds of one): without its quote, the new text leaves the value open. (The guard's
+            # value scan is not moved: its next call scans the text from where it stopped, so it
+            # sees a backslash such a feed ends with.)
+            self.trip1, self.trip2 = char, close
+            self.trip_loop = la
+            h = self.quiet
         self._searched = n
         self.q = n
-        h = self._hold
         h.at = n
         return h
 
@@ -2835,6 +2891,52 @@ class Scanner:
         self.q = at
         h = self._hold
         h.at = at
+        return h
+
+    def _released(self, buf: str, n: int) -> Hold:
+        """`_hold_at(n)` for a hold that releases everything (`n` the end of `buf`, searched to
+        it), found by a path other than the per-token path, in a scanner that has one
+        (`_quietable`): the `quiet` hold when a next feed
+        without the per-token path's lead characters would be released by that path (nothing
+        in progress, no loop run to hold, the `after` literals' reach back clean, the value
+        close's scan inside a string or absent)."""
+        self.q = n
+        h = self._hold
+        char = self._char
+        chars = self._chars
+        if (
+            self._searched == n
+            and self.live is None
+            and self._catt is None
+            and self._tail_at < 0
+            and self._late is None
+            and ((la := self._loop_any) is None or not la(buf[n - 1]))
+        ):
+            if char is not None:
+                self.trip1 = self.trip2 = char
+                self.trip_loop = la
+                h = self.quiet
+            elif chars is not None:
+                char, char2, back = chars
+                lo = n - back if n > back else 0
+                if buf.find(char, lo) < 0 and (char2 is None or buf.find(char2, lo) < 0):
+                    vg = self._vguard
+                    if vg is None or vg._vend == -2:
+                        self.trip1, self.trip2 = char, char2 or char
+                        self.trip_loop = la
+                        h = self.quiet
+                    elif (
+                        char2 is None
+                        and vg._vend == -1
+                        and (close := vg._vclose) is not None
+                        and not vg._vescape
+                        and len(close) == 1
+                        and close in vg.quotes
+                    ):
+                        self.trip1, self.trip2 = char, close
+                        self.trip_loop = la
+                        h = self.quiet
+        h.at = n
         return h
 
     # -- the fast paths -----------------------------------------------------------------------
@@ -2935,19 +3037,13 @@ class Scanner:
                 return self._hold  # still at `q`, where that tail (or the loop run before it) starts
             # Or it now begins another lead (`<｜DSML｜` + `function` leaves `<｜DSML｜ function_calls>`
             # for `<｜DSML｜function_calls>`): the same holds when no lead holds another after its
-            # first character, and none is complete at the tail's start. Two C matches, the one for
-            # a complete lead first: the usual way out of this path is a lead written to its end,
-            # which the head trie fails on only after backtracking through every optional level
-            # (~3 us for a 32-character lead), where the lead trie matches at once.
+            # first character, and none is complete at the tail's start: the tail is one of the
+            # prefilter's `open_heads` (one lookup; the two trie matches it stands for cost
+            # ~0.4 us a token of a marker streamed in pieces).
             pre = self._pre
             if pre is None:
                 pre = self._gpre
-            if (
-                pre is not None
-                and not pre.inner
-                and pre.search_re.match(buf, j) is None
-                and pre.head_re.match(buf, j) is not None
-            ):
+            if pre is not None and buf[j:] in pre.open_heads:
                 self._searched = n
                 return self._hold
             self._tail_at = -1
@@ -2993,26 +3089,28 @@ class Scanner:
             if n > q and buf.find(char, start if start > q else q) < 0:
                 self._searched = n
                 la = self._loop_any
-                if la is not None:
-                    last = buf[n - 1]
-                    hit = la.cache.get(last)
-                    if hit is None:
-                        hit = la(last)
-                    if hit:
-                        # Hold the trailing run of a leading loop class; usually just the last
-                        # character ("word "), found without a call.
-                        if q == n - 1:
-                            n -= 1  # (a run clipped at `q`)
-                        else:
-                            prev = la.cache.get(buf[n - 2])
-                            if prev is None:
-                                prev = la(buf[n - 2])
-                            if prev:
-                                n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
-                            else:
-                                n -= 1
-                self.q = n
                 h = self._hold
+                if la is None or not la(buf[n - 1]):
+                    # Everything released, nothing held: a next feed without `char` (that does
+                    # not end in a loop character) comes here again and releases everything (the
+                    # search starts at `q`, now the end).
+                    self.trip1 = self.trip2 = char
+                    self.trip_loop = la
+                    h = self.quiet
+                else:
+                    # Hold the trailing run of a leading loop class; usually just the last
+                    # character ("word "), found without a call.
+                    if q == n - 1:
+                        n -= 1  # (a run clipped at `q`)
+                    else:
+                        prev = la.cache.get(buf[n - 2])
+                        if prev is None:
+                            prev = la(buf[n - 2])
+                        if prev:
+                            n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
+                        else:
+                            n -= 1
+                self.q = n
                 h.at = n
                 return h
             one = self._lead1
@@ -3029,11 +3127,17 @@ class Scanner:
                         j = buf.find(char, j + 1)
                     if j < 0 or self.guard is None:
                         self._searched = n
+                        h = self._hold
                         if j >= 0:
                             self._tail_at, self._tail_lead = j, one
                             n = j
+                        elif self._loop_any is None:
+                            # Everything released: a next feed without `char` releases
+                            # everything above (no tail can begin the lead before it).
+                            self.trip1 = self.trip2 = char
+                            self.trip_loop = None
+                            h = self.quiet
                         self.q = n
-                        h = self._hold
                         h.at = n
                         return h
         elif self._rare is not None and not eos and self.live is None:
@@ -3067,6 +3171,11 @@ class Scanner:
                         self.q = h.at = j
                         return h
                     j = buf.find(lit[0], j + 1)
+                # Everything released, no tail begins the literal: a next feed without its first
+                # character cannot complete one, nor leave a tail that begins it.
+                self.trip1 = self.trip2 = lit[0]
+                self.trip_loop = None
+                h = self.quiet
             self.q = h.at = n
             return h
         q = self.q
@@ -3101,7 +3210,9 @@ class Scanner:
             if pre is not None and q < len(buf) and (q or not pre.at0):
                 h2 = self._prefiltered(buf, pre)
                 if h2 >= 0:
-                    return self._hold_at(h2)
+                    return (
+                        self._released(buf, h2) if self._quietable and h2 == len(buf) else self._hold_at(h2)
+                    )
             else:
                 pre = self._gpre
                 if pre is not None and q < len(buf) and (q or not pre.at0):
@@ -3111,7 +3222,7 @@ class Scanner:
                     if (not guard.value_close or guard.value_close_at(buf, False) is None) and (
                         self._prefiltered(buf, pre) == n
                     ):
-                        return self._hold_at(n)
+                        return self._released(buf, n) if self._quietable else self._hold_at(n)
         return self._scan(buf, eos, zw_forbid)
 
     def _chain_decide(self, buf: str) -> Hold | Commit | None:
@@ -3143,7 +3254,7 @@ class Scanner:
                         if guard.inside(buf, h):
                             return None
                         self._guarded_tail(buf, pre, h)
-                    return self._hold_at(h)
+                    return self._released(buf, h) if self._quietable and h == len(buf) else self._hold_at(h)
                 q = self.q
                 if pre.back:
                     start = self._searched - pre.maxlen + 1  # (`_prefiltered` searched from `back` before)
@@ -3304,7 +3415,7 @@ class Scanner:
                 return Commit(self.entries[0], e_pos, e_pos, {})  # the close after the value
             return Commit(self.entries[j], e_pos, end, cursors[j].captures(buf, e_pos, eos))
         self._searched = n
-        return self._hold_at(n)
+        return self._released(buf, n) if self._quietable else self._hold_at(n)
 
 
 _REV_RUN: dict[int, Any] = {}

@@ -830,10 +830,12 @@ def _hook_tool_stream(
     iterates it right away in the same task, so no generator of ours wraps it (one layer less on
     every chunk of every step)."""
     flush = kwargs.get("flush", args[3] if len(args) > 3 else False)
-    meta = content.get("meta_info", {}) if isinstance(content, dict) else {}
+    finish = None
+    if flush and isinstance(content, dict):  # (the flushing step only: the others have none)
+        finish = content.get("meta_info", {}).get("finish_reason")
     # Set for this step only (no reset: the generator may be finalised in another context);
     # every step of this request sets it afresh, and a context variable is per task.
-    _publish_tool_step(request, meta.get("finish_reason") if flush else None)
+    _publish_tool_step(request, finish)
     iterator: AsyncIterator[Any] = original(self, index, delta, parsers, content, request, *args, **kwargs)
     return iterator
 
