@@ -1066,21 +1066,22 @@ class Delimiter:
             return s.loop
         return None
 
-    def cursor(self, states: dict[int, Any]) -> Cursor:
-        """A cursor for one region visit. `states` (one per parser) keeps each delimiter's finder
-        across visits: what it learned about the buffer stays true (the buffer only grows), so a
-        delimiter that never occurs is searched for once per new text, not once per visit."""
-        state = states.get(id(self))
+    def cursor(self, states: dict[int, Any], q: int = 0) -> Cursor:
+        """A cursor for one region visit, at `q`. `states` (one per parser) keeps each delimiter's
+        finder across visits: what it learned about the buffer stays true (the buffer only grows),
+        so a delimiter that never occurs is searched for once per new text, not once per visit."""
+        key = id(self)
+        state = states.get(key)
         lits = self._sorted
         if lits is not None:
             if state is None:
-                state = states[id(self)] = [(-1, -1)] * len(lits)
-            return LiteralCursor(self, lits, state)
+                state = states[key] = [(-1, -1)] * len(lits)
+            return LiteralCursor(self, lits, state, q)
         if state is None:
-            state = states[id(self)] = self.strategy.finder()
+            state = states[key] = self.strategy.finder()
         if self.walks is not None:
-            return ChainCursor(self, state)
-        return PatternCursor(self, state)
+            return ChainCursor(self, state, q)
+        return PatternCursor(self, state, q)
 
 
 class _Branch:
@@ -1339,8 +1340,12 @@ class LiteralCursor(Cursor):
 
     __slots__ = ("literals", "_found", "_maxlen")
 
-    def __init__(self, d: Delimiter, literals: list[str], found: list[tuple[int, int]]) -> None:
-        super().__init__(d)
+    def __init__(self, d: Delimiter, literals: list[str], found: list[tuple[int, int]], q: int = 0) -> None:
+        # (`Cursor.__init__` inlined: a cursor is made per delimiter per region visit)
+        self.d = d
+        self.q = q
+        self.found: tuple[int, int] | None = None
+        self.slots: list[int] | None = None
         self.literals = literals  # longest first
         self._found = found  # per literal: (searched from, result); shared across region visits
         self._maxlen = len(literals[0])
@@ -1432,10 +1437,10 @@ class PatternCursor(Cursor):
 
     __slots__ = ("finder", "att", "ctx", "_asked")
 
-    def __init__(self, d: Delimiter, finder: Finder) -> None:
+    def __init__(self, d: Delimiter, finder: Finder, q: int = 0) -> None:
         # (`Cursor.__init__` inlined: a cursor is made per delimiter per region visit)
         self.d = d
-        self.q = 0
+        self.q = q
         self.found: tuple[int, int] | None = None
         self.slots: list[int] | None = None
         self.finder = finder
@@ -1519,9 +1524,9 @@ class ChainCursor(Cursor):
 
     __slots__ = ("finder", "walk", "_walks")
 
-    def __init__(self, d: Delimiter, finder: Finder) -> None:
+    def __init__(self, d: Delimiter, finder: Finder, q: int = 0) -> None:
         self.d = d
-        self.q = 0
+        self.q = q
         self.found: tuple[int, int] | None = None
         self.slots: list[int] | None = None
         self.finder = finder
@@ -2508,8 +2513,9 @@ class WatchList:
                         break
                     walks.append(w.delimiter.anchored)
             self.anchors = walks or None
-        # An unguarded scanner's derived settings, made once (`Scanner.__init__`): at 0, after 0.
-        self.plans: list[tuple | None] = [None, None]
+        # A scanner's derived settings, made once (`Scanner.__init__`): unguarded after 0, at 0;
+        # guarded without, with a value close.
+        self.plans: list[tuple | None] = [None, None, None, None]
 
     def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
         return Scanner(self, q, states, guard)
@@ -2606,16 +2612,15 @@ class Scanner:
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
         self._pend_idx: list[int] = []  # the indices of those cursors
-        if guard is not None:
-            self._configure(watch, q, guard)
-            return
-        # Unguarded, the settings depend on the watch list and on whether q is 0 only: made once
-        # per watch list (a scanner is made at every commit).
-        at0 = q == 0
-        plan = watch.plans[at0]
+        # The settings depend on the watch list and, unguarded, on whether q is 0, guarded, on
+        # whether the guard has a value close (`_configure` reads nothing else of `q` or the
+        # guard; the guard itself is kept as `_vguard` exactly when that flag is set): made once
+        # per watch list and case (a scanner is made at every commit), immutable once made.
+        k = (2 + guard.value_close) if guard is not None else int(q == 0)
+        plan = watch.plans[k]
         if plan is None:
-            self._configure(watch, q, None)
-            watch.plans[at0] = (
+            self._configure(watch, q, guard)
+            watch.plans[k] = (
                 self._pre,
                 self._gpre,
                 self.lit,
@@ -2626,7 +2631,7 @@ class Scanner:
                 self._maxlen,
                 self._loop_any,
                 self._gloops,
-                self._vguard,
+                self._vguard is not None,  # (a flag: the plan keeps no visit's guard)
                 self._lead1,
                 self.chains,
             )
@@ -2642,10 +2647,11 @@ class Scanner:
             self._maxlen,
             self._loop_any,
             self._gloops,
-            self._vguard,
+            vguard,
             self._lead1,
             self.chains,
         ) = plan
+        self._vguard = guard if vguard else None  # (this visit's guard)
 
     def _configure(self, watch: WatchList, q: int, guard: StringGuard | None) -> None:
         """The scanner's settings for its watch list, guard and start (see `__init__`)."""
@@ -2826,9 +2832,8 @@ class Scanner:
         if cursors is None:
             q = self.q
             states = self._states
-            cursors = self._cursors = [w.delimiter.cursor(states) for w in self.entries]
-            for c in cursors:
-                c.q = q
+            # (each cursor starts at `q`: made there, not set after)
+            cursors = self._cursors = [w.delimiter.cursor(states, q) for w in self.entries]
         return cursors
 
     def _hold_at(self, at: int) -> Hold:
