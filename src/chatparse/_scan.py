@@ -30,7 +30,10 @@ a `Cursor` runs an exact `_rx.Attempt`, which answers fail / match / live; after
 finder skips every start that the failure decided too (a whole `C` run for `LoopSearch`). A cursor
 reports its first position that is not a certain failure. The scanner combines the cursors: the
 earliest reported position E wins; if any cursor is live at E, the text before E is released and
-the rest held; otherwise the best match at E by key is committed.
+the rest held; otherwise the best match at E by key is committed. A cursor live at the first open
+position itself (a delimiter being written at a region's start) holds there whatever the others
+report: they are left undecided (pending) and asked when its attempt is decided, not on this feed
+(`undecided`, at the end of the stream, asks every one).
 
 A watch list whose every delimiter has literal or single-class leads also has a `Prefilter`: one
 C-speed search of the new text for any lead (literal leads as a stdlib `re` trie, cut to 32
@@ -2551,6 +2554,7 @@ class Scanner:
         "lit",
         "pending",
         "_pend_idx",
+        "_every",
         "_char",
         "_chars",
         "_rare",
@@ -2612,6 +2616,7 @@ class Scanner:
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
         self._pend_idx: list[int] = []  # the indices of those cursors
+        self._every = False  # `undecided`: no early hold (`_scan`)
         # The settings depend on the watch list and, unguarded, on whether q is 0, guarded, on
         # whether the guard has a value close (`_configure` reads nothing else of `q` or the
         # guard; the guard itself is kept as `_vguard` exactly when that flag is set): made once
@@ -2849,6 +2854,7 @@ class Scanner:
         every cursor; for the end of the stream, where such a match is cut off)."""
         self.pending = ([], -1)
         self.live = None
+        self._every = True  # (every cursor asked at the hold point: no early hold in `_scan`)
         self._scan(buf, False, zw_forbid)
         return self.pending
 
@@ -3226,6 +3232,8 @@ class Scanner:
         return Commit(self.entries[j], q, best[2], cursors[j].captures(buf, q, eos))
 
     def _scan(self, buf: str, eos: bool, zw_forbid: int) -> Hold | Commit:
+        """The general path: every cursor's candidates in position order up to the earliest event
+        (`_every`: ask every cursor at the hold point, for `undecided`)."""
         n = len(buf)
         q = self.q
         cursors = self.cursors
@@ -3286,6 +3294,18 @@ class Scanner:
                 best = None
                 live = False
             if status == LIVE:
+                if pos == q and not live and not self._every:
+                    # Undecided at the first open position: the hold is there whatever the other
+                    # cursors find (nothing starts before `q`). A delimiter being written at a
+                    # region's start (`<|channel|>` of `<|channel|>analysis<|message|>`) is thus
+                    # followed by this cursor alone; the others not yet decided at `q` are left
+                    # pending, asked at `q` once this attempt is decided (`_commit_found`), or by
+                    # the scan after it. (The cursors stay monotone: nothing is asked twice.)
+                    self.live = cur
+                    idx = [j] + [i for i, c in enumerate(cursors) if i != j and c.found is None]
+                    self._pend_idx = idx
+                    self.pending = ([self.entries[i] for i in idx], q)
+                    return self._hold_at(q)
                 if not live:
                     live_cursor = cur
                     pending = []

@@ -661,6 +661,44 @@ def test_two_parsers_of_one_template_interleaved_keep_their_own_scanners() -> No
         assert p.finalize()[0] == chatparse.parse_response(text, t, prefix="<|start|>assistant")
 
 
+def test_a_delimiter_live_at_the_region_start_holds_without_asking_the_other_cursors() -> None:
+    """gpt-oss's first `<|channel|>` (at position 0, where the content opener's `^` branch keeps
+    the walks off) is undecided for all three openers: the first cursor found undecided at the
+    first open position sets the hold alone; the others are asked once its attempt is decided.
+    Two cursor advances fewer per stream start (before: every cursor on the first feed, and
+    again at the commit); the same messages, and `undecided` still names every delimiter open at
+    the end."""
+    t = chatparse.load_response_template(catalog.get("gpt-oss"))
+    prefix = "<|start|>assistant"
+    advances = (
+        (_scan.PatternCursor, "advance"),
+        (_scan.ChainCursor, "advance"),
+        (_scan.LiteralCursor, "advance"),
+    )
+    tokens = ["<|channel|>", "analysis", "<|message|>", "hm", "<|end|>", "<|start|>", "assistant"]
+    tokens += ["<|channel|>", "final", "<|message|>", "ok"]
+    with count_calls(*advances) as c:
+        p = chatparse.ResponseParser(t, prefix=prefix)
+        p.feed(tokens[0])
+        p.feed(tokens[1])
+        assert p._scanner is not None and p._scanner.q == 0
+        first = c["advance"]
+        for tok in tokens[2:]:
+            p.feed(tok)
+        message = p.finalize()[0]
+    assert message == chatparse.parse_response("".join(tokens), t, prefix=prefix)
+    assert message == {"role": "assistant", "reasoning_content": "hm", "content": "ok"}
+    assert first == 1, c  # (before: 3)
+    assert c["advance"] <= 7, c  # (before: 9)
+    # At the end of the stream, every opener still undecided at 0 is reported, not only the first.
+    p = chatparse.ResponseParser(t, prefix=prefix)
+    p.feed("<|channel|>")
+    scanner = p._scanner
+    assert scanner is not None
+    watches, at = scanner.undecided(p._buf, p._zw)
+    assert at == 0 and len(watches) == 3, watches
+
+
 def test_a_lead_shared_with_another_delimiter_is_left_to_the_cursors() -> None:
     """A chain's lead that another lead of the region begins (`<|b|>` and `<|b|>fn<|s|>`), or that a
     leading loop could run over, is not taken by the scanner's walk."""
