@@ -3300,9 +3300,11 @@ class Scanner:
                     # region's start (`<|channel|>` of `<|channel|>analysis<|message|>`) is thus
                     # followed by this cursor alone; the others not yet decided at `q` are left
                     # pending, asked at `q` once this attempt is decided (`_commit_found`), or by
-                    # the scan after it. (The cursors stay monotone: nothing is asked twice.)
+                    # the scan after it. (The cursors stay monotone: nothing is asked twice.) Those
+                    # are the ones whose next position is `q` (a cursor asked before this one
+                    # failed there: its next position is past `q`).
                     self.live = cur
-                    idx = [j] + [i for i, c in enumerate(cursors) if i != j and c.found is None]
+                    idx = [j] + [i for i, pk in enumerate(peeks) if pk <= q and i != j]
                     self._pend_idx = idx
                     self.pending = ([self.entries[i] for i in idx], q)
                     return self._hold_at(q)
