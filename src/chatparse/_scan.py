@@ -30,7 +30,10 @@ a `Cursor` runs an exact `_rx.Attempt`, which answers fail / match / live; after
 finder skips every start that the failure decided too (a whole `C` run for `LoopSearch`). A cursor
 reports its first position that is not a certain failure. The scanner combines the cursors: the
 earliest reported position E wins; if any cursor is live at E, the text before E is released and
-the rest held; otherwise the best match at E by key is committed.
+the rest held; otherwise the best match at E by key is committed. A cursor live at the first open
+position itself (a delimiter being written at a region's start) holds there whatever the others
+report: they are left undecided (pending) and asked when its attempt is decided, not on this feed
+(`undecided`, at the end of the stream, asks every one).
 
 A watch list whose every delimiter has literal or single-class leads also has a `Prefilter`: one
 C-speed search of the new text for any lead (literal leads as a stdlib `re` trie, cut to 32
@@ -1073,21 +1076,22 @@ class Delimiter:
             return s.loop
         return None
 
-    def cursor(self, states: dict[int, Any]) -> Cursor:
-        """A cursor for one region visit. `states` (one per parser) keeps each delimiter's finder
-        across visits: what it learned about the buffer stays true (the buffer only grows), so a
-        delimiter that never occurs is searched for once per new text, not once per visit."""
-        state = states.get(id(self))
+    def cursor(self, states: dict[int, Any], q: int = 0) -> Cursor:
+        """A cursor for one region visit, at `q`. `states` (one per parser) keeps each delimiter's
+        finder across visits: what it learned about the buffer stays true (the buffer only grows),
+        so a delimiter that never occurs is searched for once per new text, not once per visit."""
+        key = id(self)
+        state = states.get(key)
         lits = self._sorted
         if lits is not None:
             if state is None:
-                state = states[id(self)] = [(-1, -1)] * len(lits)
-            return LiteralCursor(self, lits, state)
+                state = states[key] = [(-1, -1)] * len(lits)
+            return LiteralCursor(self, lits, state, q)
         if state is None:
-            state = states[id(self)] = self.strategy.finder()
+            state = states[key] = self.strategy.finder()
         if self.walks is not None:
-            return ChainCursor(self, state)
-        return PatternCursor(self, state)
+            return ChainCursor(self, state, q)
+        return PatternCursor(self, state, q)
 
 
 class _Branch:
@@ -1346,8 +1350,12 @@ class LiteralCursor(Cursor):
 
     __slots__ = ("literals", "_found", "_maxlen")
 
-    def __init__(self, d: Delimiter, literals: list[str], found: list[tuple[int, int]]) -> None:
-        super().__init__(d)
+    def __init__(self, d: Delimiter, literals: list[str], found: list[tuple[int, int]], q: int = 0) -> None:
+        # (`Cursor.__init__` inlined: a cursor is made per delimiter per region visit)
+        self.d = d
+        self.q = q
+        self.found: tuple[int, int] | None = None
+        self.slots: list[int] | None = None
         self.literals = literals  # longest first
         self._found = found  # per literal: (searched from, result); shared across region visits
         self._maxlen = len(literals[0])
@@ -1439,10 +1447,10 @@ class PatternCursor(Cursor):
 
     __slots__ = ("finder", "att", "ctx", "_asked")
 
-    def __init__(self, d: Delimiter, finder: Finder) -> None:
+    def __init__(self, d: Delimiter, finder: Finder, q: int = 0) -> None:
         # (`Cursor.__init__` inlined: a cursor is made per delimiter per region visit)
         self.d = d
-        self.q = 0
+        self.q = q
         self.found: tuple[int, int] | None = None
         self.slots: list[int] | None = None
         self.finder = finder
@@ -1526,9 +1534,9 @@ class ChainCursor(Cursor):
 
     __slots__ = ("finder", "walk", "_walks")
 
-    def __init__(self, d: Delimiter, finder: Finder) -> None:
+    def __init__(self, d: Delimiter, finder: Finder, q: int = 0) -> None:
         self.d = d
-        self.q = 0
+        self.q = q
         self.found: tuple[int, int] | None = None
         self.slots: list[int] | None = None
         self.finder = finder
@@ -2525,8 +2533,9 @@ class WatchList:
                         break
                     walks.append(w.delimiter.anchored)
             self.anchors = walks or None
-        # An unguarded scanner's derived settings, made once (`Scanner.__init__`): at 0, after 0.
-        self.plans: list[tuple | None] = [None, None]
+        # A scanner's derived settings, made once (`Scanner.__init__`): unguarded after 0, at 0;
+        # guarded without, with a value close.
+        self.plans: list[tuple | None] = [None, None, None, None]
 
     def scanner(self, q: int, states: dict[int, Any], guard: StringGuard | None = None) -> Scanner:
         return Scanner(self, q, states, guard)
@@ -2562,6 +2571,7 @@ class Scanner:
         "lit",
         "pending",
         "_pend_idx",
+        "_every",
         "_char",
         "_chars",
         "_rare",
@@ -2637,16 +2647,16 @@ class Scanner:
         self.live: Cursor | None = None  # the cursor whose undecided attempt set the last hold
         self.pending: tuple[list[Watch], int] = ([], -1)  # what was undecided at the last hold
         self._pend_idx: list[int] = []  # the indices of those cursors
-        if guard is not None:
-            self._configure(watch, q, guard)
-            return
-        # Unguarded, the settings depend on the watch list and on whether q is 0 only: made once
-        # per watch list (a scanner is made at every commit).
-        at0 = q == 0
-        plan = watch.plans[at0]
+        self._every = False  # `undecided`: no early hold (`_scan`)
+        # The settings depend on the watch list and, unguarded, on whether q is 0, guarded, on
+        # whether the guard has a value close (`_configure` reads nothing else of `q` or the
+        # guard; the guard itself is kept as `_vguard` exactly when that flag is set): made once
+        # per watch list and case (a scanner is made at every commit), immutable once made.
+        k = (2 + guard.value_close) if guard is not None else int(q == 0)
+        plan = watch.plans[k]
         if plan is None:
-            self._configure(watch, q, None)
-            watch.plans[at0] = (
+            self._configure(watch, q, guard)
+            watch.plans[k] = (
                 self._pre,
                 self._gpre,
                 self.lit,
@@ -2657,7 +2667,7 @@ class Scanner:
                 self._maxlen,
                 self._loop_any,
                 self._gloops,
-                self._vguard,
+                self._vguard is not None,  # (a flag: the plan keeps no visit's guard)
                 self._lead1,
                 self.chains,
                 self._quietable,
@@ -2674,11 +2684,12 @@ class Scanner:
             self._maxlen,
             self._loop_any,
             self._gloops,
-            self._vguard,
+            vguard,
             self._lead1,
             self.chains,
             self._quietable,
         ) = plan
+        self._vguard = guard if vguard else None  # (this visit's guard)
 
     def _configure(self, watch: WatchList, q: int, guard: StringGuard | None) -> None:
         """The scanner's settings for its watch list, guard and start (see `__init__`)."""
@@ -2882,9 +2893,8 @@ class Scanner:
         if cursors is None:
             q = self.q
             states = self._states
-            cursors = self._cursors = [w.delimiter.cursor(states) for w in self.entries]
-            for c in cursors:
-                c.q = q
+            # (each cursor starts at `q`: made there, not set after)
+            cursors = self._cursors = [w.delimiter.cursor(states, q) for w in self.entries]
         return cursors
 
     def _hold_at(self, at: int) -> Hold:
@@ -2946,6 +2956,7 @@ class Scanner:
         every cursor; for the end of the stream, where such a match is cut off)."""
         self.pending = ([], -1)
         self.live = None
+        self._every = True  # (every cursor asked at the hold point: no early hold in `_scan`)
         self._scan(buf, False, zw_forbid)
         return self.pending
 
@@ -3332,6 +3343,8 @@ class Scanner:
         return Commit(self.entries[j], q, best[2], cursors[j].captures(buf, q, eos))
 
     def _scan(self, buf: str, eos: bool, zw_forbid: int) -> Hold | Commit:
+        """The general path: every cursor's candidates in position order up to the earliest event
+        (`_every`: ask every cursor at the hold point, for `undecided`)."""
         n = len(buf)
         q = self.q
         cursors = self.cursors
@@ -3392,6 +3405,20 @@ class Scanner:
                 best = None
                 live = False
             if status == LIVE:
+                if pos == q and not live and not self._every:
+                    # Undecided at the first open position: the hold is there whatever the other
+                    # cursors find (nothing starts before `q`). A delimiter being written at a
+                    # region's start (`<|channel|>` of `<|channel|>analysis<|message|>`) is thus
+                    # followed by this cursor alone; the others not yet decided at `q` are left
+                    # pending, asked at `q` once this attempt is decided (`_commit_found`), or by
+                    # the scan after it. (The cursors stay monotone: nothing is asked twice.) Those
+                    # are the ones whose next position is `q` (a cursor asked before this one
+                    # failed there: its next position is past `q`).
+                    self.live = cur
+                    idx = [j] + [i for i, pk in enumerate(peeks) if pk <= q and i != j]
+                    self._pend_idx = idx
+                    self.pending = ([self.entries[i] for i in idx], q)
+                    return self._hold_at(q)
                 if not live:
                     live_cursor = cur
                     pending = []

@@ -598,6 +598,107 @@ def test_an_unguarded_scanner_takes_its_settings_from_its_watch_list() -> None:
     assert counts[0] == counts[1] <= 8, counts
 
 
+def _harmony_calls(n: int, at: int = 0) -> str:
+    calls = (
+        f'<|start|>assistant<|channel|>commentary to=functions.f{i} <|constrain|>json<|message|>{{"a": {i}}}<|call|>'
+        for i in range(at, at + n)
+    )
+    return "<|channel|>analysis<|message|>hm<|end|>" + "".join(calls)
+
+
+def test_a_guarded_scanner_takes_its_settings_from_its_watch_list() -> None:
+    """Guarded too (a JSON string guard, with a value close as gpt-oss's call bodies or without as
+    Kimi K2's and Gemma 4's), a scanner's settings are derived once per watch list and kind of guard
+    and copied, equal to its own derivation; the value close it checks is its own visit's guard,
+    never the one the settings were first derived with; `_configure` runs a bounded number of times
+    per template whatever the number of guarded visits."""
+    names = [n for n in _scan.Scanner.__annotations__ if n not in ("_cwalks", "_lead_at", "_lead", "_vguard")]
+    seen = 0
+    for name in ("gpt-oss", "kimi_k2", "gemma4"):
+        t = chatparse.load_response_template(catalog.get(name))
+        for f in t.fields.values():
+            if f.string_guard is None:
+                continue
+            seen += 1
+            guards = [_scan.StringGuard(q, f.string_guard, f.string_quotes, f.value_close) for q in (3, 9, 9)]
+            made, copied, own = (f.watch.scanner(g.start, {}, g) for g in guards)
+            own._configure(f.watch, 9, guards[2])
+            for s in (made, copied):
+                assert all(getattr(s, n) == getattr(own, n) for n in names), (name, f.name)
+            for s, g in zip((made, copied, own), guards):
+                assert s._vguard is (g if f.value_close and s._gpre is not None else None), (name, f.name)
+            assert (made._vguard is not None) == f.value_close, (name, f.name)
+    assert seen == 3
+    t = chatparse.load_response_template(catalog.get("gpt-oss"))
+    counts = []
+    for n in (2, 12):
+        text = _harmony_calls(n)
+        with count_calls((_scan.Scanner, "_configure")) as c:
+            p = chatparse.ResponseParser(t, prefix="<|start|>assistant")
+            for ch in text:
+                p.feed(ch)
+            message = p.finalize()[0]
+        assert message == chatparse.parse_response(text, t, prefix="<|start|>assistant")
+        assert len(message["tool_calls"]) == n
+        counts.append(c["_configure"])
+    # (the template's watch lists are shared by its parsers: the second derives nothing; before,
+    # every guarded visit derived its settings: one per call)
+    assert counts[0] <= 8 and counts[1] == 0, counts
+
+
+def test_two_parsers_of_one_template_interleaved_keep_their_own_scanners() -> None:
+    """The settings a watch list keeps are shared by every scanner of it: two parsers of one
+    template, fed in turn in one thread (each fresh, their guarded call bodies and `^` openers at
+    the same moments), each equal the one-shot parse of its own text."""
+    t = chatparse.load_response_template(catalog.get("gpt-oss"))
+    texts = [_harmony_calls(3), _harmony_calls(3, at=7).replace("hm", "other")]
+    parsers = [chatparse.ResponseParser(t, prefix="<|start|>assistant") for _ in texts]
+    for i in range(max(len(x) for x in texts)):
+        for p, text in zip(parsers, texts):
+            if i < len(text):
+                p.feed(text[i])
+    for p, text in zip(parsers, texts):
+        assert p.finalize()[0] == chatparse.parse_response(text, t, prefix="<|start|>assistant")
+
+
+def test_a_delimiter_live_at_the_region_start_holds_without_asking_the_other_cursors() -> None:
+    """gpt-oss's first `<|channel|>` (at position 0, where the content opener's `^` branch keeps
+    the walks off) is undecided for all three openers: the first cursor found undecided at the
+    first open position sets the hold alone; the others are asked once its attempt is decided.
+    Two cursor advances fewer per stream start (before: every cursor on the first feed, and
+    again at the commit); the same messages, and `undecided` still names every delimiter open at
+    the end."""
+    t = chatparse.load_response_template(catalog.get("gpt-oss"))
+    prefix = "<|start|>assistant"
+    advances = (
+        (_scan.PatternCursor, "advance"),
+        (_scan.ChainCursor, "advance"),
+        (_scan.LiteralCursor, "advance"),
+    )
+    tokens = ["<|channel|>", "analysis", "<|message|>", "hm", "<|end|>", "<|start|>", "assistant"]
+    tokens += ["<|channel|>", "final", "<|message|>", "ok"]
+    with count_calls(*advances) as c:
+        p = chatparse.ResponseParser(t, prefix=prefix)
+        p.feed(tokens[0])
+        p.feed(tokens[1])
+        assert p._scanner is not None and p._scanner.q == 0
+        first = c["advance"]
+        for tok in tokens[2:]:
+            p.feed(tok)
+        message = p.finalize()[0]
+    assert message == chatparse.parse_response("".join(tokens), t, prefix=prefix)
+    assert message == {"role": "assistant", "reasoning_content": "hm", "content": "ok"}
+    assert first == 1, c  # (before: 3)
+    assert c["advance"] <= 7, c  # (before: 9)
+    # At the end of the stream, every opener still undecided at 0 is reported, not only the first.
+    p = chatparse.ResponseParser(t, prefix=prefix)
+    p.feed("<|channel|>")
+    scanner = p._scanner
+    assert scanner is not None
+    watches, at = scanner.undecided(p._buf, p._zw)
+    assert at == 0 and len(watches) == 3, watches
+
+
 def test_a_lead_shared_with_another_delimiter_is_left_to_the_cursors() -> None:
     """A chain's lead that another lead of the region begins (`<|b|>` and `<|b|>fn<|s|>`), or that a
     leading loop could run over, is not taken by the scanner's walk."""
