@@ -70,8 +70,14 @@ of, as in Kimi K2's call closer, or in an unbounded greedy run, as GLM's call op
 `\\s*<tool_call>\\s*(?P<name>[^<\\s]+)`) has one way to match at a start: each run takes its whole
 maximal run, each group is taken exactly when its lead is there; a chain may be led by a
 lookbehind (qwen3's `(?<=^\\s{0,16}...)<think>`), decided where a walk starts by one `regex` match
-(`_Behind`, once the rest of the walk has not failed). A delimiter that is a chain, or a
-leading alternation whose every branch is one (Kimi K2's call opener), or a leading run before an
+(`_Behind`, once the rest of the walk has not failed, and only where the text before the start
+ends with the literal that the lookbehind's text always ends with). A branch that is one
+lookbehind and nothing else walks as that lookbehind alone, a zero-width match (DSML's call closer
+`</｜DSML｜ ?invoke>|(?<=<｜DSML｜ ?invoke name=...\\s{0,8}/>)`: its `regex` call is made only right
+after a `/>`, never at the `</｜DSML｜parameter>` the first branches fail at; `_behind_chain`); its
+cursor refuses it where the scanner forbids a zero-width match, as an attempt does. A delimiter
+that is a chain, or a leading alternation whose every branch is one (Kimi K2's call opener, DSML's
+call closer), or a leading run before an
 alternation spread over its branches, with the alternations of literals and optional literals in
 them spelled out, when every sequence that makes is a chain (`_spread_run`: the content closers
 `\\s*(?:<|im_end|>|...)`, DSML's `\\s*(?:</?｜DSML｜ ?(?:function_calls|...)>|...)` as 18 chains,
@@ -1110,6 +1116,10 @@ def _branch_chains(tree: Node, chain: Chain | None) -> list[_Branch] | None:
         if c is not None:
             out.append(_Branch(c, c.leads, c.loop))
             continue
+        c = _behind_chain(items)
+        if c is not None:
+            out.append(_Branch(c, None, None))
+            continue
         st = _sequence_strategy(items)
         out.append(_Branch(None, st.leads, st.loop if isinstance(st, LoopSearch) else None))
     return out if any(b.chain is not None for b in out) else None
@@ -1180,10 +1190,36 @@ def _spelled(items: list[Node]) -> list[_Branch] | None:
     out = []
     for branch in spread:
         c = _chain_of_nodes(branch) if branch else None
-        if c is None or c.loop is not None:
+        if c is None:
+            c = _behind_chain(branch)
+            if c is None:
+                return None
+            out.append(_Branch(c, None, None))
+            continue
+        if c.loop is not None:
             return None
         out.append(_Branch(c, c.leads, None))
     return out
+
+
+def _behind_chain(items: list[Node]) -> Chain | None:
+    """A branch that is one lookbehind and nothing else (DSML's call closer
+    `</｜DSML｜ ?invoke>|(?<=<｜DSML｜ ?invoke name="[^"]{1,256}"\\s{0,8}/>)`: the region ends right
+    after a self-closing opener) as a walk of its `_Behind` alone: a zero-width match wherever the
+    lookbehind holds, decided by its tail literal and then one `regex` call (`_walk`). Its
+    `_Branch` has no leads (None: the prefilter cannot find it, `_chain_leads` leaves its
+    delimiter to the cursors); a `ChainCursor` walks it at its finder's candidates (`AfterSearch`,
+    right after the tail) after the branches before it, and refuses its zero-width match where
+    the scanner forbids one as the matcher does. None for another shape."""
+    if len(items) != 1:
+        return None
+    node = _unwrap(items[0])
+    if node.op is not Op.LOOK or node.args[0]:
+        return None
+    got = _chain_items([node])
+    if got is None or len(got) != 1 or type(got[0]) is not _Behind:
+        return None
+    return Chain(None, got, [], got)
 
 
 def _spread_run(items: list[Node]) -> list[_Branch] | None:
@@ -1587,6 +1623,12 @@ class ChainCursor(Cursor):
                 self.walk = (s, b, k, p, r)
                 return (LIVE, s, 0)
             if status == MATCH:
+                if p == s == zw_forbid:
+                    # A zero-width match (a lookbehind branch's) where the last zero-width commit
+                    # was: refused, as the matcher's attempt refuses it (every branch before it
+                    # failed here; a refusal is not a failure, so the finder is not told).
+                    self.q = s + 1
+                    continue
                 self.found = (s, p)
                 return (MATCH, s, p)
             self.q = self.finder.failed(buf, s)
@@ -2080,13 +2122,20 @@ class _Behind:
     `regex` match there (it reads only text before it), with the time limit the matcher gives a
     lookbehind not proven cheap."""
 
-    __slots__ = ("rx", "guarded")
+    __slots__ = ("rx", "guarded", "tail")
 
-    def __init__(self, rx: Any, guarded: bool) -> None:
+    def __init__(self, rx: Any, guarded: bool, tail: str = "") -> None:
         self.rx = rx
         self.guarded = guarded
+        #: the literal that every text a positive lookbehind accepts ends with (`/>` for DSML's
+        #: `(?<=<｜DSML｜ ?invoke name="[^"]{1,256}"\s{0,8}/>)`): where the text before the walk's
+        #: start does not end with it, the lookbehind fails without a `regex` call
+        self.tail = tail
 
     def holds(self, buf: str, p: int) -> bool:
+        tail = self.tail
+        if tail and (p < len(tail) or not buf.startswith(tail, p - len(tail))):
+            return False
         if self.guarded:
             _rx.GUARDED_CALLS[0] += 1
             return self.rx.match(buf, p, timeout=_rx.REGEX_TIMEOUT) is not None
@@ -2120,8 +2169,11 @@ def _chain_items(nodes: list[Node], depth: int = 0) -> list[Any] | None:
             continue
         if node.op is Op.LOOK and not node.args[0] and not items and depth == 0:
             bound = node.args[4]
+            # (a negative lookbehind holds where its text is absent: no tail test; a literal node
+            # is exact, case-insensitive characters are classes)
+            tail = "" if node.args[1] else _last_literal(_flatten(node.kids[0]))
             behind = _Behind(
-                regex.compile(node.args[3], node.args[2]), bound is None or bound > _rx.SAFE_STEPS
+                regex.compile(node.args[3], node.args[2]), bound is None or bound > _rx.SAFE_STEPS, tail
             )
             items.append(behind)  # (a leading lookbehind: zero-width, decided where the walk starts)
             continue
