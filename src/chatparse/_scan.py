@@ -92,10 +92,13 @@ without walking: `_stopped_again`, asked by `ChainCursor.still_live` and, for th
 walk, by `decide` itself); its captures come from one `regex` match at the committed start.
 
 When the leftmost lead the prefilter finds is a lead of chains that no other lead of the watch list
-begins, is begun by or holds, and that no leading loop of the list can run over (`_chain_leads`),
+(nor an `after` literal) begins, is begun by or holds, and that no leading loop of the list can
+run over (`_chain_leads`),
 only the branches of that delimiter with that lead can match at or before it: the scanner walks
 them itself (`Scanner._chain_decide`, from the lead the prefilter's search found), with no cursor (a call body's closer, the call openers of
-DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside strings). Where a
+DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside strings). A
+branch whose matches start right after an `after` literal (DSML's self-closing call closer) needs
+no walk there: the search reports that literal first, and the cursors decide at it. Where a
 branch with that lead is not a chain (qwen3_xml's call closer
 `</function>\\s*</tool_call>|</function>(?=...)|(?<=...)</function>(?!...)`), the chains before it
 are walked and only their failing leaves the place to the cursors (the matcher). A literal list
@@ -1118,7 +1121,7 @@ def _branch_chains(tree: Node, chain: Chain | None) -> list[_Branch] | None:
             continue
         c = _behind_chain(items)
         if c is not None:
-            out.append(_Branch(c, None, None))
+            out.append(_Branch(c, [], None))
             continue
         st = _sequence_strategy(items)
         out.append(_Branch(None, st.leads, st.loop if isinstance(st, LoopSearch) else None))
@@ -1194,7 +1197,7 @@ def _spelled(items: list[Node]) -> list[_Branch] | None:
             c = _behind_chain(branch)
             if c is None:
                 return None
-            out.append(_Branch(c, None, None))
+            out.append(_Branch(c, [], None))
             continue
         if c.loop is not None:
             return None
@@ -1206,11 +1209,13 @@ def _behind_chain(items: list[Node]) -> Chain | None:
     """A branch that is one lookbehind and nothing else (DSML's call closer
     `</｜DSML｜ ?invoke>|(?<=<｜DSML｜ ?invoke name="[^"]{1,256}"\\s{0,8}/>)`: the region ends right
     after a self-closing opener) as a walk of its `_Behind` alone: a zero-width match wherever the
-    lookbehind holds, decided by its tail literal and then one `regex` call (`_walk`). Its
-    `_Branch` has no leads (None: the prefilter cannot find it, `_chain_leads` leaves its
-    delimiter to the cursors); a `ChainCursor` walks it at its finder's candidates (`AfterSearch`,
-    right after the tail) after the branches before it, and refuses its zero-width match where
-    the scanner forbids one as the matcher does. None for another shape."""
+    lookbehind holds, decided by its tail literal and then one `regex` call (`_walk`). A
+    `ChainCursor` walks it at its finder's candidates (`AfterSearch`: right after the tail) after
+    the branches before it, and refuses its zero-width match where the scanner forbids one as the
+    matcher does. Its `_Branch` has no literal leads (`[]`, as any `AfterSearch` branch): every
+    place it can match is right after an `after` literal, which the prefilter's search reports
+    first, so at a lead found before any such literal it cannot match (`_chain_leads`). None for
+    another shape."""
     if len(items) != 1:
         return None
     node = _unwrap(items[0])
@@ -2444,15 +2449,23 @@ def _chain_leads(
     leftmost lead in the text only those branches can match at or before it, in their priority
     order. The walks are the chains of those branches up to the first that is not one;
     `exhaustive` when all are (their failing decides that nothing matches there: otherwise the
-    cursors decide). None when no lead qualifies (or the list has class, `after` or `^` leads,
-    which the prefilter does not find as literals; `^` leads only until the first position is
-    released: with `late`, as if they were not there)."""
-    if pre is None or pre.classes or pre.back or (pre.at0 and not late):
+    cursors decide). An `after` literal (DSML's `/>`) is searched as a lead too, so a match right
+    after one is preceded by that literal's hit; a lead that one may begin at the same place does
+    not qualify. None when no lead qualifies (or the list has class or `^` leads, which the
+    prefilter does not find as literals; `^` leads only until the first position is released:
+    with `late`, as if they were not there)."""
+    if pre is None or pre.classes or (pre.at0 and not late):
         return None
     leads: list[tuple[int, str]] = []
+    # `after` literals (DSML's `/>`): a zero-width match may start right after one, and the
+    # prefilter's search reports it where it starts, before any lead found after that: a branch
+    # found that way (leads `[]`) cannot match at or before a lead the search finds first, unless
+    # an `after` literal may start at the same place (one begins the other: then not walked).
+    afters: list[str] = []
     for j, w in enumerate(entries):
         assert w.delimiter.strategy.leads is not None  # (a prefilter exists)
         leads.extend((j, x[:_LEAD_MAX]) for x in w.delimiter.strategy.leads)
+        afters.extend(x[:_LEAD_MAX] for x in w.delimiter.strategy.after)
     out: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] = {}
     for j, w in enumerate(entries):
         branches = w.delimiter.branches
@@ -2468,6 +2481,8 @@ def _chain_leads(
             for lead in b.chain.leads:
                 cut = lead[:_LEAD_MAX]
                 if cut in out or _lead_clashes(cut, j, mine, leads, pre):
+                    continue
+                if any(a.startswith(cut) or cut.startswith(a) for a in afters):
                     continue
                 # Its branches that may match where it is found (a lead of each begins the other:
                 # `<a>` and `<a>b` in `<a>|<a>b`), in their priority order.
@@ -2495,6 +2510,7 @@ def _chain_leads(
                                 or (
                                     _compatible_branches(branches, y) == own
                                     and not _lead_clashes(y, j, mine, leads, pre)
+                                    and not any(a.startswith(y) or y.startswith(a) for a in afters)
                                 )
                             )
                         ):
@@ -3197,12 +3213,12 @@ class Scanner:
                         self._guarded_tail(buf, pre, h)
                     return self._hold_at(h)
                 q = self.q
-                if pre.back:
-                    start = self._searched - pre.maxlen + 1  # (`_prefiltered` searched from `back` before)
-                    m = pre.search_re.search(buf, start if start > q else q)
-                    i, lead = m.start(), m.group()
-                else:
-                    i, lead = self._lead_at, self._lead  # (the leftmost lead: `_prefiltered` found it)
+                i, lead = self._lead_at, self._lead  # (the leftmost lead: `_prefiltered` found it)
+                if i < q:
+                    # (With `after` literals the search starts `back` before `q`: a lead there is
+                    # decided already, e.g. the one whose walks just failed. An `after` literal
+                    # after it may still make a candidate at or after `q`: the cursors decide.)
+                    return None
                 got = chains.get(lead)
                 if got is None:
                     return None

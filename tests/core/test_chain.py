@@ -702,16 +702,21 @@ def test_dsml_call_closer_is_walked() -> None:
     """DSML's call closer is two spelled-out chains (`</｜DSML｜invoke>`, `</｜DSML｜ invoke>`) and a
     branch that is one lookbehind, walked last: its `regex` call is made only where the text before
     the candidate ends with the lookbehind's tail `/>` (a self-closing opener), never at a
-    parameter closer. One character per feed, 25 calls: no matcher attempt and no lookbehind call
-    (before: one attempt a call, its lookbehind in the interpreter); a self-closing call among
-    them makes one lookbehind call and is still closed right after its opener."""
+    parameter closer. The lookbehind branch can match only right after a `/>`, which the body's
+    prefilter searches as an `after` lead: at a `</｜DSML｜invoke>` found first, the scanner walks
+    the two chains itself (`_chain_leads`). One character per feed, 25 calls: no cursor scan, no
+    matcher attempt, no lookbehind call (before: one scan and one attempt a call, its lookbehind
+    in the interpreter); a self-closing call among them makes one lookbehind call and is still
+    closed right after its opener."""
     t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
-    closer = t.fields["tool_calls"].watch.entries[0].delimiter
+    watch = t.fields["tool_calls"].watch
+    closer = watch.entries[0].delimiter
     assert closer.walks is not None and len(closer.walks) == 2
     assert type(closer.walks[-1][0]) is _scan._Behind and closer.walks[-1][0].tail == "/>"
-    with count_calls((_rx.Attempt, "run")) as c:
+    assert watch.chains is not None and sorted(watch.chains) == ["</｜DSML｜ invoke>", "</｜DSML｜invoke>"]
+    with count_calls((_rx.Attempt, "run"), (_scan.Scanner, "_scan")) as c:
         message = stream_chars(t, _dsml_text(25))
-    assert len(message["tool_calls"]) == 25 and c["run"] == 0, c
+    assert len(message["tool_calls"]) == 25 and c["run"] == c["_scan"] == 0, c
     assert _regex_holds(t, _dsml_text(25)) == 0
     text = _dsml_text(2).replace(
         "</｜DSML｜function_calls>", '<｜DSML｜invoke name="now"/>\n</｜DSML｜function_calls>'
@@ -795,14 +800,14 @@ def test_dsml_call_bodies_try_only_positions_after_a_self_closing_marker() -> No
     """DeepSeek DSML's call closer `</｜DSML｜ ?invoke>|(?<=<｜DSML｜ ?invoke name="[^"]{1,256}"\\s{0,8}/>)`:
     the lookbehind's text always ends with `/>`, so only the positions right after a `/>` are
     candidates, not those after every `>` of the parameter tags. One character per feed, a call
-    with two parameters: 1 cursor scan in its body (before: 10) and no matcher attempt (1 before
-    the closer was walked, 6 before the `/>` candidates); the region around the calls scans once
-    a call."""
+    with two parameters: no cursor scan in its body (1 before the scanner walked the closer, 10
+    before the `/>` candidates) and no matcher attempt (1 before the closer was walked, 6 before
+    the `/>` candidates)."""
     t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
     closer = t.fields["tool_calls"].watch.entries[0].delimiter
     assert [p.after for p in closer.strategy.parts] == [[], ["/>"]]
     few, many = _per_call("deepseek_dsml", _dsml_text)
-    assert (many["_scan"] - few["_scan"]) / 20 <= 1, (few, many)
+    assert many["_scan"] == few["_scan"] == 0, (few, many)
     assert many["run"] == few["run"] == 0, (few, many)
 
 
@@ -853,8 +858,8 @@ def test_dsml_content_closer_and_call_opener_are_walked_once_the_anchor_is_out()
     out, and its search leads are those whole literals; the call opener `\\s*<｜DSML｜ ?invoke ...`
     is two chains. Their region also watches `^\\s*<think>`, which keeps the scanner's walks off
     only until the first position is released (`Scanner._wake`). One character per feed, a call:
-    the only cursor scan left is the body closer's, at `</｜DSML｜invoke>` (before: 2), and it runs
-    no matcher attempt: the closer is walked (`test_dsml_call_closer_is_walked`)."""
+    no cursor scan and no matcher attempt are left (before: 2 each; then 1 scan, the body
+    closer's, until the scanner walked it: `test_dsml_call_closer_is_walked`)."""
     t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
     closer = t.watch.entries[-1].delimiter
     assert closer.walks is not None and len(closer.walks) == 18
@@ -863,7 +868,7 @@ def test_dsml_content_closer_and_call_opener_are_walked_once_the_anchor_is_out()
     assert t.watch.chains is None  # (`^` may still match at 0)
     assert t.watch.late_chains is not None and '<｜DSML｜invoke name="' in t.watch.late_chains
     few, many = _per_call("deepseek_dsml", _dsml_text)
-    assert many["_scan"] - few["_scan"] == 20 and many["run"] == few["run"] == 0, (few, many)
+    assert many["_scan"] == few["_scan"] == 0 and many["run"] == few["run"] == 0, (few, many)
 
 
 def test_dsml_markers_streamed_in_pieces_are_held_without_the_prefilter() -> None:
