@@ -1170,3 +1170,82 @@ def test_lookahead_led_delimiters_stream_like_one_shot(parts: list[str], sizes: 
 
 
 _AHEAD_TEMPLATE = chatparse.load_response_template(_AHEAD_SPEC)
+
+
+# Call closers that are literal-or-lookbehind alternations (DSML's shape, shortened), with the
+# lookbehind branch last or first, an `after` literal of one character or two, and a region that
+# watches other delimiters too: the scanner walks the literal branches itself where the
+# prefilter's search finds their lead before any `after` literal (`_chain_leads`).
+_BEHIND_CLOSERS = [
+    r'</c ?i>|(?<=<c ?i n="[^"]{1,6}"\s{0,2}/>)',
+    r'(?<=<c ?i n="[^"]{1,6}"/>)|</c ?i>',
+    r"</c ?i>|(?<=/>)|(?<=;)",
+    r'\s*</ci>|(?<=<ci n="[^"]{1,6}"\s{0,2}/>)',
+]
+
+
+def _behind_template(closer: str) -> Any:
+    return chatparse.load_response_template(
+        {
+            "start_anchor": "S",
+            "fields": {
+                "tool_calls": {
+                    "open_pattern": r'\s*<c ?i n="(?P<name>[^"]+)"\s{0,2}/?>',
+                    "close_pattern": closer,
+                    "repeats": True,
+                    "transform": {"name": "{name}", "arguments": "{content}"},
+                },
+                "content": {"close_pattern": r"\s*(?:</?cs>|<e>|</c ?i>)"},
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize("closer", _BEHIND_CLOSERS)
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(
+            [
+                '<ci n="a"/>',
+                '<c i n="bc"  />',
+                '<ci n="d">',
+                "x/>",
+                "/",
+                ">",
+                "/>",
+                "</ci>",
+                "</c i>",
+                "</c",
+                "i>",
+                ";",
+                '"',
+                " ",
+                "\n",
+                "<cs>",
+                "</cs>",
+                "<e>",
+                "{}",
+            ]
+        ),
+        max_size=12,
+    ),
+    sizes=st.lists(st.integers(1, 5), min_size=1, max_size=8),
+)
+def test_lookbehind_branch_closers_stream_like_one_shot(
+    closer: str, parts: list[str], sizes: list[int]
+) -> None:
+    """Self-closing openers, closers and their pieces in random order, cut anywhere: the message
+    and the regions' spans and text equal the one-shot parse's."""
+    _stream_like_one_shot("".join(parts), _behind_template(closer), sizes)
+
+
+def test_lookbehind_branch_closers_are_walked() -> None:
+    """Each of those closers is walked (its cursor is a `ChainCursor`); the call bodies' literal
+    branches are walked by the scanner where no `after` literal may start with their lead."""
+    for closer in _BEHIND_CLOSERS:
+        t = _behind_template(closer)
+        watch = t.fields["tool_calls"].watch
+        assert isinstance(watch.entries[0].delimiter.cursor({}), _scan.ChainCursor), closer
+        assert watch.prefilter is not None and watch.prefilter.back, closer
+        assert watch.chains is not None, closer
