@@ -80,8 +80,14 @@ of, as in Kimi K2's call closer, or in an unbounded greedy run, as GLM's call op
 `\\s*<tool_call>\\s*(?P<name>[^<\\s]+)`) has one way to match at a start: each run takes its whole
 maximal run, each group is taken exactly when its lead is there; a chain may be led by a
 lookbehind (qwen3's `(?<=^\\s{0,16}...)<think>`), decided where a walk starts by one `regex` match
-(`_Behind`, once the rest of the walk has not failed). A delimiter that is a chain, or a
-leading alternation whose every branch is one (Kimi K2's call opener), or a leading run before an
+(`_Behind`, once the rest of the walk has not failed, and only where the text before the start
+ends with the literal that the lookbehind's text always ends with). A branch that is one
+lookbehind and nothing else walks as that lookbehind alone, a zero-width match (DSML's call closer
+`</｜DSML｜ ?invoke>|(?<=<｜DSML｜ ?invoke name=...\\s{0,8}/>)`: its `regex` call is made only right
+after a `/>`, never at the `</｜DSML｜parameter>` the first branches fail at; `_behind_chain`); its
+cursor refuses it where the scanner forbids a zero-width match, as an attempt does. A delimiter
+that is a chain, or a leading alternation whose every branch is one (Kimi K2's call opener, DSML's
+call closer), or a leading run before an
 alternation spread over its branches, with the alternations of literals and optional literals in
 them spelled out, when every sequence that makes is a chain (`_spread_run`: the content closers
 `\\s*(?:<|im_end|>|...)`, DSML's `\\s*(?:</?｜DSML｜ ?(?:function_calls|...)>|...)` as 18 chains,
@@ -96,10 +102,13 @@ without walking: `_stopped_again`, asked by `ChainCursor.still_live` and, for th
 walk, by `decide` itself); its captures come from one `regex` match at the committed start.
 
 When the leftmost lead the prefilter finds is a lead of chains that no other lead of the watch list
-begins, is begun by or holds, and that no leading loop of the list can run over (`_chain_leads`),
+(nor an `after` literal) begins, is begun by or holds, and that no leading loop of the list can
+run over (`_chain_leads`),
 only the branches of that delimiter with that lead can match at or before it: the scanner walks
 them itself (`Scanner._chain_decide`, from the lead the prefilter's search found), with no cursor (a call body's closer, the call openers of
-DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside strings). Where a
+DeepSeek, Kimi K2 and qwen3_xml; under a JSON string guard, from a start outside strings). A
+branch whose matches start right after an `after` literal (DSML's self-closing call closer) needs
+no walk there: the search reports that literal first, and the cursors decide at it. Where a
 branch with that lead is not a chain (qwen3_xml's call closer
 `</function>\\s*</tool_call>|</function>(?=...)|(?<=...)</function>(?!...)`), the chains before it
 are walked and only their failing leaves the place to the cursors (the matcher). A literal list
@@ -1121,6 +1130,10 @@ def _branch_chains(tree: Node, chain: Chain | None) -> list[_Branch] | None:
         if c is not None:
             out.append(_Branch(c, c.leads, c.loop))
             continue
+        c = _behind_chain(items)
+        if c is not None:
+            out.append(_Branch(c, [], None))
+            continue
         st = _sequence_strategy(items)
         out.append(_Branch(None, st.leads, st.loop if isinstance(st, LoopSearch) else None))
     return out if any(b.chain is not None for b in out) else None
@@ -1191,10 +1204,38 @@ def _spelled(items: list[Node]) -> list[_Branch] | None:
     out = []
     for branch in spread:
         c = _chain_of_nodes(branch) if branch else None
-        if c is None or c.loop is not None:
+        if c is None:
+            c = _behind_chain(branch)
+            if c is None:
+                return None
+            out.append(_Branch(c, [], None))
+            continue
+        if c.loop is not None:
             return None
         out.append(_Branch(c, c.leads, None))
     return out
+
+
+def _behind_chain(items: list[Node]) -> Chain | None:
+    """A branch that is one lookbehind and nothing else (DSML's call closer
+    `</｜DSML｜ ?invoke>|(?<=<｜DSML｜ ?invoke name="[^"]{1,256}"\\s{0,8}/>)`: the region ends right
+    after a self-closing opener) as a walk of its `_Behind` alone: a zero-width match wherever the
+    lookbehind holds, decided by its tail literal and then one `regex` call (`_walk`). A
+    `ChainCursor` walks it at its finder's candidates (`AfterSearch`: right after the tail) after
+    the branches before it, and refuses its zero-width match where the scanner forbids one as the
+    matcher does. Its `_Branch` has no literal leads (`[]`, as any `AfterSearch` branch): every
+    place it can match is right after an `after` literal, which the prefilter's search reports
+    first, so at a lead found before any such literal it cannot match (`_chain_leads`). None for
+    another shape."""
+    if len(items) != 1:
+        return None
+    node = _unwrap(items[0])
+    if node.op is not Op.LOOK or node.args[0]:
+        return None
+    got = _chain_items([node])
+    if got is None or len(got) != 1 or type(got[0]) is not _Behind:
+        return None
+    return Chain(None, got, [], got)
 
 
 def _spread_run(items: list[Node]) -> list[_Branch] | None:
@@ -1602,6 +1643,12 @@ class ChainCursor(Cursor):
                 self.walk = (s, b, k, p, r)
                 return (LIVE, s, 0)
             if status == MATCH:
+                if p == s == zw_forbid:
+                    # A zero-width match (a lookbehind branch's) where the last zero-width commit
+                    # was: refused, as the matcher's attempt refuses it (every branch before it
+                    # failed here; a refusal is not a failure, so the finder is not told).
+                    self.q = s + 1
+                    continue
                 self.found = (s, p)
                 return (MATCH, s, p)
             self.q = self.finder.failed(buf, s)
@@ -2105,13 +2152,20 @@ class _Behind:
     `regex` match there (it reads only text before it), with the time limit the matcher gives a
     lookbehind not proven cheap."""
 
-    __slots__ = ("rx", "guarded")
+    __slots__ = ("rx", "guarded", "tail")
 
-    def __init__(self, rx: Any, guarded: bool) -> None:
+    def __init__(self, rx: Any, guarded: bool, tail: str = "") -> None:
         self.rx = rx
         self.guarded = guarded
+        #: the literal that every text a positive lookbehind accepts ends with (`/>` for DSML's
+        #: `(?<=<｜DSML｜ ?invoke name="[^"]{1,256}"\s{0,8}/>)`): where the text before the walk's
+        #: start does not end with it, the lookbehind fails without a `regex` call
+        self.tail = tail
 
     def holds(self, buf: str, p: int) -> bool:
+        tail = self.tail
+        if tail and (p < len(tail) or not buf.startswith(tail, p - len(tail))):
+            return False
         if self.guarded:
             _rx.GUARDED_CALLS[0] += 1
             return self.rx.match(buf, p, timeout=_rx.REGEX_TIMEOUT) is not None
@@ -2145,8 +2199,11 @@ def _chain_items(nodes: list[Node], depth: int = 0) -> list[Any] | None:
             continue
         if node.op is Op.LOOK and not node.args[0] and not items and depth == 0:
             bound = node.args[4]
+            # (a negative lookbehind holds where its text is absent: no tail test; a literal node
+            # is exact, case-insensitive characters are classes)
+            tail = "" if node.args[1] else _last_literal(_flatten(node.kids[0]))
             behind = _Behind(
-                regex.compile(node.args[3], node.args[2]), bound is None or bound > _rx.SAFE_STEPS
+                regex.compile(node.args[3], node.args[2]), bound is None or bound > _rx.SAFE_STEPS, tail
             )
             items.append(behind)  # (a leading lookbehind: zero-width, decided where the walk starts)
             continue
@@ -2417,15 +2474,23 @@ def _chain_leads(
     leftmost lead in the text only those branches can match at or before it, in their priority
     order. The walks are the chains of those branches up to the first that is not one;
     `exhaustive` when all are (their failing decides that nothing matches there: otherwise the
-    cursors decide). None when no lead qualifies (or the list has class, `after` or `^` leads,
-    which the prefilter does not find as literals; `^` leads only until the first position is
-    released: with `late`, as if they were not there)."""
-    if pre is None or pre.classes or pre.back or (pre.at0 and not late):
+    cursors decide). An `after` literal (DSML's `/>`) is searched as a lead too, so a match right
+    after one is preceded by that literal's hit; a lead that one may begin at the same place does
+    not qualify. None when no lead qualifies (or the list has class or `^` leads, which the
+    prefilter does not find as literals; `^` leads only until the first position is released:
+    with `late`, as if they were not there)."""
+    if pre is None or pre.classes or (pre.at0 and not late):
         return None
     leads: list[tuple[int, str]] = []
+    # `after` literals (DSML's `/>`): a zero-width match may start right after one, and the
+    # prefilter's search reports it where it starts, before any lead found after that: a branch
+    # found that way (leads `[]`) cannot match at or before a lead the search finds first, unless
+    # an `after` literal may start at the same place (one begins the other: then not walked).
+    afters: list[str] = []
     for j, w in enumerate(entries):
         assert w.delimiter.strategy.leads is not None  # (a prefilter exists)
         leads.extend((j, x[:_LEAD_MAX]) for x in w.delimiter.strategy.leads)
+        afters.extend(x[:_LEAD_MAX] for x in w.delimiter.strategy.after)
     out: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] = {}
     for j, w in enumerate(entries):
         branches = w.delimiter.branches
@@ -2441,6 +2506,8 @@ def _chain_leads(
             for lead in b.chain.leads:
                 cut = lead[:_LEAD_MAX]
                 if cut in out or _lead_clashes(cut, j, mine, leads, pre):
+                    continue
+                if any(a.startswith(cut) or cut.startswith(a) for a in afters):
                     continue
                 # Its branches that may match where it is found (a lead of each begins the other:
                 # `<a>` and `<a>b` in `<a>|<a>b`), in their priority order.
@@ -2468,6 +2535,7 @@ def _chain_leads(
                                 or (
                                     _compatible_branches(branches, y) == own
                                     and not _lead_clashes(y, j, mine, leads, pre)
+                                    and not any(a.startswith(y) or y.startswith(a) for a in afters)
                                 )
                             )
                         ):
@@ -3267,12 +3335,12 @@ class Scanner:
                         self._guarded_tail(buf, pre, h)
                     return self._released(buf, h) if self._quietable and h == len(buf) else self._hold_at(h)
                 q = self.q
-                if pre.back:
-                    start = self._searched - pre.maxlen + 1  # (`_prefiltered` searched from `back` before)
-                    m = pre.search_re.search(buf, start if start > q else q)
-                    i, lead = m.start(), m.group()
-                else:
-                    i, lead = self._lead_at, self._lead  # (the leftmost lead: `_prefiltered` found it)
+                i, lead = self._lead_at, self._lead  # (the leftmost lead: `_prefiltered` found it)
+                if i < q:
+                    # (With `after` literals the search starts `back` before `q`: a lead there is
+                    # decided already, e.g. the one whose walks just failed. An `after` literal
+                    # after it may still make a candidate at or after `q`: the cursors decide.)
+                    return None
                 got = chains.get(lead)
                 if got is None:
                     return None
