@@ -651,8 +651,10 @@ def test_tool_parser_prompt_without_reasoning_skips_the_probe(
         detector = plugin.ChatparseDetector(tokenizer=tok)
         assert detector._prefix() == kept
         assert len(built) == (1 if "<think>" in prompt else 0)
-        # The probe itself (openers unknown, as for a pattern opener) gives the same prefix.
+        # The probe itself (openers unknown, as for a pattern opener) gives the same prefix
+        # (its remembered answers forgotten first).
         monkeypatch.setattr(plugin, "_reasoning_openers", lambda resolved: ())
+        detector._resolved.memo.pop("sglang.prompt_tails", None)
         assert detector._prefix() == kept
         assert len(built) == (2 if "<think>" in prompt else 1 if prompt else 0)
     finally:
@@ -887,6 +889,40 @@ def test_per_request_derivations_are_made_once(tok: Any, monkeypatch: pytest.Mon
         finally:
             plugin._REQUEST.reset(token)
     assert len(literal) == 2 and len(openers) == 1  # opener and closer once; the openers once
+
+
+def test_the_prompt_probe_runs_once_per_prompt_tail(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tool-call detector's prompt probe (a parse of the prompt, to drop the reasoning regions
+    it opens) depends only on the prompt past its last start anchor: requests whose prompts end
+    alike (a server's prompts end in a few generation prompts) parse it once, whatever came before
+    the anchor; a different tail is probed afresh and keeps its own answer."""
+    built: list[Any] = []
+    real = plugin.ResponseParser
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plugin, "ResponseParser", counting)
+    off = "<|im_start|>assistant\n<think>\n\n</think>\n\n"  # thinking disabled by the prompt
+    on = "<|im_start|>assistant\n<think>\n"  # thinking: the prompt opens reasoning
+    with environ(CHATPARSE_TEMPLATE_OVERRIDE="qwen3_xml"):
+        plugin.resolve(tok).memo.pop("sglang.prompt_tails", None)  # (what earlier tests probed)
+        prompts = [
+            (
+                f"<|im_start|>user\nquestion {i}<|im_end|>\n" + tail,
+                f"<|im_start|>user\nquestion {i}<|im_end|>\n" + kept,
+            )
+            for i in range(6)
+            for tail, kept in ((off, "<|im_start|>assistant\n\n\n"), (on, "<|im_start|>assistant\n"))
+        ]
+        for prompt, kept in prompts:
+            token = plugin._REQUEST.set({"prefix": prompt, "finish_reason": None})
+            try:
+                assert plugin.ChatparseDetector(tokenizer=tok)._prefix() == kept
+            finally:
+                plugin._REQUEST.reset(token)
+    assert len(built) == 2  # one probe per tail, 12 requests
 
 
 def test_a_new_requests_context_carries_nothing_of_another_request() -> None:

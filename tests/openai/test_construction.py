@@ -64,6 +64,27 @@ def test_the_missing_anchor_check_and_its_warning_are_the_same() -> None:
 
 
 @pure_only
+def test_the_prompt_is_searched_for_an_anchor_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled template used as given: the core cuts the prompt at its last start anchor, and the
+    missing-anchor check (a second search of the whole prompt) runs only when the core cut nothing,
+    where it warns as before; an unknown policy is refused either way."""
+    case = next(c for c in CASES if relax_call_keys(FAMILIES[c["template"]]) is FAMILIES[c["template"]])
+    compiled = load_response_template(FAMILIES[case["template"]])
+    anchor = case_kwargs(case)["prefix"]
+    assert anchor
+    checks = calls_of(monkeypatch, _chat, "_check_prefix")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            ChatParser(template=compiled, prefix="<|user|>earlier turns " + anchor)
+        assert checks[0] == 0 and not seen
+        ChatParser(template=compiled, prefix="no anchor in this prompt")
+        assert checks[0] == 1 and [w.category for w in seen] == [MissingAnchorWarning]
+    with pytest.raises(ValueError):
+        ChatParser(template=compiled, prefix=anchor, missing_anchor="sometimes")
+
+
+@pure_only
 def test_no_initial_events_are_processed_when_the_prefix_leaves_none(monkeypatch: pytest.MonkeyPatch) -> None:
     processed = {"n": 0}
     real = ChatParser._process

@@ -499,6 +499,41 @@ def _derive_reasoning_openers(resolved: Resolved) -> tuple[str, ...] | None:
     return tuple(openers)
 
 
+_TAIL_KEY_MAX = 256
+"""Longest prompt tail (the text past the prompt's last start anchor) whose reasoning-free form
+is remembered per template (`ChatparseDetector._prefix`)."""
+_TAILS_MAX = 64
+"""Tails remembered per template at most (then forgotten all at once)."""
+
+
+def _without_reasoning(resolved: Resolved, prompt: str) -> str:
+    """The part of `prompt` past its last start anchor (the core's `truncate_past_last_anchor`),
+    without the reasoning regions it writes or leaves open: found by parsing the prompt as the
+    prefix of a parse of the whole template (the probe)."""
+    probe = ResponseParser(resolved.template, prefix=prompt)
+    text = probe.input_text
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    for e in probe.initial_events:
+        if e["field"] not in REASONING_FIELDS:
+            continue
+        if e["type"] == "region_open":
+            start = e["start"]
+        elif e["type"] in ("region_close", "region_malformed") and start is not None:
+            spans.append((start, e["end"]))
+            start = None
+    if start is not None:
+        spans.append((start, len(text)))
+    if not spans:
+        return text
+    out, pos = [], 0
+    for a, b in spans:
+        out.append(text[pos:a])
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
 class ChatparseDetector(BaseFormatDetector):
     """SGLang tool-call detector driven by a chatparse `ChatParser` (one per request and choice)."""
 
@@ -528,28 +563,25 @@ class ChatparseDetector(BaseFormatDetector):
             # No reasoning opener in the prompt: it opens no reasoning region (the probe below
             # would find none), and the probe's parse would cost more than a short turn's steps.
             return prompt
-        probe = ResponseParser(self._resolved.template, prefix=prompt)
-        base = len(prompt) - len(probe.input_text)
-        spans: list[tuple[int, int]] = []
-        start: int | None = None
-        for e in probe.initial_events:
-            if e["field"] not in REASONING_FIELDS:
-                continue
-            if e["type"] == "region_open":
-                start = e["start"]
-            elif e["type"] in ("region_close", "region_malformed") and start is not None:
-                spans.append((start, e["end"]))
-                start = None
-        if start is not None:
-            spans.append((start, len(probe.input_text)))
-        if not spans:
+        # Only the prompt past its last start anchor is parsed (the probe's `input_text`), and
+        # what the probe keeps of it depends on that text and the template alone: remembered per
+        # template for short tails (a server's prompts end in the same few generation prompts,
+        # e.g. Qwen3's `<think>\n\n</think>\n\n` when thinking is off), so the probe's parse
+        # runs once per tail, not per request.
+        tail = self._resolved.template.truncate_past_last_anchor(prompt)
+        tails: dict[str, str] | None = self._resolved.memo.get("sglang.prompt_tails")
+        if tails is None:
+            tails = self._resolved.memo["sglang.prompt_tails"] = {}
+        kept = tails.get(tail)
+        if kept is None:
+            kept = _without_reasoning(self._resolved, prompt)  # (the probe parses `tail` too)
+            if len(tail) <= _TAIL_KEY_MAX:
+                if len(tails) >= _TAILS_MAX:  # bounded: forget the tails remembered so far
+                    tails.clear()
+                tails[tail] = kept
+        if kept == tail:
             return prompt
-        out, pos = [prompt[:base]], 0
-        for a, b in spans:
-            out.append(probe.input_text[pos:a])
-            pos = b
-        out.append(probe.input_text[pos:])
-        return "".join(out)
+        return prompt[: len(prompt) - len(tail)] + kept
 
     def _parser(self, tools: list[Any] | None) -> ChatParser:
         return ChatParser(

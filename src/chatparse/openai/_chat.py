@@ -93,7 +93,7 @@ from ..detect import AutoParser
 from ..errors import RequiredFieldsMissing
 from ..tools import ToolTable, build_tool_table
 from ._calls import ToolCallAssembler, random_call_id
-from ._resolve import check_prefix, relax_call_keys, resolve_template
+from ._resolve import MISSING_ANCHOR_POLICIES, check_prefix, relax_call_keys, resolve_template
 from ._text import TextStream
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
@@ -224,16 +224,24 @@ class ChatParser:
             self._t = self._auto.template
             offered, stream_tool_calls = None, "complete"
         else:
+            check = False
             if model is None and type(template) is Template and parse_tool_calls and _as_given(template):
                 # A compiled template used as it is (what the engine plugins pass, per request):
                 # `resolve_template` would return it unchanged; only the prefix check remains.
-                self._t, prefix = template, "" if prefix is None else prefix
-                _check_prefix(template, prefix, missing_anchor)
+                if missing_anchor not in MISSING_ANCHOR_POLICIES:
+                    _check_prefix(template, prefix or "", missing_anchor)  # (raises: an unknown policy)
+                self._t, prefix, check = template, "" if prefix is None else prefix, True
             else:
                 self._t, prefix = resolve_template(
                     model, template, prefix, parse_tool_calls=parse_tool_calls, missing_anchor=missing_anchor
                 )
             self._parser = ResponseParser(self._t, prefix=prefix, tools=table or tool_list or None)
+            if check and len(self._parser.input_text) == len(prefix):
+                # The core found no start anchor in the prefix (it cut nothing off the prompt), or
+                # one ending at its very start: the check searches the prompt. When the core cut
+                # the prompt at an anchor, the check would only search it again to find one (a scan
+                # of the whole prompt per request).
+                _check_prefix(self._t, prefix, missing_anchor)
             # The core's close events carry its values uncopied: this layer only reads them (calls
             # and text are rebuilt here) and never returns the core's own message.
             self._parser._copy_values = False
