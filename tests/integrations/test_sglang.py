@@ -638,25 +638,18 @@ def test_tool_parser_prompt_without_reasoning_skips_the_probe(
     """The tool-call detector's prefix drops the reasoning regions the prompt opens; a prompt without
     any reasoning opener is kept as it is without parsing it (one probe parse per request would
     cost more than a short turn's steps), and that is what the probe answers too."""
-    built: list[Any] = []
-    real = plugin.ResponseParser
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        built.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(plugin, "ResponseParser", counting)
+    built = calls_of(monkeypatch, plugin, "ResponseParser")
     token = plugin._REQUEST.set({"prefix": prompt, "finish_reason": None})
     try:
         detector = plugin.ChatparseDetector(tokenizer=tok)
         assert detector._prefix() == kept
-        assert len(built) == (1 if "<think>" in prompt else 0)
+        assert built[0] == (1 if "<think>" in prompt else 0)
         # The probe itself (openers unknown, as for a pattern opener) gives the same prefix
         # (its remembered answers forgotten first).
         monkeypatch.setattr(plugin, "_reasoning_openers", lambda resolved: ())
         detector._resolved.memo.pop("sglang.prompt_tails", None)
         assert detector._prefix() == kept
-        assert len(built) == (2 if "<think>" in prompt else 1 if prompt else 0)
+        assert built[0] == (2 if "<think>" in prompt else 1 if prompt else 0)
     finally:
         plugin._REQUEST.reset(token)
 
@@ -896,14 +889,7 @@ def test_the_prompt_probe_runs_once_per_prompt_tail(tok: Any, monkeypatch: pytes
     it opens) depends only on the prompt past its last start anchor: requests whose prompts end
     alike (a server's prompts end in a few generation prompts) parse it once, whatever came before
     the anchor; a different tail is probed afresh and keeps its own answer."""
-    built: list[Any] = []
-    real = plugin.ResponseParser
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        built.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(plugin, "ResponseParser", counting)
+    built = calls_of(monkeypatch, plugin, "ResponseParser")
     off = "<|im_start|>assistant\n<think>\n\n</think>\n\n"  # thinking disabled by the prompt
     on = "<|im_start|>assistant\n<think>\n"  # thinking: the prompt opens reasoning
     with environ(CHATPARSE_TEMPLATE_OVERRIDE="qwen3_xml"):
@@ -922,7 +908,7 @@ def test_the_prompt_probe_runs_once_per_prompt_tail(tok: Any, monkeypatch: pytes
                 assert plugin.ChatparseDetector(tokenizer=tok)._prefix() == kept
             finally:
                 plugin._REQUEST.reset(token)
-    assert len(built) == 2  # one probe per tail, 12 requests
+    assert built[0] == 2  # one probe per tail, 12 requests
 
 
 def test_a_new_requests_context_carries_nothing_of_another_request() -> None:
