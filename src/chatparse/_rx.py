@@ -545,19 +545,25 @@ _ONE_CHAR = regex.compile(
 )
 
 
-def module_safe(pattern: str) -> str:
+#: Whether the installed `regex` module merges alternatives that are single negated characters
+#: into one wrong set (releases up to 2026.11.19, which vLLM 0.33.0's and SGLang 0.5.23's venvs
+#: install here; fixed in 2026.12.2): see `module_safe`.
+MODULE_MERGES_NEGATED = regex.match(r"[^<]|[^a]", "<") is None
+
+
+def module_safe(pattern: str, merges: bool = MODULE_MERGES_NEGATED) -> str:
     """`pattern`, or the same pattern written so that the `regex` module matches it as this
-    module's interpreter (and Python's `re`) do. The `regex` module (2026.11.19, what transformers
-    matches with) merges alternatives that are single negated characters into one wrong set, also
-    after taking a common literal prefix out of them: `[^<]|[^a]` and `x[^<]|x[^a]` match neither
-    "<" nor "a" after their prefix. Where a pattern has such alternatives (`_merges_negated`),
-    every negated one-character class is written twice (`[^<]` -> `[^<<]`), which the module does
-    not merge; a delimiter's module-compiled forms (one-shot seekers, captures, prefilters) then
-    match as its streamed attempts do. Only there: the module runs a set ~10x slower than a
-    single character (`[^<<]*` over 32k characters: 98 us against 8.5).
-    (Classes are found by V0 rules; an escaped `[` is skipped; text inside a verbose comment may
-    be rewritten too, which changes nothing.)"""
-    if "[^" not in pattern or "|" not in pattern:
+    module's interpreter (and Python's `re`) do. Releases of the `regex` module up to 2026.11.19
+    (`merges`: `MODULE_MERGES_NEGATED`, what the installed one does) merge alternatives that are
+    single negated characters into one wrong set, also after taking a common literal prefix out of
+    them: `[^<]|[^a]` and `x[^<]|x[^a]` match neither "<" nor "a" after their prefix. Where a
+    pattern has such alternatives (`_merges_negated`), every negated one-character class is written
+    twice (`[^<]` -> `[^<<]`), which the module does not merge; a delimiter's module-compiled forms
+    (one-shot seekers, captures, prefilters) then match as its streamed attempts do. Only there:
+    the module runs a set ~10x slower than a single character (`[^<<]*` over 32k characters: 98 us
+    against 8.5). (Classes are found by V0 rules; an escaped `[` is skipped; text inside a verbose
+    comment may be rewritten too, which changes nothing.)"""
+    if not merges or "[^" not in pattern or "|" not in pattern:
         return pattern
     try:
         tree = _Parser(pattern, regex.DOTALL).parse()
