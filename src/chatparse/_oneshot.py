@@ -150,7 +150,7 @@ from typing import Any
 
 import regex
 
-from . import _parser, _rx  # (`_parser` imports this module: its names are read at call time)
+from . import _content, _parser, _rx  # (`_parser` imports this module: its names are read at call time)
 from ._content import _always_set
 from ._rx import Node
 from ._scan import (
@@ -1171,10 +1171,13 @@ class _Again:
         "joined",
         "all_set",
         "direct",
+        "source",
     )
 
     def __init__(self, j: int, d: Any, kind: int, others: list[Any], other_ds: list[Any]) -> None:
         self.j = j
+        #: the joined pattern's source (`joined`), else None (for the call loop's `_compound`)
+        self.source: str | None = None
         #: the region's facts for the call loop (`_Calls`), set by the plan when it applies
         self.calls: _Calls | None = None
         #: the opener's match comes from its own seeker (`first` at the position: linear by the
@@ -1189,6 +1192,7 @@ class _Again:
             opener = f"(?:{d.source})"
             pattern = f"(?!{lookahead}){opener}" if lookahead else opener
             self.literals = None
+            self.source = pattern
             self.match: Any = _rx.match_only(pattern, regex.DOTALL).match
             runs = {r.pattern: r for x in (d, *other_ds) if x.prog.tree is not None for r in _leading_runs(x)}
             self.runs = list(runs.values())
@@ -1264,6 +1268,10 @@ class _Calls:
         "free",
         "prefix",
         "prefix_match",
+        "closer",
+        "compound",
+        "group",
+        "apply",
     )
 
     def __init__(self, f: Any, fw: FastWatch) -> None:
@@ -1290,6 +1298,14 @@ class _Calls:
         plain = fw.kinds[0] in (_SEARCH, _LEAD) and not self.close_caps
         self.prefix: str | None = prefix if plain and prefix else None
         self.prefix_match: Any = d.match_re.match if self.prefix is not None else None
+        self.closer = d
+        #: `_compound`: the closer's match at its lead and the again step's joined match after it,
+        #: one `regex` match (set by the plan); `group`: the number of the again step's group
+        self.compound: Any = None
+        self.group = 0
+        #: `_direct_json`: the field's compiled transform, when its value is a plain JSON body
+        #: (the loop then parses it from the text itself, without a slice)
+        self.apply: Any = _direct_json(f, self.prefix)
         #: the again step's cursor opener is decided by `match_here`, without `c_reach` (set by
         #: the plan: `_free_opener`)
         self.free = False
@@ -1364,6 +1380,77 @@ def _calls_for(t: Template, fw_of: dict[str, FastWatch], w: Watch) -> _Calls | N
     if not fw.single or fw.entries[0].is_open or f.value_close:
         return None
     return _Calls(f, fw)
+
+
+_JSON_WS = _content._JSON_WS
+
+#: characters a JSON text may hold outside strings (tokens, the starts of numbers and literals,
+#: whitespace): a closer lead starting with none of them ends every JSON value before it
+_JSON_CHARS = frozenset('{}[],:"+-.0123456789 \t\n\r') | frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _direct_json(f: Any, lead: str | None) -> Any:
+    """For the call loop (`_Calls.apply`): the compiled transform of field `f` when its value is
+    `apply({**captures, "content": json_loads(body)})` (`_content.compile_processor`'s plain
+    JSON call) and every closer match starts with the literal `lead`, whose first character
+    cannot continue a JSON text; else None.
+
+    The loop then runs `json_loads`'s scanner on the text itself at the body's start (no slice):
+    the body ends at an occurrence of `lead` outside every string (the closer's quote guard), so
+    a scan that does not fail stops at or before it (what it read is the body's), and a value
+    that ends there, or before JSON whitespace only, is `json_loads(body)`'s. Anything else
+    (leading whitespace, a failed scan, other text after the value) goes to `process` with the
+    body, whose answer or error is the general one."""
+    proc = f.process
+    if lead is None or lead[0] in _JSON_CHARS or proc is None or not f.repeats or f.join is not None:
+        return None
+    _name, content, content_args, transform, each = proc._args
+    if each or transform is None or not _content._plain_json(content, content_args):
+        return None
+    return _content.compile_transform(transform)
+
+
+def _compound(again: _Again, calls: _Calls) -> tuple[Any, int] | None:
+    """The closer and the next again step as one `regex` match at the closer's lead:
+    `(?>CLOSER)((?:JOINED))?`, JOINED the again step's joined pattern (`(?!OTHER|...)(?:OPENER)`),
+    with the number of its group; None when the shape is not the one proved here.
+
+    Why it decides what the two matches decide: the atomic group takes CLOSER's first match at
+    the position in the module's own backtracking order, which is what CLOSER's `match` there
+    answers, and never gives it back; the optional group after it is the end of the pattern, so
+    it holds JOINED's first match at the closer's end when there is one (what `again.match`
+    answers there) and is empty otherwise (the empty choice always succeeds: nothing after it can
+    make the module backtrack into the closer). Both parts see the same text at the same
+    positions (lookbehinds, `^`); `\\G`, the one assertion that depends on where a match was
+    started, is refused, and so are sources with inline flags or (for the closer) named groups
+    (`_joinable`).
+
+    Why the again steps need not measure their leading runs (`_Again.open_end`): every such run's
+    class misses a character of the closer's lead (checked here), so a run measured at one again
+    step ends before the end of the next occurrence of the lead, and every later again step is at
+    the end of a closer match, which starts with an occurrence of the lead after that step: no
+    again step can start inside a run measured earlier. The loop measures the runs of the last
+    again step it took or tried when it leaves (`run_end` then holds what measuring at every step
+    gives: the runs of the last step reach furthest), for the general step's later again steps."""
+    lead = calls.prefix
+    d = calls.closer
+    src = again.source
+    if lead is None or src is None or again.others or not _joinable(d):
+        return None
+    if "\\G" in d.source or "\\G" in src:
+        return None
+    if any(run.match(lead).end() >= len(lead) for run in again.runs):
+        return None
+    pattern = _rx.module_safe(f"(?>{d.source})((?:{src}))?")
+    return _rx.match_only(pattern, regex.DOTALL).match, d.module_re.groups + 1
+
+
+def _measure(buf: str, pos: int, runs: list[Any], run_end: list[int]) -> None:
+    """Measure the again step's leading runs at `pos` into `run_end` (`_Again.open_end`)."""
+    for run in runs:
+        e = run.match(buf, pos).end()
+        if e > run_end[0]:
+            run_end[0] = e
 
 
 def _call_loop(
@@ -1442,12 +1529,32 @@ def _call_loop(
     all_set = again.all_set
     direct = again.direct
     free = calls.free
+    # The closer and the again step as one match at the closer's lead (`_compound`, which proves
+    # that its answers are the two matches' and why the again steps' runs need no measuring):
+    # `cm`, the last one, its again step's group `group` (-1 start: the again step did not
+    # match); `unmeasured`, the last again step taken from it without measuring its runs.
+    compound = calls.compound
+    group = calls.group
+    cm: Any = None
+    unmeasured = -1
+    # a plain JSON value parsed from the text itself (`_direct_json`): the transform
+    apply = calls.apply if process is not None else None
+    scan = _content._JSON_SCAN
     zw = -1
     # the region's open `(start, end, captures)`, not appended as an event (with `kept`)
     opening: tuple[int, int, dict] | None = None
     while True:
         # -- the closer: its first match, unless refused (the general path decides those) --------
-        if lit is not None or lead is not None:
+        if compound is not None:
+            s = buf.find(lead, pos)  # type: ignore[arg-type]
+            cm = compound(buf, s) if s >= 0 else None
+            if cm is None:
+                s = -1  # (no lead, or the closer fails at its first one: `_closer_at`'s -1)
+            else:
+                end = cm.start(group)
+                if end < 0:
+                    end = cm.end()
+        elif lit is not None or lead is not None:
             s, end = _closer_at(buf, pos, lit, lead, sk, prefix_match)
         elif clead is not None:
             s, end = _lead_closer_at(buf, pos, clead, sk)
@@ -1471,6 +1578,8 @@ def _call_loop(
         if s < 0:
             if opening is not None:
                 append(open_event(name, opening))
+            if unmeasured >= 0:
+                _measure(buf, unmeasured, own_runs, run_end)
             return True, pos, caps, zw, first_error
         if close_caps:
             new_caps = sk.captures(buf)
@@ -1483,7 +1592,17 @@ def _call_loop(
         try:
             values = output.get(name) if process is not None else False
             if values is None or isinstance(values, list):
-                value = process(buf[pos:s], caps)  # type: ignore[misc]
+                value = None
+                if apply is not None and pos < s and buf[pos] not in _JSON_WS:
+                    # (`_direct_json`: `json_loads(body)` from the text itself, else `process`)
+                    try:
+                        parsed, e = scan(buf, pos)
+                    except (StopIteration, ValueError, RecursionError):
+                        e = s + 1
+                    if e == s or (e < s and not buf[e:s].strip(_JSON_WS)):
+                        value = apply({**caps, "content": parsed})
+                if value is None:
+                    value = process(buf[pos:s], caps)  # type: ignore[misc]
                 if tools:
                     value = (
                         coerce_call(value, tools) if type(value) is dict else coerce_tool_calls(value, tools)
@@ -1536,8 +1655,17 @@ def _call_loop(
         zw = s if s == end else -1
         # -- the again step (see `run`) ------------------------------------------------------
         if pos >= n:
+            if unmeasured >= 0:
+                _measure(buf, unmeasured, own_runs, run_end)
             return False, pos, {}, zw, first_error
-        if own_match is not None:
+        if cm is not None:
+            # (the again step's joined match, taken by `compound` at the closer's lead)
+            if cm.start(group) < 0 or pos < run_end[0] or (found_end := cm.end()) <= pos:
+                _measure(buf, pos, own_runs, run_end)
+                return False, pos, {}, zw, first_error
+            m = cm
+            unmeasured = pos
+        elif own_match is not None:
             # (`again.open_end` for a pattern opener, inline: its leading runs measured first)
             if pos < run_end[0]:
                 return False, pos, {}, zw, first_error
@@ -1691,6 +1819,9 @@ class Plan:
                 ag.calls = calls = _calls_for(t, self.by_field, top.entries[ag.j])
                 if calls is not None and ag.direct:
                     calls.free = _free_opener(top.entries[ag.j].delimiter, calls.lead)
+                got = _compound(ag, calls) if calls is not None else None
+                if got is not None:
+                    calls.compound, calls.group = got  # type: ignore[union-attr]
 
 
 _PLANS: weakref.WeakKeyDictionary[Template, Plan] = weakref.WeakKeyDictionary()
