@@ -1305,7 +1305,7 @@ class _Calls:
         self.group = 0
         #: `_direct_json`: the field's compiled transform, when its value is a plain JSON body
         #: (the loop then parses it from the text itself, without a slice)
-        self.apply: Any = _direct_json(f, self.prefix)
+        self.apply: Any = _direct_json(f, self.prefix) if self.quote else None
         #: the again step's cursor opener is decided by `match_here`, without `c_reach` (set by
         #: the plan: `_free_opener`)
         self.free = False
@@ -1386,14 +1386,17 @@ _JSON_WS = _content._JSON_WS
 
 #: characters a JSON text may hold outside strings (tokens, the starts of numbers and literals,
 #: whitespace): a closer lead starting with none of them ends every JSON value before it
-_JSON_CHARS = frozenset('{}[],:"+-.0123456789 \t\n\r') | frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_JSON_CHARS = frozenset('{}[],:"+-.0123456789 \t\n\r') | frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
 
 
 def _direct_json(f: Any, lead: str | None) -> Any:
     """For the call loop (`_Calls.apply`): the compiled transform of field `f` when its value is
     `apply({**captures, "content": json_loads(body)})` (`_content.compile_processor`'s plain
     JSON call) and every closer match starts with the literal `lead`, whose first character
-    cannot continue a JSON text; else None.
+    cannot continue a JSON text; else None. Only for a region whose closer is refused inside
+    `"..."` strings (`_Calls.quote`).
 
     The loop then runs `json_loads`'s scanner on the text itself at the body's start (no slice):
     the body ends at an occurrence of `lead` outside every string (the closer's quote guard), so
