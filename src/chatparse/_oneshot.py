@@ -1058,6 +1058,22 @@ def _at_test(d: Any, kind: int) -> Any:
     return test
 
 
+def _test_check(d: Any, kind: int, test: Any) -> tuple[Any, tuple[str, ...] | None, Any, Any, bool]:
+    """`_at_test(d, kind)` (`test`) with its first, C-speed step spelled out for the call loop,
+    which runs it inline, without the test's frame: `(test, head, run, after, decided)`. `head`:
+    no match starts at the position without one of these literals (False without them; with
+    `decided`, a literal delimiter: True with one); else `run` and `after`: the one leading run's
+    `match` and the literals one must start where that run ends (`e >= lim`: undecided, None; no
+    lead there: False). What the step does not decide, `test` decides (it repeats the step)."""
+    if kind == _LITERAL:
+        return test, tuple(d.strategy.literals), None, None, True
+    head, after = _test_leads(d)
+    runs = _branch_runs(d) or []
+    if head is None and after is not None and len(runs) == 1:
+        return test, None, runs[0].match, after, False
+    return test, head, None, None, False
+
+
 def _test_leads(d: Any) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
     """Literal prefilters for `_at_test`'s test of pattern delimiter `d` at a position, in C
     (`str.startswith`) before its `regex` match (most again steps meet none of the other
@@ -1172,12 +1188,15 @@ class _Again:
         "all_set",
         "direct",
         "source",
+        "checks",
     )
 
     def __init__(self, j: int, d: Any, kind: int, others: list[Any], other_ds: list[Any]) -> None:
         self.j = j
         #: the joined pattern's source (`joined`), else None (for the call loop's `_compound`)
         self.source: str | None = None
+        #: `others` as the call loop runs them (`_test_check`; set by the plan)
+        self.checks: list[tuple[Any, tuple[str, ...] | None, Any, Any, bool]] = []
         #: the region's facts for the call loop (`_Calls`), set by the plan when it applies
         self.calls: _Calls | None = None
         #: the opener's match comes from its own seeker (`first` at the position: linear by the
@@ -1496,7 +1515,7 @@ def _call_loop(
     strings = calls.strings
     close_caps = calls.close_caps
     value_of = parser._value
-    others = again.others
+    checks = again.checks  # (`again.others`, the call loop's form)
     own = not again.seeker
     first_error: BaseException | None = None
     name = calls.name
@@ -1699,7 +1718,19 @@ def _call_loop(
                 return False, pos, {}, zw, first_error
             found_end, m = opener.end, None
         lim = found_end + 1
-        for test in others:
+        for test, head, run, after, decided in checks:
+            # (`test(buf, pos, lim) is not False`, its first step inline: `_test_check`)
+            if head is not None:
+                if not buf.startswith(head, pos):
+                    continue
+                if decided:
+                    return False, pos, {}, zw, first_error
+            elif run is not None:
+                e = run(buf, pos, lim).end()
+                if e >= lim:
+                    return False, pos, {}, zw, first_error
+                if not buf.startswith(after, e):
+                    continue
             if test(buf, pos, lim) is not False:
                 return False, pos, {}, zw, first_error
         if own or m is not None:
@@ -1807,7 +1838,14 @@ class Plan:
                 and all(t is not None for t in others)
             )
             other_ds = [x.delimiter for i, x in enumerate(top.entries) if i != j]
-            self.again.append(_Again(j, w.delimiter, k, others, other_ds) if ok else None)
+            ag = _Again(j, w.delimiter, k, others, other_ds) if ok else None
+            if ag is not None and ag.others:
+                ag.checks = [
+                    _test_check(x.delimiter, kx, tests[i])
+                    for i, (x, kx) in enumerate(zip(top.entries, top.kinds))
+                    if i != j
+                ]
+            self.again.append(ag)
         slot_of: dict[int, int] = {}
         for i, fw in enumerate(self.fws):
             fw.index = i
