@@ -1618,10 +1618,10 @@ def _call_loop(
                 if apply is not None and pos < s and buf[pos] not in _JSON_WS:
                     # (`_direct_json`: `json_loads(body)` from the text itself, else `process`)
                     try:
-                        parsed, e = scan(buf, pos)
+                        parsed, stop = scan(buf, pos)
                     except (StopIteration, ValueError, RecursionError):
-                        e = s + 1
-                    if e == s or (e < s and not buf[e:s].strip(_JSON_WS)):
+                        stop = s + 1
+                    if stop == s or (stop < s and not buf[stop:s].strip(_JSON_WS)):
                         value = apply({**caps, "content": parsed})
                 if value is None:
                     value = process(buf[pos:s], caps)  # type: ignore[misc]
@@ -1726,10 +1726,10 @@ def _call_loop(
                 if decided:
                     return False, pos, {}, zw, first_error
             elif run is not None:
-                e = run(buf, pos, lim).end()
-                if e >= lim:
+                stop = run(buf, pos, lim).end()
+                if stop >= lim:
                     return False, pos, {}, zw, first_error
-                if not buf.startswith(after, e):
+                if not buf.startswith(after, stop):
                     continue
             if test(buf, pos, lim) is not False:
                 return False, pos, {}, zw, first_error
