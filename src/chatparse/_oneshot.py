@@ -1188,6 +1188,7 @@ class _Again:
         "all_set",
         "direct",
         "source",
+        "look_runs",
         "checks",
     )
 
@@ -1195,6 +1196,8 @@ class _Again:
         self.j = j
         #: the joined pattern's source (`joined`), else None (for the call loop's `_compound`)
         self.source: str | None = None
+        #: the leading runs `source`'s lookahead and opener can cross (`_compound`)
+        self.look_runs: list[Any] = []
         #: `others` as the call loop runs them (`_test_check`; set by the plan)
         self.checks: list[tuple[Any, tuple[str, ...] | None, Any, Any, bool]] = []
         #: the region's facts for the call loop (`_Calls`), set by the plan when it applies
@@ -1215,11 +1218,20 @@ class _Again:
             self.match: Any = _rx.match_only(pattern, regex.DOTALL).match
             runs = {r.pattern: r for x in (d, *other_ds) if x.prog.tree is not None for r in _leading_runs(x)}
             self.runs = list(runs.values())
+            self.look_runs = self.runs
             self.names = list(d.module_re.groupindex)
             self.others: list[Any] = []
             self.joined = len(other_ds)  #: how many other delimiters the opener's match tests
             self.all_set = _all_set(d, self.names)
             return
+        if self.direct and joinable and all(_joinable(o) for o in other_ds):
+            # (for `_compound` only: this opener's own match is its seeker's, and its tests are
+            # `others`; `look_runs`, the leading runs the joined pattern's lookahead can cross)
+            lookahead = "|".join(f"(?:{o.source})" for o in other_ds)
+            opener = f"(?:{d.source})"
+            self.source = f"(?!{lookahead}){opener}" if lookahead else opener
+            runs = {r.pattern: r for x in other_ds if x.prog.tree is not None for r in _leading_runs(x)}
+            self.look_runs = list(runs.values())
         self.literals = d.strategy.literals if kind == _LITERAL else None
         own = kind != _LITERAL and not self.seeker  # `open_at` runs the compiled pattern
         self.match = d.match_re.match if own else None  # (`_rx.match_only`)
@@ -1453,15 +1465,32 @@ def _compound(again: _Again, calls: _Calls) -> tuple[Any, int] | None:
     the end of a closer match, which starts with an occurrence of the lead after that step: no
     again step can start inside a run measured earlier. The loop measures the runs of the last
     again step it took or tried when it leaves (`run_end` then holds what measuring at every step
-    gives: the runs of the last step reach furthest), for the general step's later again steps."""
-    lead = calls.prefix
+    gives: the runs of the last step reach furthest), for the general step's later again steps.
+
+    The same holds for a `_CursorSeek` closer whose matches start with the literal `calls.lead`
+    (`_lead_closer`) and a `_CursorSeek` opener the loop decides by `match_here` (`calls.free`),
+    as qwen3_xml's: JOINED is then the opener behind the other top delimiters' lookahead
+    (`_Again.source`, when every source joins), which decides what the tests (`others`) decide,
+    whether or not their leading runs reach past the opener's match: that bound is replaced by
+    the lead, which no run of the lookahead can cross (checked here), so what the lookahead reads
+    at one again step lies before the next one, and after the last one a loop takes. The closer's
+    and the opener's reads are their `_lead_closer` and `_free_opener` proofs' (the same
+    attempts, at the same positions), and the loop counts both matches in their seekers'
+    `overlap` as `_lead_closer_at` and `match_here` do. Where the closer fails at the lead's first
+    occurrence, the loop asks `_lead_closer_at` (the seeker then answers from one past it)."""
     d = calls.closer
     src = again.source
-    if lead is None or src is None or again.others or not _joinable(d):
+    if calls.prefix is not None:
+        lead = calls.prefix
+        if again.others:
+            return None
+    elif calls.lead is not None and calls.free:
+        lead = calls.lead
+    else:
         return None
-    if "\\G" in d.source or "\\G" in src:
+    if src is None or not _joinable(d) or "\\G" in d.source or "\\G" in src:
         return None
-    if any(run.match(lead).end() >= len(lead) for run in again.runs):
+    if any(run.match(lead).end() >= len(lead) for run in again.look_runs):
         return None
     pattern = _rx.module_safe(f"(?>{d.source})((?:{src}))?")
     return _rx.match_only(pattern, regex.DOTALL).match, d.module_re.groups + 1
@@ -1557,6 +1586,7 @@ def _call_loop(
     # match); `unmeasured`, the last again step taken from it without measuring its runs.
     compound = calls.compound
     group = calls.group
+    cstart = clead if clead is not None else lead  # (the closer's lead, for `compound`)
     cm: Any = None
     unmeasured = -1
     # a plain JSON value parsed from the text itself (`_direct_json`): the transform
@@ -1568,14 +1598,21 @@ def _call_loop(
     while True:
         # -- the closer: its first match, unless refused (the general path decides those) --------
         if compound is not None:
-            s = buf.find(lead, pos)  # type: ignore[arg-type]
+            s = buf.find(cstart, pos)  # type: ignore[arg-type]
             cm = compound(buf, s) if s >= 0 else None
-            if cm is None:
-                s = -1  # (no lead, or the closer fails at its first one: `_closer_at`'s -1)
-            else:
+            if cm is not None:
                 end = cm.start(group)
                 if end < 0:
                     end = cm.end()
+                if clead is not None:
+                    sk._found(s, end, n)  # (as `_lead_closer_at` counts its direct match)
+            elif clead is None or s < 0:
+                s = -1  # (no lead, or the closer fails at its first one: `_closer_at`'s -1)
+            else:
+                # a cursor closer that fails at its lead's first occurrence: the seeker answers
+                s, end = _lead_closer_at(buf, pos, clead, sk)
+                if s >= n or s == end == zw:
+                    s = -1
         elif lit is not None or lead is not None:
             s, end = _closer_at(buf, pos, lit, lead, sk, prefix_match)
         elif clead is not None:
@@ -1682,7 +1719,13 @@ def _call_loop(
             return False, pos, {}, zw, first_error
         if cm is not None:
             # (the again step's joined match, taken by `compound` at the closer's lead)
-            if cm.start(group) < 0 or pos < run_end[0] or (found_end := cm.end()) <= pos:
+            if cm.start(group) < 0 or pos < run_end[0]:
+                _measure(buf, pos, own_runs, run_end)
+                return False, pos, {}, zw, first_error
+            found_end = cm.end()
+            if clead is not None:
+                opener._found(pos, found_end, n)  # (as `match_here` counts its match)
+            if found_end <= pos:
                 _measure(buf, pos, own_runs, run_end)
                 return False, pos, {}, zw, first_error
             m = cm
@@ -1718,7 +1761,7 @@ def _call_loop(
                 return False, pos, {}, zw, first_error
             found_end, m = opener.end, None
         lim = found_end + 1
-        for test, head, run, after, decided in checks:
+        for test, head, run, after, decided in checks if cm is None else ():
             # (`test(buf, pos, lim) is not False`, its first step inline: `_test_check`)
             if head is not None:
                 if not buf.startswith(head, pos):

@@ -812,9 +812,11 @@ def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.M
     # Its name-run opener and lookbehind-led closer used to send the whole template to the
     # streaming machine at the end of the text: now no bail, no `stream_end`, no
     # decision of the streaming scanner; the cursor seekers answer. In the call loop both are
-    # decided at the one place the answer can start (the opener at the again step's position,
-    # `match_here`; the closer at the next `</function>`, `_lead_closer_at`), without a finder's
-    # search: the searches do not grow with the calls, the direct answers are two per call.
+    # decided at the one place the answer can start (the closer at the next `</function>`, the
+    # opener at the again step's position right after it: one `_compound` match), without a
+    # finder's search: the searches do not grow with the calls, the direct answers (each counted
+    # in its seeker by `_found`) are two per call, and neither `match_here` nor
+    # `_lead_closer_at` is asked per call.
     t = chatparse.load_response_template(CATALOG["qwen3_xml"])
     ends = []
     original = _oneshot.stream_end
@@ -827,17 +829,24 @@ def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.M
         lambda self, buf, q: searches.append(q) or original_search(self, buf, q),
     )
     direct = []
+    original_found = _oneshot._CursorSeek._found
+    monkeypatch.setattr(
+        _oneshot._CursorSeek,
+        "_found",
+        lambda self, s, e, n: direct.append(s) or original_found(self, s, e, n),
+    )
+    asked = []
     original_here = _oneshot._CursorSeek.match_here
     monkeypatch.setattr(
         _oneshot._CursorSeek,
         "match_here",
-        lambda self, buf, s: direct.append(s) or original_here(self, buf, s),
+        lambda self, buf, s: asked.append(s) or original_here(self, buf, s),
     )
     original_lead = _oneshot._lead_closer_at
     monkeypatch.setattr(
         _oneshot,
         "_lead_closer_at",
-        lambda buf, pos, lead, sk: direct.append(pos) or original_lead(buf, pos, lead, sk),
+        lambda buf, pos, lead, sk: asked.append(pos) or original_lead(buf, pos, lead, sk),
     )
     per_size = []
     for calls in (30, 60):
@@ -845,15 +854,17 @@ def test_qwen3_xml_call_dense_text_takes_the_one_shot_path(monkeypatch: pytest.M
         bails = _oneshot.BAILS[0]
         searches.clear()
         direct.clear()
+        asked.clear()
         with counting_fast() as counts:
             got = chatparse.parse_response(text, t, prefix="")
         assert len(got["tool_calls"]) == calls
         assert _oneshot.BAILS[0] == bails and not ends
         assert counts["decide"] == 0 and counts["_scan"] == 0, counts
-        per_size.append((len(searches), len(direct)))
-    (s30, d30), (s60, d60) = per_size
+        per_size.append((len(searches), len(direct), len(asked)))
+    (s30, d30, a30), (s60, d60, a60) = per_size
     assert s60 == s30, per_size  # finder searches: constant in the calls
-    assert d60 - d30 == 2 * 30, per_size  # an opener and a closer per call, asked directly
+    assert d60 - d30 == 2 * 30, per_size  # an opener and a closer per call, decided directly
+    assert a60 == a30, per_size  # by the compound match
 
 
 @pure_only

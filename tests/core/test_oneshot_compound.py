@@ -50,11 +50,18 @@ def test_the_plan_takes_the_compound_step_where_it_is_proved() -> None:
         for a in _oneshot.plan_for(t).again:
             if a is not None and a.calls is not None and a.calls.compound is not None:
                 took.add(name)
-                # a literal-led closer, one joined again match, no run that crosses the lead
-                lead = a.calls.prefix
-                assert lead and a.source is not None and not a.others
-                assert all(run.match(lead).end() < len(lead) for run in a.runs)
-    assert {"kimi_k2", "glm", "ling3"} <= took, took
+                # a literal-led closer searched in C and one joined again match, or a cursor
+                # closer with a literal lead and a cursor opener decided by `match_here`; no run
+                # of the again step's match that crosses the lead
+                if a.calls.prefix is not None:
+                    lead = a.calls.prefix
+                    assert a.joined and not a.others
+                else:
+                    lead = a.calls.lead
+                    assert lead and a.calls.free and a.direct
+                assert a.source is not None
+                assert all(run.match(lead).end() < len(lead) for run in a.look_runs)
+    assert {"kimi_k2", "glm", "ling3", "qwen3_xml"} <= took, took
     kimi = _calls(chatparse.load_response_template(CATALOG["kimi_k2"]))
     assert kimi.apply is not None  # its plain JSON bodies: parsed from the text itself
 
@@ -210,6 +217,84 @@ def _same_message(text: str, spec: dict, tools: Any) -> None:
     assert fast == outcome(streamed), text
 
 
+_XML_OPEN = [
+    "<tool_call>\n<function=f>\n",
+    "\n<tool_call>\n<function=g>",
+    "<function=f>",
+    "  <function=f x>\n",
+    "<tool_call><tool_call>\n<function=f>\n",
+    "<function=<function=f>",
+    "<think>",
+    "",
+]
+_XML_BODY = [
+    "<parameter=a>\n1\n</parameter>\n",
+    "<parameter=b>\nx</function>y\n</parameter>\n",
+    "<parameter=a>\n2\n</parameter>\n<parameter=b>\nz\n</parameter>\n",
+    "<parameter=a>3",
+    "",
+    " \n ",
+    "text",
+]
+_XML_CLOSE = [
+    "</function>\n</tool_call>\n",
+    "</function>\n</tool_call>",
+    "</function>\n",
+    "</function>",
+    "</function> </tool_call>\n\n",
+    "</tool_call>",
+    "<|im_end|>",
+    " prose ",
+    "</think>",
+]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    parts=st.lists(
+        st.tuples(st.sampled_from(_XML_OPEN), st.sampled_from(_XML_BODY), st.sampled_from(_XML_CLOSE)),
+        max_size=8,
+    ),
+    tools=st.sampled_from([None, TOOLS]),
+)
+@example(parts=[(_XML_OPEN[0], _XML_BODY[0], _XML_CLOSE[0])] * 3, tools=TOOLS)
+@example(parts=[(_XML_OPEN[0], b, c) for b in _XML_BODY for c in _XML_CLOSE], tools=TOOLS)
+def test_qwen3_xml_call_dense_texts_agree_with_streaming(
+    parts: list[tuple[str, str, str]], tools: Any
+) -> None:
+    # The cursor closer and opener of the compound step, its exits (the closer failing at the
+    # lead, the other top delimiters' lookahead, an opener that does not follow).
+    text = "".join(a + b + c for a, b, c in parts)
+    spec = CATALOG["qwen3_xml"]
+    assert_same(text, spec, tools=tools)
+    assert_same("<think>x</think>\n" + text, spec, tools=tools)
+    _same_message(text, spec, tools)
+
+
+def _xml(n: int, gap: str = "\n") -> str:
+    call = "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>"
+    return (call + gap) * n
+
+
+@pure_only
+def test_qwen3_xml_one_regex_match_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Per call: the compound match; no `match_here`, no other delimiter's test, no seeker search.
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
+    calls = _calls(t)
+    compound = calls_of(monkeypatch, calls, "compound")
+    here = calls_of(monkeypatch, _oneshot._CursorSeek, "match_here")
+    searches = calls_of(monkeypatch, _oneshot._CursorSeek, "_search")
+    seen = []
+    for n in (5, 50):
+        for c in (compound, here, searches):
+            c[0] = 0
+        out = chatparse.parse_response(_xml(n), t, prefix="", tools=TOOLS)
+        assert [c["function"]["arguments"] for c in out["tool_calls"]] == [{"a": 1}] * n
+        assert compound[0] == n
+        seen.append((here[0], searches[0]))
+    assert seen[0] == seen[1], seen
+
+
 def _kimi(n: int, body: str = '{"a": 1}', gap: str = "") -> str:
     call = f"<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{body}<|tool_call_end|>{gap}"
     return "<|tool_calls_section_begin|>" + call * n + "<|tool_calls_section_end|>"
@@ -281,6 +366,24 @@ def _work(t: Any, text: str) -> int:
 )
 def test_compound_call_loop_is_linear(make: Any) -> None:
     t = chatparse.load_response_template(CATALOG["kimi_k2"])
+    small = _work(t, make(60))
+    large = _work(t, make(120))
+    assert large <= 2.3 * small + 200, (small, large)
+
+
+@pure_only
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda k: _xml(k),
+        lambda k: _xml(k, gap=" " * 300 + "x"),  # a run the lookahead's `\\s*` crosses, then prose
+        lambda k: _xml(k, gap="\n" * 300 + "<|im_end|>"),  # ... then the content's closer
+        lambda k: _xml(k, gap="</function>" * 20),  # closers with no opener after them
+        lambda k: "<function=f>" * k + "</function>" * k,
+    ],
+)
+def test_qwen3_xml_compound_call_loop_is_linear(make: Any) -> None:
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
     small = _work(t, make(60))
     large = _work(t, make(120))
     assert large <= 2.3 * small + 200, (small, large)
