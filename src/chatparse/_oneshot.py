@@ -81,7 +81,13 @@ not apply) goes back to `run`'s general step, which then takes the same decision
 closer that is a literal, a `C* LEAD...` run or, searched by one `regex` search, a pattern whose
 every match starts with one literal (Kimi K2's `<|tool_call_end|>...`) is found by the loop with
 `str.find` and one `match` at the first candidate, the attempt the seeker's search would make
-there; when that attempt fails the general step asks the seeker. For
+there; when that attempt fails the general step asks the seeker. Where every match of the closer
+starts with one literal and the again step's opener and the other top delimiters' tests join one
+pattern (Kimi K2, glm, qwen3_xml's cursor closer and opener), the closer and the next again step
+are ONE `regex` match at that literal's first occurrence (`_compound`: why that decides what the
+two matches decide, and why the again steps then need not measure their leading runs). A plain
+JSON call body closed by such a closer outside strings is parsed by `json_loads`'s scanner from
+the text itself, without a slice (`_direct_json`: why the scan cannot read past the closer). For
 `parse_message` (calls sent complete) the loop appends one record per `tool_calls` region instead
 of its open, chunk and close events (`run`'s `kept`): the OpenAI layer keeps those calls in one
 pass and rebuilds the events of any it declines, so what it receives is the same.
