@@ -19,6 +19,7 @@ from chatparse.openai import ChatParser, parse_message
 
 from ..support.build import pure_only
 from ..support.counting import calls_of
+from . import strategies as cst
 from .test_oneshot import assert_same, counting_fast
 
 CATALOG = {name: catalog.get(name) for name in catalog.names()}
@@ -64,6 +65,69 @@ def test_the_plan_takes_the_compound_step_where_it_is_proved() -> None:
     assert {"kimi_k2", "glm", "ling3", "qwen3_xml"} <= took, took
     kimi = _calls(chatparse.load_response_template(CATALOG["kimi_k2"]))
     assert kimi.apply is not None  # its plain JSON bodies: parsed from the text itself
+
+
+def _compound_names() -> list[str]:
+    out = []
+    for name, spec in CATALOG.items():
+        t = chatparse.load_response_template(spec)
+        if any(
+            a is not None and a.calls is not None and a.calls.compound for a in _oneshot.plan_for(t).again
+        ):
+            out.append(name)
+    return sorted(out)
+
+
+_TAGS = {  # (open, key, value, close) of the arg-tag families
+    "glm": ("<tool_call>", "<arg_key>{}</arg_key>", "<arg_value>{}</arg_value>", "</tool_call>"),
+    "ling3": ("<tool_call>", "<arg_key>{}</arg_key>", "<arg_value>{}</arg_value>", "</tool_call>"),
+    "poolside_v1": ("<tool_call>", "<arg_key>{}</arg_key>", "<arg_value>{}</arg_value>", "</tool_call>"),
+    "k2_horizon": (
+        "<ifm|tool_call>",
+        "<ifm|arg_key>{}</ifm|arg_key>",
+        "<ifm|arg_value>{}</ifm|arg_value>",
+        "</ifm|tool_call>",
+    ),
+}
+
+
+def _tag_pieces(name: str) -> list[str]:
+    opener, key, value, closer = _TAGS[name]
+    args = key.format("a") + value.format("1")
+    return [
+        f"{opener}f{args}{closer}",
+        f"{opener}f\n{args}\n{closer}\n",
+        f"\n{opener}g{closer}",
+        f"{opener}f{key.format('b')}{value.format('x' + closer + 'y')}{closer}",  # the closer in a value
+        f"{opener}f{key.format('b')}{value.format('x')}",  # no closer
+        f"{opener}f{args}{closer}  prose ",
+        closer,
+        opener,
+        " ",
+        "\n\n",
+        "text",
+    ]
+
+
+def test_every_catalog_template_the_compound_step_takes_is_tested() -> None:
+    assert _compound_names() == sorted({*_TAGS, "kimi_k2", "qwen3_xml"})
+
+
+@pytest.mark.parametrize("name", sorted(_TAGS))
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_catalog_call_runs_agree_with_streaming(name: str, data: st.DataObject) -> None:
+    # The other catalog templates the compound step takes (kimi_k2 and qwen3_xml: above):
+    # call-dense runs of their own calls, with the ways out of the call loop between them, and
+    # texts of their vocabulary around them.
+    spec = CATALOG[name]
+    parts = data.draw(st.lists(st.sampled_from(_tag_pieces(name)), max_size=10), label="parts")
+    around = data.draw(cst.texts_for(spec, max_pieces=3), label="around")
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    text = "".join(parts)
+    assert_same(text, spec, tools=tools)
+    assert_same(around + text + around, spec, tools=tools)
+    _same_message(text, spec, tools)
 
 
 def _spec(opener: str, closer: str, guard: bool = True) -> dict:
