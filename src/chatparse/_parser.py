@@ -119,7 +119,13 @@ class ResponseParser:
         *,
         tools: list[dict | Callable] | ToolTable | None = None,
     ) -> None:
-        self._t = load_response_template(response_template)
+        # (a parser per request in a server: a compiled template is taken without a call)
+        t = (
+            response_template
+            if type(response_template) is Template
+            else load_response_template(response_template)
+        )
+        self._t = t
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
         if not isinstance(prefix, str):
@@ -128,8 +134,10 @@ class ResponseParser:
         self._tools = tools if type(tools) is ToolTable else build_tool_table(tools) if tools else {}
         self._buf = ""
         self._pos = 0
-        self._output: dict[str, Any] = copy_value(self._t.defaults)
-        self._current: str | None = self._t.implicit
+        defaults = t.defaults
+        self._output: dict[str, Any] = copy_value(defaults) if defaults else {}
+        implicit = t.implicit
+        self._current: str | None = implicit
         self._captures: dict[str, str] = {}
         self._body_start = 0  # a region's body is always buf[_body_start : start of its closer]
         self._opened = False
@@ -142,10 +150,10 @@ class ResponseParser:
         # The scanner, while its last answer to `_feed` was a quiet release (see `_feed`)
         self._quiet: Scanner | None = None
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
-        self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
+        self._dirty = implicit is not None and t.fields[implicit].dirty
         self._copy_values = True
         self.initial_events: list[Event] = []
-        truncated = self._t.truncate_past_last_anchor(prefix) if prefix else ""
+        truncated = t.truncate_past_last_anchor(prefix) if prefix else ""
         if truncated:
             self._start(truncated)
             self._quiet = None  # (the pass may leave no scanner: the first feed asks)
