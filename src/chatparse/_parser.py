@@ -33,8 +33,9 @@ That state is kept per template and prefix (`_PREFIX_STATES`), so a prompt that 
 costs a lookup instead of a pass of the streaming matcher (~17-27 us). A pass that held its tail
 (a delimiter may still start there: Qwen3's no-thinking prompt ends in the content's leading
 newlines) is kept too: its parser and every restored one go on with a scanner made afresh at the
-held position, which must hold there again on the same text (else nothing is kept); that costs
-one scanner decision on the tail instead of the whole pass.
+held position, which must hold there again on the same text (else nothing is kept). A restored
+parser makes that scanner only when it is needed, at its first feed (or at the end when no feed
+came): construction is a lookup and copies, and the tail is decided once, with the feed's text.
 """
 
 from __future__ import annotations
@@ -176,8 +177,10 @@ class ResponseParser:
             self._zw = zw
             self._dirty = dirty
             self.initial_events = _copy_events(events)
-            if pos < len(truncated):
-                self._process([], eos=False)  # the held tail: a scanner afresh, as the pass left
+            # A held tail (pos < len(truncated)) needs a scanner made afresh at the held position,
+            # which holds there again on the tail (the state is kept only when it does): the first
+            # feed makes it (`_feed` without a scanner), or `_end` when no feed came. Made here, it
+            # would decide the tail once more than that feed does.
             return
         self._buf = truncated
         self._process(self.initial_events, eos=False)
@@ -316,11 +319,16 @@ class ResponseParser:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         self._quiet = None  # (a feed after the end goes the checked way)
+        events: list[Event] = []
         sc = self._scanner
+        if sc is None and self._pos < len(self._buf):
+            # A restored prompt state whose held tail no feed followed (`_start`): the scanner the
+            # prefix pass's parser has there, holding on the tail (no events).
+            self._process(events, eos=False)
+            sc = self._scanner
         if cut_off and sc is not None and self._pos < len(self._buf):
             watches, at = sc.undecided(self._buf, self._zw)
             self._cut_off = [{"field": w.field, "opener": w.is_open, "start": at} for w in watches]
-        events: list[Event] = []
         if self._pos == len(self._buf):
             # Nothing left to route: the scanner could only hold (no match is taken at the very end
             # of the text), so the stream ends as on its hold without asking one, or making one
