@@ -256,9 +256,10 @@ class ChatParser:
         text_names, silent, required = _field_plan(self._t, stream_tool_calls)
         self._required = required  # (some field is `optional: false`: checked at the end)
         # Fields whose clean chunks are content or reasoning text (the per-token path of `feed`).
-        self._text_fields: dict[str, TextStream] = {
-            name: self._content if name == "content" else self._reasoning for name in text_names
-        }
+        text_fields: dict[str, TextStream] = {}
+        for name in text_names:  # (a loop: a comprehension is a frame, on every request)
+            text_fields[name] = self._content if name == "content" else self._reasoning
+        self._text_fields = text_fields
         self._calls = ToolCallAssembler(
             stream=stream_tool_calls,
             offered=offered,
