@@ -321,14 +321,16 @@ class ResponseParser:
         self._quiet = None  # (a feed after the end goes the checked way)
         events: list[Event] = []
         sc = self._scanner
-        if sc is None and self._pos < len(self._buf):
-            # A restored prompt state whose held tail no feed followed (`_start`): the scanner the
-            # prefix pass's parser has there, holding on the tail (no events).
-            self._process(events, eos=False)
-            sc = self._scanner
-        if cut_off and sc is not None and self._pos < len(self._buf):
-            watches, at = sc.undecided(self._buf, self._zw)
-            self._cut_off = [{"field": w.field, "opener": w.is_open, "start": at} for w in watches]
+        if cut_off and self._pos < len(self._buf):
+            if sc is None and len(self._buf) == self._emit_from:
+                # A restored prompt state whose held tail no feed followed (`_start`; the buffer
+                # is still the prompt): the scanner the prefix pass's parser has there, holding on
+                # the tail (no events), for its report.
+                self._process(events, eos=False)
+                sc = self._scanner
+            if sc is not None:
+                watches, at = sc.undecided(self._buf, self._zw)
+                self._cut_off = [{"field": w.field, "opener": w.is_open, "start": at} for w in watches]
         if self._pos == len(self._buf):
             # Nothing left to route: the scanner could only hold (no match is taken at the very end
             # of the text), so the stream ends as on its hold without asking one, or making one

@@ -64,7 +64,10 @@ them after one check, and an adapter that steps the core itself (`_core_feed`, t
 skips this layer for both, and hands every other answer to `_answer`
 (a clean chunk of a text region it may give to that region's `TextStream.piece` itself, as
 `_to_sink` does). `finish` is `_end_stream` (the last deltas) and then the message; an adapter
-that returns only deltas (the SGLang plugin) calls `_end_stream` and reads `_unreturned`.
+that returns only deltas (the SGLang plugin) calls `_end_stream` and reads `_unreturned`. The end
+asks the core for its last events only (`ResponseParser._end`, and the required-field check where
+the template has such a field): the core's own final message is never built, and its report of
+openers undecided at the end (`cut_off`) is made only for `finish_reason="length"`.
 What the layer re-derives from the parser's buffer is limited to two things the events do not
 carry: a cut-off call opener at `finish(finish_reason="length")` (from the core's `cut_off`) and
 prefix text the core holds and never re-emits (the refill, see `__init__`).
