@@ -33,8 +33,9 @@ That state is kept per template and prefix (`_PREFIX_STATES`), so a prompt that 
 costs a lookup instead of a pass of the streaming matcher (~17-27 us). A pass that held its tail
 (a delimiter may still start there: Qwen3's no-thinking prompt ends in the content's leading
 newlines) is kept too: its parser and every restored one go on with a scanner made afresh at the
-held position, which must hold there again on the same text (else nothing is kept); that costs
-one scanner decision on the tail instead of the whole pass.
+held position, which must hold there again on the same text (else nothing is kept). A restored
+parser makes that scanner only when it is needed, at its first feed (or at the end when no feed
+came): construction is a lookup and copies, and the tail is decided once, with the feed's text.
 """
 
 from __future__ import annotations
@@ -119,7 +120,13 @@ class ResponseParser:
         *,
         tools: list[dict | Callable] | ToolTable | None = None,
     ) -> None:
-        self._t = load_response_template(response_template)
+        # (a parser per request in a server: a compiled template is taken without a call)
+        t = (
+            response_template
+            if type(response_template) is Template
+            else load_response_template(response_template)
+        )
+        self._t = t
         if prefix is None:
             raise ValueError(_PREFIX_REQUIRED)
         if not isinstance(prefix, str):
@@ -128,8 +135,10 @@ class ResponseParser:
         self._tools = tools if type(tools) is ToolTable else build_tool_table(tools) if tools else {}
         self._buf = ""
         self._pos = 0
-        self._output: dict[str, Any] = copy_value(self._t.defaults)
-        self._current: str | None = self._t.implicit
+        defaults = t.defaults
+        self._output: dict[str, Any] = copy_value(defaults) if defaults else {}
+        implicit = t.implicit
+        self._current: str | None = implicit
         self._captures: dict[str, str] = {}
         self._body_start = 0  # a region's body is always buf[_body_start : start of its closer]
         self._opened = False
@@ -142,10 +151,10 @@ class ResponseParser:
         # The scanner, while its last answer to `_feed` was a quiet release (see `_feed`)
         self._quiet: Scanner | None = None
         self._emit_from = 0  # chunks never re-emit prefix characters released late (D20)
-        self._dirty = self._t.implicit is not None and self._t.fields[self._t.implicit].dirty
+        self._dirty = implicit is not None and t.fields[implicit].dirty
         self._copy_values = True
         self.initial_events: list[Event] = []
-        truncated = self._t.truncate_past_last_anchor(prefix) if prefix else ""
+        truncated = t.truncate_past_last_anchor(prefix) if prefix else ""
         if truncated:
             self._start(truncated)
             self._quiet = None  # (the pass may leave no scanner: the first feed asks)
@@ -168,8 +177,10 @@ class ResponseParser:
             self._zw = zw
             self._dirty = dirty
             self.initial_events = _copy_events(events)
-            if pos < len(truncated):
-                self._process([], eos=False)  # the held tail: a scanner afresh, as the pass left
+            # A held tail (pos < len(truncated)) needs a scanner made afresh at the held position,
+            # which holds there again on the tail (the state is kept only when it does): the first
+            # feed makes it (`_feed` without a scanner), or `_end` when no feed came. Made here, it
+            # would decide the tail once more than that feed does.
             return
         self._buf = truncated
         self._process(self.initial_events, eos=False)
@@ -308,11 +319,18 @@ class ResponseParser:
         if self._finalized:
             raise RuntimeError("ResponseParser already finalized")
         self._quiet = None  # (a feed after the end goes the checked way)
-        sc = self._scanner
-        if cut_off and sc is not None and self._pos < len(self._buf):
-            watches, at = sc.undecided(self._buf, self._zw)
-            self._cut_off = [{"field": w.field, "opener": w.is_open, "start": at} for w in watches]
         events: list[Event] = []
+        sc = self._scanner
+        if cut_off and self._pos < len(self._buf):
+            if sc is None and len(self._buf) == self._emit_from:
+                # A restored prompt state whose held tail no feed followed (`_start`; the buffer
+                # is still the prompt): the scanner the prefix pass's parser has there, holding on
+                # the tail (no events), for its report.
+                self._process(events, eos=False)
+                sc = self._scanner
+            if sc is not None:
+                watches, at = sc.undecided(self._buf, self._zw)
+                self._cut_off = [{"field": w.field, "opener": w.is_open, "start": at} for w in watches]
         if self._pos == len(self._buf):
             # Nothing left to route: the scanner could only hold (no match is taken at the very end
             # of the text), so the stream ends as on its hold without asking one, or making one

@@ -16,6 +16,7 @@ from chatparse.errors import RequiredFieldsMissing
 from chatparse.integrations import _common as C
 from chatparse.integrations._split import ReasoningSplitter, ToolsOffSplitter
 
+from ..support.build import pure_only
 from ..support.counting import calls_of
 
 QWEN_PROMPT = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
@@ -347,6 +348,22 @@ def test_splitter_consumes_reasoning_and_passes_the_rest_verbatim() -> None:
 def test_splitter_never_passes_prompt_text_on() -> None:
     prompt = QWEN_PROMPT + "<think>\n\n</think>\n\n"
     assert split_all(qwen3(), prompt, ["Answer."]) == ("", "Answer.")
+
+
+@pure_only  # counts `ResponseParser._finish` and `Scanner.undecided` by patching them
+def test_splitter_end_builds_no_core_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The splitter's end reads the core's last events only: no final message of the core and no
+    cut-off report (an output ending in a held opener start, so there is one to make)."""
+    from chatparse import _parser, _scan
+
+    message = calls_of(monkeypatch, _parser.ResponseParser, "_finish")
+    undecided = calls_of(monkeypatch, _scan.Scanner, "undecided")
+    for cls in (ReasoningSplitter, ToolsOffSplitter):
+        assert split_all(qwen3(), QWEN_PROMPT, ["<think>\nx\n</think>\n\nHi <tool_c"], cls) == (
+            "x",
+            "Hi <tool_c",
+        )
+    assert message[0] == 0 and undecided[0] == 0
 
 
 TEXTS = [

@@ -862,9 +862,13 @@ def test_tool_parser_parsing_alone_steps_the_core_and_skips_chatparser_on_quiet_
 
 
 def test_per_request_derivations_are_made_once(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A reasoning detector and a tool-call detector per request: the reasoning markers and the
-    literal reasoning openers the prompt probe needs are derived once per template, not per
-    request."""
+    """A reasoning detector and a tool-call detector per request: the reasoning markers, the
+    literal reasoning openers the prompt probe needs and the tool-call detector's template variant
+    and policy are derived once per template, not per request."""
+    from chatparse.integrations._common import Resolved
+
+    variants = calls_of(monkeypatch, Resolved, "variant")
+    tool_detector: list[int] = []  # `Resolved.variant` calls per tool-call detector and prefix
     literal: list[Any] = []
     openers: list[Any] = []
     real_literal, real_openers = plugin.delimiter_literal, plugin._derive_reasoning_openers
@@ -878,10 +882,14 @@ def test_per_request_derivations_are_made_once(tok: Any, monkeypatch: pytest.Mon
                     "chatparse", True, False, None, tokenizer=tok, tool_call_parser_active=True
                 )
                 assert (rp.detector.think_start_token, rp.detector.think_end_token) == ("<think>", "</think>")
+                before = variants[0]
                 assert plugin.ChatparseDetector(tokenizer=tok)._prefix() == PROMPT
+                tool_detector.append(variants[0] - before)
         finally:
             plugin._REQUEST.reset(token)
     assert len(literal) == 2 and len(openers) == 1  # opener and closer once; the openers once
+    # the tool-call detector's templates (the one it parses with, the whole one): its first asks
+    assert tool_detector[0] > 0 and tool_detector[1:] == [0, 0, 0, 0]
 
 
 def test_the_prompt_probe_runs_once_per_prompt_tail(tok: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -446,7 +446,8 @@ def test_one_tool_table_per_parser_and_one_field_plan_per_template(monkeypatch: 
     for name in catalog.names():
         t = catalog.load(name)
         for mode in ("complete", "early"):
-            text, silent = _chat._field_plan(t, mode)
+            text, silent, required = _chat._field_plan(t, mode)
+            assert required == any(not f.optional for f in t.fields.values())
             assert set(text) == {
                 n
                 for n, f in t.fields.items()

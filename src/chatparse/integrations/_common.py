@@ -504,13 +504,20 @@ def parser_tool_table(tools: Sequence[Any] | None) -> ToolTable | None:
     `parser_tools` gives them). A parser takes the table as it is (`ChatParser(tools=table)`)."""
     table = ToolTable()
     for tool in tools or ():
-        read = _engine_function(tool)
-        if read is None:
-            table.update(build_tool_table(tool_dicts((tool,))))
-        else:
-            name, params = read
-            properties = params.get("properties") if params is not None else None
-            table[name] = properties if isinstance(properties, dict) else {}
+        # `_engine_function`, inlined (a request's every tool, on every request)
+        fn = None if isinstance(tool, dict) else getattr(tool, "function", None)
+        if fn is not None and not isinstance(fn, dict) and hasattr(tool, "model_dump"):
+            name = getattr(fn, "name", None)
+            params = getattr(fn, "parameters", None)
+            if isinstance(name, str):
+                if params is None:
+                    table[name] = {}
+                    continue
+                if isinstance(params, dict):
+                    properties = params.get("properties")
+                    table[name] = properties if isinstance(properties, dict) else {}
+                    continue
+        table.update(build_tool_table(tool_dicts((tool,))))
     return table or None
 
 

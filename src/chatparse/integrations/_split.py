@@ -18,7 +18,6 @@ from typing import Any
 
 from .._parser import ResponseParser
 from .._template import Template
-from ..errors import RequiredFieldsMissing
 from ._common import REASONING_FIELDS, TOOL_FIELD
 
 
@@ -72,10 +71,10 @@ class ReasoningSplitter:
         if self._finished:
             return "", ""
         self._finished = True
-        try:
-            _, events = self._parser.finalize()
-        except RequiredFieldsMissing as e:
-            events = e.events
+        # The core's end events only: its final message (`finalize`'s, which also checks required
+        # fields and reports cut-off openers) is never read here.
+        events = self._parser._end(False)
+        self._parser._finalized = True
         reasoning: list[str] = []
         normal: list[str] = []
         self._route(events, reasoning, normal)

@@ -91,10 +91,12 @@ except ImportError as e:  # pragma: no cover - exercised only without SGLang
 
 from .._parser import ResponseParser
 from .._rx import required_literal
+from .._template import Template
 from ..openai import ChatParser
 from ._common import (
     PARSER_NAME,
     REASONING_FIELDS,
+    Policy,
     Resolved,
     delimiter_literal,
     describe,
@@ -539,36 +541,51 @@ class ChatparseDetector(BaseFormatDetector):
 
     def __init__(self, tokenizer: Any = None) -> None:
         super().__init__()
-        self._resolved: Resolved = resolve(tokenizer, model=None)
-        self._policy = self._resolved.policies["sglang"]
-        template = self._resolved.variant(reasoning=False, tools=True)
-        self._template = template if template is not None else self._resolved.template
+        resolved = self._resolved = resolve(tokenizer, model=None)
+        # (policy, template parsed with, whole template): once per template (a detector per
+        # request and choice asks)
+        setup: tuple[Policy, Template, Template] | None = resolved.memo.get("sglang.tool_detector")
+        if setup is None:
+            whole = resolved.template
+            template = resolved.variant(reasoning=False, tools=True)
+            setup = (resolved.policies["sglang"], whole if template is None else template, whole)
+            resolved.memo["sglang.tool_detector"] = setup
+        self._policy, self._template, self._whole = setup
         self._stream: ChatParser | None = None
         self._done = False
         self._tools_seen: list[Any] | None = None  # FunctionCallParser passes tools to the parse calls only
 
-    def _prefix(self) -> str:
+    def _prefix(self, ctx: dict[str, Any] | None = None) -> str:
         """The prompt without the reasoning regions it writes or leaves open (`<think>`, or an
-        empty `<think></think>` when thinking is disabled).
+        empty `<think></think>` when thinking is disabled). `ctx`: the request context, when the
+        caller has it at hand.
 
         The reasoning parser runs first and consumes reasoning, so that text is not this parser's:
         kept, it would read as content (the template used here has no reasoning field). Every other
         region the prompt opens (a pre-opened answer section, a call) stays in view.
         """
-        prompt = _prefix_now()
-        openers = _reasoning_openers(self._resolved) if prompt else None
+        if ctx is None:
+            ctx = _REQUEST.get()
+        prompt = ctx.get("prefix") if ctx else None
+        if not prompt or not isinstance(prompt, str):
+            return ""
+        openers = _reasoning_openers(self._resolved)
         if openers is None:
             return prompt
-        if openers and not any(o in prompt for o in openers):
-            # No reasoning opener in the prompt: it opens no reasoning region (the probe below
-            # would find none), and the probe's parse would cost more than a short turn's steps.
-            return prompt
+        if openers:
+            for o in openers:
+                if o in prompt:
+                    break
+            else:
+                # No reasoning opener in the prompt: it opens no reasoning region (the probe
+                # below would find none), and its parse would cost more than a short turn's steps.
+                return prompt
         # Only the prompt past its last start anchor is parsed (the probe's `input_text`), and
         # what the probe keeps of it depends on that text and the template alone: remembered per
         # template for short tails (a server's prompts end in the same few generation prompts,
         # e.g. Qwen3's `<think>\n\n</think>\n\n` when thinking is off), so the probe's parse
         # runs once per tail, not per request.
-        tail = self._resolved.template.truncate_past_last_anchor(prompt)
+        tail = self._whole.truncate_past_last_anchor(prompt)
         tails: dict[str, str] | None = self._resolved.memo.get("sglang.prompt_tails")
         if tails is None:
             tails = self._resolved.memo["sglang.prompt_tails"] = {}
@@ -583,10 +600,10 @@ class ChatparseDetector(BaseFormatDetector):
             return prompt
         return prompt[: len(prompt) - len(tail)] + kept
 
-    def _parser(self, tools: list[Any] | None) -> ChatParser:
+    def _parser(self, tools: list[Any] | None, ctx: dict[str, Any] | None = None) -> ChatParser:
         return ChatParser(
             template=self._template,
-            prefix=self._prefix(),
+            prefix=self._prefix(ctx),
             tools=parser_tool_table(tools),
             stream_tool_calls=self._policy.stream_tool_calls,
             unknown_tools=self._policy.unknown_tools,
@@ -636,7 +653,7 @@ class ChatparseDetector(BaseFormatDetector):
             one.linked = True
             self.__dict__["parse_streaming_increment"] = one.take
             return one.take(new_text, tools)
-        stream = self._stream = self._parser(tools)
+        stream = self._stream = self._parser(tools, ctx)
         result = _step_result(stream.feed(new_text))
         # This detector parses the turn itself: SGLang's per-token call goes straight to the
         # parse's own step from now on (bound on this per-request object, until `finish`).

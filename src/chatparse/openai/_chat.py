@@ -64,7 +64,10 @@ them after one check, and an adapter that steps the core itself (`_core_feed`, t
 skips this layer for both, and hands every other answer to `_answer`
 (a clean chunk of a text region it may give to that region's `TextStream.piece` itself, as
 `_to_sink` does). `finish` is `_end_stream` (the last deltas) and then the message; an adapter
-that returns only deltas (the SGLang plugin) calls `_end_stream` and reads `_unreturned`.
+that returns only deltas (the SGLang plugin) calls `_end_stream` and reads `_unreturned`. The end
+asks the core for its last events only (`ResponseParser._end`, and the required-field check where
+the template has such a field): the core's own final message is never built, and its report of
+openers undecided at the end (`cut_off`) is made only for `finish_reason="length"`.
 What the layer re-derives from the parser's buffer is limited to two things the events do not
 carry: a cut-off call opener at `finish(finish_reason="length")` (from the core's `cut_off`) and
 prefix text the core holds and never re-emits (the refill, see `__init__`).
@@ -108,18 +111,19 @@ def _text_key(name: str) -> bool:
     return name == "content" or name in REASONING_FIELDS
 
 
-_PLANS: dict[tuple[int, str], tuple[Template, tuple[str, ...], frozenset[str]]] = {}
+_PLANS: dict[tuple[int, str], tuple[Template, tuple[str, ...], frozenset[str], bool]] = {}
 _PLANS_MAX = 256
 
 
-def _field_plan(t: Template, stream_tool_calls: str) -> tuple[tuple[str, ...], frozenset[str]]:
-    """`(text fields, silent fields)` of `t` for a `ChatParser`: the fields whose clean chunks are
-    content or reasoning text, and those whose chunks make no delta. Derived once per template
-    and streaming mode (a parser per request asks; templates are compiled once and kept)."""
+def _field_plan(t: Template, stream_tool_calls: str) -> tuple[tuple[str, ...], frozenset[str], bool]:
+    """`(text fields, silent fields, required)` of `t` for a `ChatParser`: the fields whose clean
+    chunks are content or reasoning text, those whose chunks make no delta, and whether some field
+    is `optional: false` (checked at the end). Derived once per template and streaming mode (a
+    parser per request asks; templates are compiled once and kept)."""
     key = (id(t), stream_tool_calls)
     hit = _PLANS.get(key)
     if hit is not None and hit[0] is t:
-        return hit[1], hit[2]
+        return hit[1], hit[2], hit[3]
     fields = t.fields
     text = tuple(name for name, f in fields.items() if _text_key(name) and not f.dirty)
     silent = frozenset(
@@ -130,8 +134,9 @@ def _field_plan(t: Template, stream_tool_calls: str) -> tuple[tuple[str, ...], f
     )
     if len(_PLANS) >= _PLANS_MAX:
         _PLANS.clear()
-    _PLANS[key] = (t, text, silent)  # the template is kept with its plan: its id stays its own
-    return text, silent
+    required = any(not f.optional for f in fields.values())
+    _PLANS[key] = (t, text, silent, required)  # the template is kept with its plan: its id stays its own
+    return text, silent, required
 
 
 _AS_GIVEN: dict[int, tuple[Template, bool]] = {}
@@ -251,11 +256,13 @@ class ChatParser:
             )
         self._content = TextStream()
         self._reasoning = TextStream()
-        text_names, silent = _field_plan(self._t, stream_tool_calls)
+        text_names, silent, required = _field_plan(self._t, stream_tool_calls)
+        self._required = required  # (some field is `optional: false`: checked at the end)
         # Fields whose clean chunks are content or reasoning text (the per-token path of `feed`).
-        self._text_fields: dict[str, TextStream] = {
-            name: self._content if name == "content" else self._reasoning for name in text_names
-        }
+        text_fields: dict[str, TextStream] = {}
+        for name in text_names:  # (a loop: a comprehension is a frame, on every request)
+            text_fields[name] = self._content if name == "content" else self._reasoning
+        self._text_fields = text_fields
         self._calls = ToolCallAssembler(
             stream=stream_tool_calls,
             offered=offered,
@@ -329,16 +336,25 @@ class ChatParser:
             # The detect layer applies the cut-off policy itself (it knows its families' openers).
             _, events = self._auto.finalize(finish_reason)
         else:
-            assert isinstance(self._parser, ResponseParser)
-            try:
-                _, events = self._parser.finalize()
-            except RequiredFieldsMissing as e:
-                events = e.events
-                self._errors.append({"field": None, "error": str(e), "text": None})
+            core = self._parser
+            assert isinstance(core, ResponseParser)
+            # The core's `finalize` without what this layer never reads: the core's final message
+            # (this layer builds its own) and, unless the output was cut off, the report of the
+            # openers still undecided at the end (`cut_off`, read only by `_drop_cut_opener`).
+            events = core._end(finish_reason == "length")
+            if self._required:  # (some field is `optional: false`)
+                try:
+                    core._check_required(events)
+                except RequiredFieldsMissing as e:
+                    self._errors.append({"field": None, "error": str(e), "text": None})
+            core._finalized = True
             if finish_reason == "length":
                 events = self._drop_cut_opener(events)
-        deltas = self._pending + self._process(events, truncated_drops=finish_reason == "length")
-        self._pending = []
+        # (most outputs end with nothing left to route: no events)
+        deltas = self._process(events, truncated_drops=finish_reason == "length") if events else []
+        if self._pending:
+            deltas = self._pending + deltas
+            self._pending = []
         return deltas
 
     def _unreturned(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
