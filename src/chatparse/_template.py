@@ -75,6 +75,11 @@ class Template:
     watch: WatchList = field(repr=False)
     #: Whether the start-anchor search runs with a time limit (a pattern not proven cheap).
     anchor_guarded: bool = True
+    #: The start anchor when it is one literal that no proper prefix of it also ends
+    #: (`_borderless`): its occurrences never overlap, so the last of the leftmost non-overlapping
+    #: matches is its last occurrence, found by `str.rfind` from the end (a server's prompt is
+    #: searched once per request; a long conversation's prompt is tens of kilobytes). Else None.
+    anchor_last: str | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A template pickles as the spec it was compiled from (`datasets` workers,
@@ -111,6 +116,12 @@ class Template:
 
     def truncate_past_last_anchor(self, text: str) -> str:
         """The part of `text` after the last start-anchor match (non-overlapping, leftmost)."""
+        last = self.anchor_last
+        if last is not None:
+            i = text.rfind(last)
+            if i >= 0:
+                return text[i + len(last) :]
+            return self._anchor_missing(text)
         last_end = None
         try:
             if self.anchor_guarded:
@@ -124,13 +135,16 @@ class Template:
                 f"response_template: start anchor search timed out after {REGEX_TIMEOUT}s on the prefix"
             ) from e
         if last_end is None:
-            kind = "start_anchor" if self.anchor_literals is not None else "start_anchor_pattern"
-            logger.info(
-                f"response_template defines {kind} but the anchor was not found "
-                "in the prefix; the parser will process the entire prefix instead."
-            )
-            return text
+            return self._anchor_missing(text)
         return text[last_end:]
+
+    def _anchor_missing(self, text: str) -> str:
+        kind = "start_anchor" if self.anchor_literals is not None else "start_anchor_pattern"
+        logger.info(
+            f"response_template defines {kind} but the anchor was not found "
+            "in the prefix; the parser will process the entire prefix instead."
+        )
+        return text
 
 
 def _compile_delimiter(scope: str, spec: dict, literal_key: str, pattern_key: str) -> Delimiter | None:
@@ -316,7 +330,18 @@ def _compile(spec: Any) -> Template:
         anchor_literals=anchor.literals,
         watch=WatchList(entries),
         anchor_guarded=anchor.literals is None and not _rx.is_proven_cheap(anchor.source, regex.DOTALL),
+        anchor_last=(
+            anchor.literals[0]
+            if anchor.literals is not None and len(anchor.literals) == 1 and _borderless(anchor.literals[0])
+            else None
+        ),
     )
+
+
+def _borderless(s: str) -> bool:
+    """Whether no proper non-empty prefix of `s` is also a suffix of it (then no two occurrences
+    of `s` in a text overlap)."""
+    return all(s[:k] != s[len(s) - k :] for k in range(1, len(s)))
 
 
 def _compile_guarded(spec: Any) -> Template:
