@@ -41,7 +41,8 @@ characters; an `AfterSearch` literal or character from its length back), one for
 inside a literal lead, plus the trailing run of a leading loop class (the whitespace before
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
 this is the per-token fast path, inlined in `decide` for a feed without the one character every
-lead begins with (`_per_token_general` for two characters, an `after` literal, an open value close
+lead begins with (a trailing run of a list's only leading loop class read back there, up to 8
+characters) (`_per_token_general` for two characters, an `after` literal, an open value close
 or a guarded leading loop). A tail that begins a long literal lead is then followed with
 `startswith` on later feeds, not searched for again, and while it begins another lead (a marker
 streamed in pieces: `<｜DSML｜` then `function`) by one lookup in the set of the tails that begin a
@@ -3267,13 +3268,31 @@ class Scanner:
                     if q == n - 1:
                         n -= 1  # (a run clipped at `q`)
                     else:
-                        prev = la.cache.get(buf[n - 2])
+                        cache = la.cache
+                        prev = cache.get(buf[n - 2])
                         if prev is None:
                             prev = la(buf[n - 2])
-                        if prev:
-                            n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
-                        else:
+                        if not prev:
                             n -= 1
+                        else:
+                            # A run of two or more ("\n\n"): read back up to 8 characters, clipped
+                            # at `q` (with one leading loop class, its run is the trailing run
+                            # `_trailing` finds); a longer run, or several classes, ask it.
+                            i = n - 2
+                            stop = n - 8 if n - 8 > q else q
+                            while i > stop:
+                                hit = cache.get(buf[i - 1])
+                                if hit is None:
+                                    hit = la(buf[i - 1])
+                                if not hit:
+                                    break
+                                i -= 1
+                            pre = self._pre
+                            assert pre is not None
+                            if (i > stop or i == q) and len(pre.loops) == 1:
+                                n = i
+                            else:
+                                n = self._trailing(buf, pre)
                 self.q = n
                 h.at = n
                 return h
