@@ -49,8 +49,8 @@ streamed in pieces: `<｜DSML｜` then `function`) by one lookup in the set of t
 lead with none complete at their start (`Prefilter.open_heads`, what the two tries' anchored
 matches would say). Once it begins none and no lead is complete at its start (`<｜DSML｜ parameter`
 held at `<` in a DSML call body; unguarded, no leading loop, the hold at the tail itself), its
-start has failed too, and the prefilter's searches from the next position decide the rest there,
-without the per-token path's search from before it. In a region with a JSON string guard the prefilter decides only the feeds
+start has failed too, and the prefilter is asked from the next position at once, without the
+per-token path's search from before it. In a region with a JSON string guard the prefilter decides only the feeds
 with nothing to hold (no lead, no tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
 inlined path (with a value close, while the body's value is still open). A region with no text
 yet is decided at once, also at the end of the stream (no match is taken at the very end).
@@ -3191,6 +3191,7 @@ class Scanner:
             self._tail_at = -1
             if (
                 j == self.q
+                and not buf.startswith(lead, j)  # (the lead completed: the usual paths commit it)
                 and pre is not None
                 and not pre.inner
                 and not pre.loops
@@ -3201,17 +3202,14 @@ class Scanner:
             ):
                 # Nor is a lead (or an `after` literal) complete at its start: the tail is text
                 # that begins no lead (`<｜DSML｜ parameter` in a DSML call body, held at `<`), so
-                # its start fails as every position before it did, and what `_prefiltered` would
-                # answer from the next one is asked here at once: no lead from there (an `after`
-                # literal from `back` before it) and no tail that begins one releases everything.
+                # its start fails as every position before it did, and `_prefiltered` is asked
+                # from the next one at once (not after the per-token path found the tail's first
+                # character again). A lead found there goes on to the usual paths from there.
                 # (No leading loop: no run can reach the tail; a run of the list would hold it.)
-                q = self.q = j + 1
-                lo = q - pre.back
-                if pre.search_re.search(buf, lo if lo > 0 else 0) is None:
-                    self._searched = n
-                    t = n - pre.maxlen + 1
-                    if pre.head_re.search(buf, t if t > q else q) is None:
-                        return self._released(buf, n) if self._quietable else self._hold_at(n)
+                self.q = j + 1
+                at = self._prefiltered(buf, pre)
+                if at >= 0:
+                    return self._released(buf, at) if self._quietable and at == n else self._hold_at(at)
         elif self.q >= len(buf) and (not eos or self.guard is None):
             # No text in the region yet (a region that opened at the end of the buffer): no match
             # is taken at the very end, so nothing is decided before the end of the stream, nor

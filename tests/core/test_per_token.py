@@ -299,10 +299,9 @@ def test_a_held_tail_that_begins_no_lead_is_released_from_the_tail_branch(
 ) -> None:
     """In a DSML call body, `<` is held (it begins the closer `</｜DSML｜invoke>`); the next piece
     `｜DSML｜` makes it the start of a parameter tag, which begins no lead, and no lead is complete
-    at it: the held-tail branch of `decide` releases the piece itself, by the searches
-    `_prefiltered` would make from the position after the tail (before: the per-token path found
-    the `<`, then `_chain_decide` asked `_prefiltered`, which searched from before it). Quiet after,
-    as before."""
+    at it: the held-tail branch of `decide` asks `_prefiltered` from the position after the tail
+    itself (before: the per-token path found the `<` again, then `_chain_decide` asked
+    `_prefiltered`). Quiet after, as before."""
     t = chatparse.load_response_template(CATALOG["deepseek_dsml"])
     head = ["<｜DSML｜function_calls>", "\n", '<｜DSML｜invoke name="f">', "\n"]
     p = ResponseParser(t, prefix="")
@@ -315,7 +314,7 @@ def test_a_held_tail_that_begins_no_lead_is_released_from_the_tail_branch(
         for name in ("_per_token_general", "_chain_decide", "_prefiltered", "_released")
     ]
     assert p._feed("｜DSML｜") == "<｜DSML｜"
-    assert [c[0] for c in counted] == [0, 0, 0, 1]
+    assert [c[0] for c in counted] == [0, 0, 1, 1]
     assert p._quiet is sc and sc.q == len(p.input_text) and sc._tail_at == -1
     rest = ['parameter name="a">v</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>']
     for piece in rest:
