@@ -47,10 +47,7 @@ or a guarded leading loop). A tail that begins a long literal lead is then follo
 `startswith` on later feeds, not searched for again, and while it begins another lead (a marker
 streamed in pieces: `<｜DSML｜` then `function`) by one lookup in the set of the tails that begin a
 lead with none complete at their start (`Prefilter.open_heads`, what the two tries' anchored
-matches would say). Once it begins none and no lead is complete at its start (`<｜DSML｜ parameter`
-held at `<` in a DSML call body; unguarded, no leading loop, the hold at the tail itself), its
-start has failed too, and the prefilter is asked from the next position at once, without the
-per-token path's search from before it. In a region with a JSON string guard the prefilter decides only the feeds
+matches would say). In a region with a JSON string guard the prefilter decides only the feeds
 with nothing to hold (no lead, no tail of one, no loop run); without a leading loop, a feed with no lead character takes the same
 inlined path (with a value close, while the body's value is still open). A region with no text
 yet is decided at once, also at the end of the stream (no match is taken at the very end).
@@ -3189,27 +3186,6 @@ class Scanner:
                 self._searched = n
                 return self._hold
             self._tail_at = -1
-            if (
-                j == self.q
-                and not buf.startswith(lead, j)  # (the lead completed: the usual paths commit it)
-                and pre is not None
-                and not pre.inner
-                and not pre.loops
-                and self.guard is None
-                and self._late is None
-                and self.live is None
-                and pre.search_re.match(buf, j) is None
-            ):
-                # Nor is a lead (or an `after` literal) complete at its start: the tail is text
-                # that begins no lead (`<｜DSML｜ parameter` in a DSML call body, held at `<`), so
-                # its start fails as every position before it did, and `_prefiltered` is asked
-                # from the next one at once (not after the per-token path found the tail's first
-                # character again). A lead found there goes on to the usual paths from there.
-                # (No leading loop: no run can reach the tail; a run of the list would hold it.)
-                self.q = j + 1
-                at = self._prefiltered(buf, pre)
-                if at >= 0:
-                    return self._released(buf, at) if self._quietable and at == n else self._hold_at(at)
         elif self.q >= len(buf) and (not eos or self.guard is None):
             # No text in the region yet (a region that opened at the end of the buffer): no match
             # is taken at the very end, so nothing is decided before the end of the stream, nor

@@ -294,36 +294,6 @@ def test_a_dsml_parameter_streamed_in_pieces_asks_the_scanner_at_its_tags_only(
 
 
 @pure_only
-def test_a_held_tail_that_begins_no_lead_is_released_from_the_tail_branch(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """In a DSML call body, `<` is held (it begins the closer `</｜DSML｜invoke>`); the next piece
-    `｜DSML｜` makes it the start of a parameter tag, which begins no lead, and no lead is complete
-    at it: the held-tail branch of `decide` asks `_prefiltered` from the position after the tail
-    itself (before: the per-token path found the `<` again, then `_chain_decide` asked
-    `_prefiltered`). Quiet after, as before."""
-    t = chatparse.load_response_template(CATALOG["deepseek_dsml"])
-    head = ["<｜DSML｜function_calls>", "\n", '<｜DSML｜invoke name="f">', "\n"]
-    p = ResponseParser(t, prefix="")
-    for piece in head + ["<"]:
-        p.feed(piece)
-    sc = p._scanner
-    assert sc is not None and sc._tail_at == sc.q == len(p.input_text) - 1
-    counted = [
-        calls_of(monkeypatch, _scan.Scanner, name)
-        for name in ("_per_token_general", "_chain_decide", "_prefiltered", "_released")
-    ]
-    assert p._feed("｜DSML｜") == "<｜DSML｜"
-    assert [c[0] for c in counted] == [0, 0, 1, 1]
-    assert p._quiet is sc and sc.q == len(p.input_text) and sc._tail_at == -1
-    rest = ['parameter name="a">v</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>']
-    for piece in rest:
-        p.feed(piece)
-    text = "".join(head + ["<", "｜DSML｜"] + rest)
-    assert p.finalize()[0] == chatparse.parse_response(text, t, prefix="")
-
-
-@pure_only
 def test_a_short_whitespace_run_is_held_without_the_run_finders(monkeypatch: pytest.MonkeyPatch) -> None:
     """Content before a call often ends in a blank line (`\\n\\n` before `<tool_call>` or a DSML
     marker) that the leading `\\s*` of the call opener may take: the run is held. A run of up to 8
