@@ -41,7 +41,8 @@ characters; an `AfterSearch` literal or character from its length back), one for
 inside a literal lead, plus the trailing run of a leading loop class (the whitespace before
 `\\s*<tool_call>`). When it finds nothing, the whole decision is made without touching a cursor;
 this is the per-token fast path, inlined in `decide` for a feed without the one character every
-lead begins with (`_per_token_general` for two characters, an `after` literal, an open value close
+lead begins with (a trailing run of a list's only leading loop class read back there, up to 8
+characters) (`_per_token_general` for two characters, an `after` literal, an open value close
 or a guarded leading loop). A tail that begins a long literal lead is then followed with
 `startswith` on later feeds, not searched for again, and while it begins another lead (a marker
 streamed in pieces: `<｜DSML｜` then `function`) by one lookup in the set of the tails that begin a
@@ -96,8 +97,9 @@ all chains without a leading run (`_spelled`: Gemma 4's `<\\|channel>(?:thought\
 a spelled-out group are kept in each sequence: gpt-oss's content opener), has walks
 (`Delimiter.walks`): its
 cursor (`ChainCursor`) decides a candidate by walking the branches in priority order (`startswith`,
-one C run match per run) instead of a matcher attempt, stops the walk where the text ends and
-resumes it there (a walk that the new text leaves stopped in the same literal, run or tail is kept
+one C run match per run; a branch alike to the one before it up to where that one failed goes on
+from there, or fails there too: `_shares`) instead of a matcher attempt, stops the walk where the
+text ends and resumes it there (a walk that the new text leaves stopped in the same literal, run or tail is kept
 without walking: `_stopped_again`, asked by `ChainCursor.still_live` and, for the scanner's own
 walk, by `decide` itself); its captures come from one `regex` match at the committed start.
 
@@ -1054,8 +1056,10 @@ class Delimiter:
             # take its leads too. (Its cursor stays a `LiteralCursor`.)
             self.branches = [_Branch(Chain(None, [x], [x], [x]), [x], None) for x in self._sorted]
         self.walks: list[list[Any]] | None = None
+        self.walk_shares: list[int] = []  # `_shares(walks)`
         if self.branches is not None and all(b.chain is not None for b in self.branches):
             self.walks = [b.chain.full for b in self.branches]  # type: ignore[union-attr]
+            self.walk_shares = _shares(self.walks)
             s = self.strategy
             if spread and isinstance(s, LoopSearch) and all(_same_loop(b.loop, s.loop) for b in spread):
                 # `C* (?:...)` spread over its branches (`_spread_run`): every match is the run and
@@ -1573,7 +1577,7 @@ class ChainCursor(Cursor):
     that reaches the end of the text stops there and resumes from where it stopped, so a delimiter
     written in tokens costs its new text only."""
 
-    __slots__ = ("finder", "walk", "_walks")
+    __slots__ = ("finder", "walk", "_walks", "_shares")
 
     def __init__(self, d: Delimiter, finder: Finder, q: int = 0) -> None:
         self.d = d
@@ -1587,6 +1591,7 @@ class ChainCursor(Cursor):
         # progress
         self.walk: tuple[int, int, int, int, int] | None = None
         self._walks = walks
+        self._shares = d.walk_shares
 
     def peek(self, buf: str, eos: bool) -> int:
         if self.found is not None:
@@ -1636,9 +1641,9 @@ class ChainCursor(Cursor):
                 s, b, k, p, r = walk
                 self.walk = None
             status, k, p, r = _walk(walks[b], buf, k, p, r, eos)
-            while status == NONE and b + 1 < len(walks):
-                b += 1  # the next branch, from the start
-                status, k, p, r = _walk(walks[b], buf, 0, s, -1, eos)
+            if status == NONE and b + 1 < len(walks):
+                # the next branches, from the start or from where this one failed (`_shares`)
+                status, b, k, p, r = _walk_next(walks, self._shares, b, buf, k, p, r, s, eos)
             if status == LIVE:
                 self.walk = (s, b, k, p, r)
                 return (LIVE, s, 0)
@@ -1762,6 +1767,61 @@ def _walk_on(elements: list[Any], buf: str, k: int, p: int, r: int, eos: bool) -
                             return (LIVE, k, e, r)
         return (MATCH, k, r, r)
     return (MATCH, k, p, r)
+
+
+def _same_element(x: Any, y: Any) -> bool:
+    """Whether two walk elements are walked alike (a literal, a run, an optional group's lead, the
+    optional tail): equal parts, a run's class by its source and flags. Never a lookbehind (`_walk`
+    decides one only from the walk's first element)."""
+    if type(x) is str or type(y) is str:
+        return type(x) is type(y) and x == y
+    if type(x) is not tuple or type(y) is not tuple or len(x) != len(y):
+        return False
+    for a, b in zip(x, y):
+        if type(a) is _rx.CharTest:
+            if type(b) is not _rx.CharTest or a.src != b.src or a.flags != b.flags:
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def _shares(walks: list[list[Any]]) -> list[int]:
+    """For each branch `b` but the last: how many leading elements `walks[b]` and `walks[b + 1]`
+    have alike (`_same_element`; none when the first is a lookbehind). A walk is a function of the
+    elements it has walked and the text, so a walk of `b` that failed at element `k` with state
+    `(k, p, r)` tells what `b + 1` does: with `k` below that count, it fails at `k` too (the same
+    state); with `k` equal to it, it reaches element `k` in the same state and goes on from there.
+    (DSML's call opener `...name="[^"]+"\\s*/?>` spelled out as `/>` then `>`: the second branch
+    goes on from the `>` instead of walking the name again.)"""
+    out = []
+    for a, b in zip(walks, walks[1:]):
+        k = 0
+        while k < len(a) and k < len(b) and type(a[k]) is not _Behind and _same_element(a[k], b[k]):
+            k += 1
+        out.append(k)
+    return out
+
+
+def _walk_next(
+    walks: list[list[Any]], shares: list[int], b: int, buf: str, k: int, p: int, r: int, s: int, eos: bool
+) -> tuple[int, int, int, int, int]:
+    """After the walk of branch `b` failed at element `k` (state `p`, `r`): the walks of the next
+    branches from `s` in priority order until one does not fail, `(status, branch, k, p, r)`; each
+    goes on from the failed walk's state where the branches' shared elements allow (`_shares`)."""
+    status = NONE
+    while b + 1 < len(walks):
+        c = shares[b]
+        b += 1
+        if k < c:
+            continue  # (fails at the same element, in the same state)
+        if k == c:
+            status, k, p, r = _walk(walks[b], buf, k, p, r, eos)
+        else:
+            status, k, p, r = _walk(walks[b], buf, 0, s, -1, eos)
+        if status != NONE:
+            break
+    return (status, b, k, p, r)
 
 
 # --------------------------------------------------------------------------------------------
@@ -2462,11 +2522,11 @@ def _same_loop(a: _rx.CharTest | None, b: _rx.CharTest | None) -> bool:
 
 def _chain_leads(
     entries: list[Watch], pre: Prefilter | None, late: bool = False
-) -> dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] | None:
+) -> dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool, list[int]]] | None:
     """For `Scanner._chain_decide`: the leads, as the prefilter's search reports them (cut to
     `_LEAD_MAX`), that only walks can decide: `{cut lead: (entry index, leading run's class, the
-    walks, exhaustive)}`. A lead qualifies when no other lead of the list is a prefix of it, begins
-    with it or holds it after its first character (no other delimiter, nor another lead of its
+    walks, exhaustive, the walks' `_shares`)}`. A lead qualifies when no other lead of the list is
+    a prefix of it, begins with it or holds it after its first character (no other delimiter, nor another lead of its
     own, can match from there, nor from a tail before it that begins a longer lead: `b` in
     `b|abcd` is found at 1 in `ab` while `abcd` may still match at 0), no
     leading loop of the list takes its first character (no other delimiter's run can reach over
@@ -2491,7 +2551,7 @@ def _chain_leads(
         assert w.delimiter.strategy.leads is not None  # (a prefilter exists)
         leads.extend((j, x[:_LEAD_MAX]) for x in w.delimiter.strategy.leads)
         afters.extend(x[:_LEAD_MAX] for x in w.delimiter.strategy.after)
-    out: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] = {}
+    out: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool, list[int]]] = {}
     for j, w in enumerate(entries):
         branches = w.delimiter.branches
         if branches is None:
@@ -2520,7 +2580,7 @@ def _chain_leads(
                         break
                     walks.append(x.chain.elements)
                 if walks:
-                    got = (j, b.loop, walks, len(walks) == len(own))
+                    got = (j, b.loop, walks, len(walks) == len(own), _shares(walks))
                     for k, y in leads:
                         # (A shorter lead the prefilter may report instead maps to these walks only
                         # when the same branches are all that can match where it is found.)
@@ -2664,7 +2724,7 @@ class Scanner:
         "trip_loop",
     )
 
-    _cwalks: tuple[int, Any, list[list[Any]], bool]
+    _cwalks: tuple[int, Any, list[list[Any]], bool, list[int]]
     # `_prefiltered`'s leftmost lead and its start, when it answered -1 (read by `_chain_decide`;
     # not the match object: it would hold the buffer, which `_feed` grows in place)
     _lead_at: int
@@ -2683,7 +2743,7 @@ class Scanner:
     _gloops: bool
     _vguard: StringGuard | None
     _lead1: str | None
-    chains: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool]] | None
+    chains: dict[str, tuple[int, _rx.CharTest | None, list[list[Any]], bool, list[int]]] | None
 
     def __init__(
         self, watch: WatchList, q: int, states: dict[int, Any], guard: StringGuard | None = None
@@ -3182,13 +3242,31 @@ class Scanner:
                     if q == n - 1:
                         n -= 1  # (a run clipped at `q`)
                     else:
-                        prev = la.cache.get(buf[n - 2])
+                        cache = la.cache
+                        prev = cache.get(buf[n - 2])
                         if prev is None:
                             prev = la(buf[n - 2])
-                        if prev:
-                            n = self._trailing(buf, self._pre)  # type: ignore[arg-type]
-                        else:
+                        if not prev:
                             n -= 1
+                        else:
+                            # A run of two or more ("\n\n"): read back up to 8 characters, clipped
+                            # at `q` (with one leading loop class, its run is the trailing run
+                            # `_trailing` finds); a longer run, or several classes, ask it.
+                            i = n - 2
+                            stop = n - 8 if n - 8 > q else q
+                            while i > stop:
+                                hit = cache.get(buf[i - 1])
+                                if hit is None:
+                                    hit = la(buf[i - 1])
+                                if not hit:
+                                    break
+                                i -= 1
+                            pre = self._pre
+                            assert pre is not None
+                            if (i > stop or i == q) and len(pre.loops) == 1:
+                                n = i
+                            else:
+                                n = self._trailing(buf, pre)
                 self.q = n
                 h.at = n
                 return h
@@ -3344,7 +3422,7 @@ class Scanner:
                 got = chains.get(lead)
                 if got is None:
                     return None
-                j, loop, walks, exhaustive = got
+                j, loop, walks, exhaustive, _ = got
                 s = run_start(loop, buf, q, i) if loop is not None else i
                 if guard is not None and guard.inside(buf, s):
                     return None
@@ -3357,11 +3435,12 @@ class Scanner:
             status, k, p, r = _walk(elements, buf, k, p, r, False)
             if status == NONE:
                 walks = self._cwalks[2]
-                b = next(x for x, w in enumerate(walks) if w is elements)
-                while status == NONE and b + 1 < len(walks):
-                    b += 1  # the next branch with this lead, from the lead
+                if len(walks) > 1:
+                    # the next branches with this lead, from the lead or from where this one
+                    # failed (`_shares`)
+                    b = next(x for x, w in enumerate(walks) if w is elements)
+                    status, b, k, p, r = _walk_next(walks, self._cwalks[4], b, buf, k, p, r, i, False)
                     elements = walks[b]
-                    status, k, p, r = _walk(elements, buf, 0, i, -1, False)
             if status == LIVE:
                 self._catt = (j, elements, s, i, k, p, r)
                 self._searched = s

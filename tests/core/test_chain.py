@@ -26,6 +26,7 @@ import chatparse
 from chatparse import _oneshot, _rx, _scan, catalog
 from chatparse._scan import Commit, Hold, Watch, WatchList
 
+from ..support.build import skip_if_compiled
 from .test_linear import count_calls, stream_chars
 from .test_scan import _delim, _leftmost
 
@@ -98,6 +99,12 @@ WALKED = [
     # shortened; runs of a listed class and a negated one, proven disjoint character by character)
     r"(?<!t=[^\s<]{1,4}[ \t]{0,2})<c>(?:f|cm)(?:[ \t]*<k>[^\s<]{1,3}|[ \t]+j)?[ \t]*<m>",
     r"<a>(?:[ \t]*<b>|[,;]+x)?[ \t]*<c>",
+    # branches alike up to where they differ (`_scan._shares`): the next one goes on from where
+    # the one before failed, or fails where it failed (DSML's call opener, shortened)
+    r'\s*<f ?n="(?P<n>[^"]+)"\s*/?>',
+    r"<a>\d+(?:x|y|\s*z)",
+    r"\s*(?:<a>\d+x|<a>\d+y|<a>\d+\s*z)",
+    r"(?:<a>[^<]*<b>|<a>[^<]*<c>|<d>)",
     *BEHIND_BRANCH,
 ]
 # A leading alternation with branches that are not chains: only the owned lead's walks run, and
@@ -1350,3 +1357,45 @@ def test_lookbehind_branch_closers_are_walked() -> None:
         assert isinstance(watch.entries[0].delimiter.cursor({}), _scan.ChainCursor), closer
         assert watch.prefilter is not None and watch.prefilter.back, closer
         assert watch.chains is not None, closer
+
+
+def test_a_branch_goes_on_from_where_the_branch_before_it_failed() -> None:
+    """DSML's call opener `\\s*<｜DSML｜ ?invoke name="(?P<name>[^"]+)"\\s*/?>` is walked as the
+    branches `...\\s*/>` then `...\\s*>`, alike up to the `/>` (`_scan._shares`). At the feed that
+    ends the opener (`">`), the first branch fails at its `/>` and the second goes on from there
+    (before: it walked again from the lead, over the name); its value is the same."""
+    t = chatparse.load_response_template(catalog.get("deepseek_dsml"))
+    tokens = ["Checking.", "\n\n", "<", "｜DSML｜", " invoke", " name", '="', "get", "_", "weather"]
+    p = chatparse.ResponseParser(t, prefix="<｜Assistant｜></think>")
+    for x in tokens:
+        p.feed(x)
+    walked: list[int] = []
+    original = _scan._walk
+
+    def recorded(elements: list[Any], buf: str, k: int, *rest: Any) -> Any:
+        walked.append(k)
+        return original(elements, buf, k, *rest)
+
+    skip_if_compiled()
+    _scan._walk = recorded
+    try:
+        events = p.feed('">')
+    finally:
+        _scan._walk = original
+    assert [e["type"] for e in events] == ["region_close", "region_open"]
+    assert events[1]["captures"] == {"name": "get_weather"}
+    # the first branch resumed in the name's run, the second from the `/>` it failed at (the
+    # lead, the name's run and `"` are elements 0 to 2, then `\s*`, then `/>` or `>`)
+    assert walked == [1, 4], walked
+    for x in ["\n", '<｜DSML｜ parameter name="city" string="true">Paris</｜DSML｜ parameter>\n']:
+        p.feed(x)
+    p.feed("</｜DSML｜ invoke>")
+    message = p.finalize()[0]
+    text = (
+        "".join(tokens)
+        + '">\n<｜DSML｜ parameter name="city" string="true">Paris</｜DSML｜ parameter>\n</｜DSML｜ invoke>'
+    )
+    assert message == chatparse.parse_response(text, t, prefix="<｜Assistant｜></think>")
+    assert message["tool_calls"] == [
+        {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+    ]

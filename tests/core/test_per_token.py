@@ -291,3 +291,31 @@ def test_a_dsml_parameter_streamed_in_pieces_asks_the_scanner_at_its_tags_only(
             p.feed(piece)
         text = "".join(head + param * k + tail)
         assert p.finalize()[0] == chatparse.parse_response(text, t, prefix="")
+
+
+@pure_only
+def test_a_short_whitespace_run_is_held_without_the_run_finders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Content before a call often ends in a blank line (`\\n\\n` before `<tool_call>` or a DSML
+    marker) that the leading `\\s*` of the call opener may take: the run is held. A run of up to 8
+    characters is read back by the per-token path itself (one leading loop class: its run is the
+    trailing run), without `_trailing` (before: one call, and its run finders, per such feed);
+    a longer run still asks it. The holds are those of a parser that asks the scanner every feed."""
+    t = chatparse.load_response_template(CATALOG["qwen3_xml"])
+    trailing = calls_of(monkeypatch, _scan.Scanner, "_trailing")
+    prefix = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    for pieces, asked in [
+        (["Let me check.", "\n\n"], 0),
+        (["Let me check.", "\n", "\n"], 0),
+        (["Let me check.", " \n", "\t \n"], 0),
+        (["Let me check.", "\n", " " * 12], 1),  # (past 8 characters: asked)
+    ]:
+        p = ResponseParser(t, prefix=prefix)
+        before = trailing[0]
+        for piece in pieces:
+            p.feed(piece)
+        assert trailing[0] - before == asked, pieces
+        assert p._pos == len(p.input_text) - len("".join(pieces[1:]))  # (the whole run held)
+        _lockstep(t, prefix, [*pieces, "<tool_call>", "\n<function=f>\n</function>\n</tool_call>"])
+        p.feed("<tool_call>\n<function=f>\n</function>\n</tool_call>")
+        text = "".join(pieces) + "<tool_call>\n<function=f>\n</function>\n</tool_call>"
+        assert p.finalize()[0] == chatparse.parse_response(text, t, prefix=prefix)
