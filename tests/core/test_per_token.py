@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import chatparse
 from chatparse import _scan, catalog
-from chatparse._parser import ResponseParser
+from chatparse._parser import _PREFIX_STATES, ResponseParser
 
 from ..support.build import pure_only
 from ..support.counting import calls_of
@@ -46,12 +46,27 @@ def _plain(r: Any) -> Any:
 
 
 def _lockstep(t: Any, prefix: str, chunks: list[str]) -> None:
+    """`_lockstep_once` with both parsers made by the prompt's pass, then both restored from the
+    prompt state it keeps (`_parser._PREFIX_STATES`). The two are compared only when made the same
+    way: a restored state with a held tail makes its scanner at the first feed (`_start`), which
+    notes a shorter searched stretch than the pass's scanner (a lower bound either way)."""
+    for restored in (False, True):
+        _lockstep_once(t, prefix, chunks, restored)
+
+
+def _made(t: Any, prefix: str, restored: bool) -> ResponseParser:
+    if not restored:
+        _PREFIX_STATES.pop(t, None)  # (the pass, not a restored state)
+    return ResponseParser(t, prefix=prefix)
+
+
+def _lockstep_once(t: Any, prefix: str, chunks: list[str], restored: bool) -> None:
     """Feed `chunks` to two parsers: one as it is, one that never takes the quiet path (its mark
     cleared before every feed) and asks its scanner on an empty feed too. After every feed both
     returned the same, stand at the same position, and their scanners (when there is one) hold
     the same position and searched end."""
-    fast = ResponseParser(t, prefix=prefix)
-    asked = ResponseParser(t, prefix=prefix)
+    fast = _made(t, prefix, restored)
+    asked = _made(t, prefix, restored)
     emptied = False
     for c in chunks:
         asked._quiet = None
