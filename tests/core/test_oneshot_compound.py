@@ -18,23 +18,12 @@ from chatparse import _oneshot, catalog
 from chatparse.openai import ChatParser, parse_message
 
 from ..support.build import pure_only
+from ..support.calls import F_TOOLS as TOOLS
 from ..support.counting import calls_of
 from . import strategies as cst
 from .test_oneshot import assert_same, counting_fast
 
 CATALOG = {name: catalog.get(name) for name in catalog.names()}
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "f",
-            "parameters": {
-                "type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
-            },
-        },
-    }
-]
 
 
 def _calls(t: Any) -> Any:

@@ -17,21 +17,10 @@ from chatparse.openai import ChatParser, parse_message
 
 from ..core import strategies as cst
 from ..support.build import pure_only
+from ..support.calls import F_TOOLS as TOOLS
 from ..support.calls import dense_calls
 
 CATALOG = {name: catalog.get(name) for name in catalog.names()}
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "f",
-            "parameters": {
-                "type": "object",
-                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
-            },
-        },
-    }
-]
 
 
 def _ids() -> Any:

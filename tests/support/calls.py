@@ -3,6 +3,20 @@ tests/openai/test_oneshot_message.py)."""
 
 from __future__ import annotations
 
+F_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+            },
+        },
+    }
+]
+"""One tool `f(a: integer, b: string)`, the tool `dense_calls` writes calls of by default."""
+
 
 def dense_calls(family: str, n: int, name: str = "f") -> str:
     """`n` calls of `name` in `family`'s call syntax, written as a model writes them."""
