@@ -1221,7 +1221,10 @@ class _Again:
             pattern = f"(?!{lookahead}){opener}" if lookahead else opener
             self.literals = None
             self.source = pattern
-            self.match: Any = _rx.match_only(pattern, regex.DOTALL).match
+            # (joined, the other delimiters' sources are alternatives of one lookahead: where two
+            # of them are single negated characters, the `regex` module may merge them wrongly,
+            # which each source alone, made safe at load, does not show: `_rx.module_safe`)
+            self.match: Any = _rx.match_only(_rx.module_safe(pattern), regex.DOTALL).match
             runs = {r.pattern: r for x in (d, *other_ds) if x.prog.tree is not None for r in _leading_runs(x)}
             self.runs = list(runs.values())
             self.look_runs = self.runs

@@ -1606,7 +1606,7 @@ def _set_follows(prog: Program, runs: list[tuple[int, Any]]) -> None:
         if not srcs and len(chars) <= 4:
             spec.follow_chars = "".join(sorted(chars))
         parts = [regex.escape(c) for c in sorted(chars)] + list(dict.fromkeys(srcs))
-        spec.follow = regex.compile("|".join(parts) if parts else "(?!)")
+        spec.follow = regex.compile(module_safe("|".join(parts)) if parts else "(?!)")
 
 
 def compile_pattern(pattern: str, flags: int = regex.DOTALL) -> Program:

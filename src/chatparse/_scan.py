@@ -552,7 +552,8 @@ class TriggerSearch(Strategy):
         self.loops = []
         srcs = [regex.escape(c) for c in sorted(chars)] + classes
         self._single = next(iter(chars)) if len(chars) == 1 and not classes else None
-        self._re = regex.compile("|".join(srcs) if srcs else "(?!)")
+        # (the classes of several delimiters joined: `_rx.module_safe`, as each source alone was)
+        self._re = regex.compile(_rx.module_safe("|".join(srcs)) if srcs else "(?!)")
 
     def finder(self) -> Finder:
         return _TriggerFinder(self._single, None if self._single is not None else self._re)
@@ -2088,7 +2089,7 @@ class Prefilter:
         self.search_re: Any
         if self.classes:
             srcs = [regex.escape(x) for x in self.literals] + self.classes
-            self.search_re = regex.compile("|".join(srcs))
+            self.search_re = regex.compile(_rx.module_safe("|".join(srcs)))
         else:
             self.search_re = re.compile(_trie_pattern(self.literals, False) if self.literals else "(?!)")
         # The leads that hold another lead after their first character: a buffer tail that begins
@@ -2105,7 +2106,11 @@ class Prefilter:
             else frozenset()
         )
         self.loops = list(loops.values())
-        self.loop_any = _rx.CharTest("|".join(f"(?:{t.src})" for t in self.loops), 0) if self.loops else None
+        self.loop_any = (
+            _rx.CharTest(_rx.module_safe("|".join(f"(?:{t.src})" for t in self.loops)), 0)
+            if self.loops
+            else None
+        )
         self.at0 = any(s.at0 for s in strategies)
 
 

@@ -120,3 +120,76 @@ def test_streamed_equals_one_shot_on_such_openers(pattern: str) -> None:
                 i += n
             assert p.finalize()[0] == whole, (pattern, text, sizes)
     assert opened > 0  # (the openers do match: `<` and `a` after their prefix included)
+
+
+def test_the_again_steps_joined_lookahead_is_made_safe() -> None:
+    """The one-shot again step after a region of a repeating field joins the other top delimiters
+    into one lookahead (`_oneshot._Again`): two of them single negated characters after a common
+    `c` (`c[^<]`, `c[^a]`) make the alternation the module merges, though each delimiter alone has
+    none. Right after `</c>`, at `c<2`, `y` opens (its match is longer than the opener's `c`), as
+    streaming finds; with the joined lookahead as written, the module's one-shot took the opener
+    there (and raised on the JSON body `<2`)."""
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "S",
+            "fields": {
+                "x": {"open_pattern": "c[^<]", "close_pattern": "!x"},
+                "y": {"open_pattern": "c[^a]", "close_pattern": "!y"},
+                "tool_calls": {
+                    "open_pattern": "T|(?<=</c>)c",
+                    "close_pattern": "</c>",
+                    "repeats": True,
+                    "content": "json",
+                    "content_args": {"close_after_value": True},
+                },
+                "content": {},
+            },
+        }
+    )
+    if _rx.MODULE_MERGES_NEGATED:  # the premise, where the installed module has the bug
+        assert regex.match(r"(?!(?:c[^<])|(?:c[^a]))(?:c)", "c<2") is not None
+    for text in ["T1</c>c<2!y", "T1</c>c2</c>", "T1</c>cb!x", "T1</c>c<2</c>c3"]:
+        p = chatparse.ResponseParser(t, prefix="S")
+        for ch in text:
+            p.feed(ch)
+        streamed = p.finalize()[0]
+        assert chatparse.parse_response(text, t, prefix="S") == streamed, text
+    assert chatparse.parse_response("T1</c>c<2!y", t, prefix="S") == {"tool_calls": [1], "y": "2"}
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [("[^<]!", "[^a]\\?"), ("\\s*[^<]!", "[^a]\\?"), ("[^<]!|b!", "[^a]\\?")],
+)
+def test_delimiters_whose_leads_are_different_negated_characters(x: str, y: str) -> None:
+    """Two top delimiters whose first character is a different negated class: the scanner's lead
+    search joins their classes into one pattern (`TriggerSearch`, a prefilter's `search_re`, a
+    watch list's leading-run test), which the module merged, so streaming missed `y` at `<?` after
+    `aaa` (each delimiter alone has no such alternation). Streamed == one-shot == the message."""
+    t = chatparse.load_response_template(
+        {
+            "start_anchor": "S",
+            "fields": {
+                "x": {"open_pattern": x, "close": "#"},
+                "y": {"open_pattern": y, "close": "%"},
+                "content": {},
+            },
+        }
+    )
+    rng = random.Random(x + y)
+    pieces = ["a", "<", "?", "!", "#", "%", " ", "b"]
+    texts = ["aaa<?q%", "aaa<?q%<<a!z#"] + [
+        "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 14))) for _ in range(150)
+    ]
+    for text in texts:
+        whole = chatparse.parse_response(text, t, prefix="S")
+        for sizes in ([1] * len(text), [rng.randrange(1, 4) for _ in text]):
+            p = chatparse.ResponseParser(t, prefix="S")
+            i = 0
+            for n in sizes:
+                if i >= len(text):
+                    break
+                p.feed(text[i : i + n])
+                i += n
+            assert p.finalize()[0] == whole, (text, sizes)
+    assert chatparse.parse_response("aaa<?q%", t, prefix="S")["y"] == "q"
