@@ -15,6 +15,7 @@ import json
 import random
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import regex
@@ -98,6 +99,19 @@ def _template(opener: str) -> dict:
     return {"start_anchor": "\x00", "fields": {"x": {"open_pattern": opener, "close": "Z"}, "content": {}}}
 
 
+def _assert_streamed_equals(t: Any, prefix: str, text: str, whole: Any, rng: random.Random) -> None:
+    """`text` fed one character at a time and in random 1-3 character chunks gives `whole`."""
+    for sizes in ([1] * len(text), [rng.randrange(1, 4) for _ in text]):
+        p = chatparse.ResponseParser(t, prefix=prefix)
+        i = 0
+        for n in sizes:
+            if i >= len(text):
+                break
+            p.feed(text[i : i + n])
+            i += n
+        assert p.finalize()[0] == whole, (text, sizes)
+
+
 @pytest.mark.parametrize("pattern", [p for p in MERGED if "\n" not in p])
 def test_streamed_equals_one_shot_on_such_openers(pattern: str) -> None:
     """One character per feed and random chunks give `parse_response`'s message (the one-shot
@@ -110,15 +124,7 @@ def test_streamed_equals_one_shot_on_such_openers(pattern: str) -> None:
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12)))
         whole = chatparse.parse_response(text, t, prefix="")
         opened += "x" in whole
-        for sizes in ([1] * len(text), [rng.randrange(1, 4) for _ in text]):
-            p = chatparse.ResponseParser(t, prefix="")
-            i = 0
-            for n in sizes:
-                if i >= len(text):
-                    break
-                p.feed(text[i : i + n])
-                i += n
-            assert p.finalize()[0] == whole, (pattern, text, sizes)
+        _assert_streamed_equals(t, "", text, whole, rng)
     assert opened > 0  # (the openers do match: `<` and `a` after their prefix included)
 
 
@@ -183,13 +189,5 @@ def test_delimiters_whose_leads_are_different_negated_characters(x: str, y: str)
     ]
     for text in texts:
         whole = chatparse.parse_response(text, t, prefix="S")
-        for sizes in ([1] * len(text), [rng.randrange(1, 4) for _ in text]):
-            p = chatparse.ResponseParser(t, prefix="S")
-            i = 0
-            for n in sizes:
-                if i >= len(text):
-                    break
-                p.feed(text[i : i + n])
-                i += n
-            assert p.finalize()[0] == whole, (text, sizes)
+        _assert_streamed_equals(t, "S", text, whole, rng)
     assert chatparse.parse_response("aaa<?q%", t, prefix="S")["y"] == "q"
